@@ -1,0 +1,3 @@
+from profilectl.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,81 @@
+"""The interface every profiler backend implements; adding a profiler is adding one module.
+
+A backend knows three things about its tool: whether it can serve a service here (`available`),
+the exact commands to run (`steps`, argv lists, never shell strings), and how to turn the files it
+wrote into normalized tables (`collect`).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar
+
+from profilectl.probe.report import EnvReport, Tool, Verdict
+from profilectl.request import Request
+
+
+@dataclass
+class Step:
+    """One process to start. `timed` steps are the repetitions the timing backend measures."""
+    argv: list[str]
+    label: str
+    env: dict[str, str] = field(default_factory=dict)
+    timed: bool = False
+    warmup: bool = False
+
+
+@dataclass
+class Collected:
+    """What a backend read back from its raw files."""
+    tables: dict[str, list[dict]] = field(default_factory=dict)  # name -> rows
+    trace_file: str | None = None  # relative to the run dir; opens in Perfetto
+    notes: list[str] = field(default_factory=list)
+    produced_output: bool = True
+
+
+class Backend(ABC):
+    name: ClassVar[str]
+    tool_name: ClassVar[str | None] = None
+    services: ClassVar[frozenset[str]] = frozenset()
+    # Environment for stable numbers, set by default (users override with --env KEY=VALUE).
+    default_env: ClassVar[dict[str, str]] = {"PYTORCH_TUNABLEOP_ENABLED": "0"}
+
+    def tool(self, env: EnvReport) -> Tool | None:
+        return env.tool(self.tool_name) if self.tool_name else None
+
+    @abstractmethod
+    def available(self, env: EnvReport, request: Request) -> Verdict:
+        """Can this backend serve request.service on this machine? Says why, and the fix."""
+
+    @abstractmethod
+    def steps(self, request: Request, env: EnvReport, raw_dir: Path) -> list[Step]:
+        """The commands to run, writing the tool's own files under raw_dir."""
+
+    @abstractmethod
+    def collect(self, raw_dir: Path, request: Request, results: list["StepResult"]) -> Collected:
+        """Reads raw_dir into normalized tables."""
+
+    def environment(self, request: Request) -> dict[str, str]:
+        env = dict(self.default_env)
+        if request.serialize:
+            env.update({"HIP_LAUNCH_BLOCKING": "1", "CUDA_LAUNCH_BLOCKING": "1"})
+        return env
+
+    def unavailable_unless_service(self, request: Request) -> Verdict | None:
+        if request.service not in self.services:
+            return Verdict(False, f"{self.name} does not provide the {request.service} service")
+        return None
+
+
+@dataclass
+class StepResult:
+    label: str
+    argv: list[str]
+    returncode: int | None
+    seconds: float
+    timed: bool = False
+    warmup: bool = False
+    timed_out: bool = False
+    interrupted: bool = False

@@ -1,0 +1,95 @@
+"""Legacy rocprof (v1) and rocprofv2, for ROCm releases before rocprofv3 (or where it is broken).
+
+Unlike rocprofv3, the application follows the options directly (no `--`). v1 writes
+results.csv (+ results.stats.csv with --stats, results.json for traces); v2 writes
+results_<pid>.csv through its plugins.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from profilectl import data
+from profilectl.backends.base import Backend, Collected, Step, StepResult
+from profilectl.backends.rocprofv3 import amd_counter_verdict
+from profilectl.errors import UsageError
+from profilectl.formats import rocprof_legacy as reader
+from profilectl.probe.report import EnvReport, Tool, Verdict
+from profilectl.request import Request
+
+
+class LegacyRocprof(Backend):
+    name = "rocprof"
+    services = frozenset({"counters", "trace"})
+
+    def tool(self, env: EnvReport) -> Tool | None:
+        return env.tool("rocprof") or env.tool("rocprofv2")
+
+    def generation(self, env: EnvReport) -> str:
+        return "v1" if env.tool("rocprof") else "v2"
+
+    def available(self, env: EnvReport, request: Request) -> Verdict:
+        if (refusal := self.unavailable_unless_service(request)):
+            return refusal
+        if env.first_gpu("amd") is None:
+            return Verdict(False, "no AMD GPU found")
+        tool = self.tool(env)
+        if tool is None:
+            return Verdict(False, "neither rocprof nor rocprofv2 found", "install rocprofiler (ROCm 5.x/6.x)")
+        if request.service == "counters":
+            verdict = amd_counter_verdict(env)
+            if not verdict.available:
+                return verdict
+        return Verdict(True, f"{tool.name} (legacy) from ROCm {env.rocm.version or 'unknown'}")
+
+    def steps(self, request: Request, env: EnvReport, raw_dir: Path) -> list[Step]:
+        tool = self.tool(env)
+        generation = self.generation(env)
+        argv = [tool.path]
+        if request.service == "trace":
+            presets = data.load_yaml(data.find("tools/rocprof.yaml"))["presets"]
+            if request.preset not in presets:
+                raise UsageError(f"unknown preset {request.preset!r}; presets: {', '.join(presets)}")
+            argv += presets[request.preset][generation]
+            if generation == "v2":
+                argv += ["--plugin", "perfetto"]
+        else:
+            argv += ["-i", str(raw_dir / "input.txt")]
+        if generation == "v1":
+            argv += ["--stats", "--timestamp", "on", "-d", str(raw_dir), "-o", str(raw_dir / "results.csv")]
+        else:
+            argv += ["-d", str(raw_dir), "-o", "results"]
+        return [Step(argv=argv + list(request.workload), label=tool.name)]
+
+    def input_file(self, passes: list[list[str]]) -> str:
+        return "".join(f"pmc: {' '.join(p)}\n" for p in passes)
+
+    def list_counters_argv(self, env: EnvReport) -> list[str]:
+        return [self.tool(env).path, "--list-basic"]
+
+    def parse_counter_list(self, output: str) -> set[str]:
+        # v1 prints "  gpu-agent0 : SQ_WAVES : Count number of waves..." lines.
+        names = set()
+        for line in output.splitlines():
+            parts = [p.strip() for p in line.split(":")]
+            if len(parts) >= 3 and parts[0].startswith("gpu-agent") and parts[1]:
+                names.add(parts[1].split("[")[0])
+        return names
+
+    def collect(self, raw_dir: Path, request: Request, results: list[StepResult]) -> Collected:
+        out = Collected()
+        result_files = sorted(raw_dir.rglob("results.csv")) + sorted(raw_dir.rglob("results_*.csv"))
+        for path in result_files:
+            kernels, counters = reader.results(path)
+            if kernels:
+                out.tables.setdefault("kernels", []).extend(kernels)
+            if counters:
+                out.tables.setdefault("counters", []).extend(counters)
+        stats = raw_dir / "results.stats.csv"
+        if stats.exists() and "kernels" not in out.tables:
+            out.tables["kernels"] = reader.stats_file(stats)
+        traces = sorted(raw_dir.rglob("results.json")) + sorted(raw_dir.rglob("*.pftrace"))
+        if traces:
+            out.trace_file = str(traces[0].relative_to(raw_dir.parent))
+        out.produced_output = bool(out.tables or traces)
+        return out

@@ -1,0 +1,131 @@
+"""rocprofv3 (rocprofiler-sdk, ROCm 6.2 to 7.x): kernel/API tracing and counter collection.
+
+Facts this module relies on (rocprofiler-sdk docs): the application follows `--`; each `pmc:` line
+of an `-i` input file is one pass that re-runs the application; the default output format changed
+from csv to rocpd in 7.0, so --output-format is always passed; files land in
+<dir>/<hostname>/<pid>_<kind>.csv. Options are only passed when the installed release has them
+(profiling/tools/rocprofv3.yaml).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from profilectl import countersets, data
+from profilectl.backends.base import Backend, Collected, Step, StepResult
+from profilectl.formats import rocprofv3 as reader
+from profilectl.probe.facts import version_tuple
+from profilectl.probe.report import EnvReport, Verdict
+from profilectl.request import Request
+
+OLDEST_SUPPORTED = (6, 2)
+
+
+def tool_facts() -> dict:
+    path = data.find("tools/rocprofv3.yaml")
+    return data.load_yaml(path) if path else {"options": {}, "output_formats": {}, "presets": {}}
+
+
+def rocm_release(env: EnvReport) -> tuple[int, ...]:
+    return version_tuple(env.rocm.version)[:2] or OLDEST_SUPPORTED
+
+
+def has(kind: str, name: str, release: tuple[int, ...]) -> bool:
+    since = (tool_facts().get(kind) or {}).get(name)
+    return since is not None and release >= version_tuple(str(since))
+
+
+def amd_counter_verdict(env: EnvReport) -> Verdict:
+    """The live probe's answer when it ran, else the static checks of the probe."""
+    return env.checks.get("live_counters") or env.checks.get("amd_counters") or Verdict(
+        False, "the probe did not check AMD counters")
+
+
+class Rocprofv3(Backend):
+    name = "rocprofv3"
+    tool_name = "rocprofv3"
+    services = frozenset({"counters", "trace"})
+
+    def available(self, env: EnvReport, request: Request) -> Verdict:
+        if (refusal := self.unavailable_unless_service(request)):
+            return refusal
+        if env.first_gpu("amd") is None:
+            return Verdict(False, "no AMD GPU found")
+        if self.tool(env) is None:
+            return Verdict(False, "rocprofv3 not found (ships with ROCm 6.2 and later)",
+                           "install rocprofiler-sdk, or add /opt/rocm/bin to PATH")
+        release = rocm_release(env)
+        if env.rocm.version and release < OLDEST_SUPPORTED:
+            return Verdict(False, f"ROCm {env.rocm.version} predates a usable rocprofv3 (6.2)")
+        if request.service == "counters":
+            verdict = amd_counter_verdict(env)
+            if not verdict.available:
+                return verdict
+        return Verdict(True, f"rocprofv3 from ROCm {env.rocm.version or 'unknown (assuming 6.2 options)'}")
+
+    def preset_options(self, request: Request, env: EnvReport) -> tuple[list[str], list[str], dict[str, str]]:
+        presets = tool_facts().get("presets") or {}
+        preset = presets.get(request.preset)
+        if preset is None:
+            from profilectl.errors import UsageError
+            raise UsageError(f"unknown preset {request.preset!r}; presets: {', '.join(presets)}")
+        release = rocm_release(env)
+        kept = [o for o in preset["options"] if has("options", o, release)]
+        dropped = [o for o in preset["options"] if o not in kept]
+        return kept, dropped, dict(preset.get("env") or {})
+
+    def environment(self, request: Request) -> dict[str, str]:
+        env = super().environment(request)
+        if request.service == "trace":
+            preset = (tool_facts().get("presets") or {}).get(request.preset) or {}
+            env.update(preset.get("env") or {})
+        return env
+
+    def steps(self, request: Request, env: EnvReport, raw_dir: Path) -> list[Step]:
+        tool = self.tool(env)
+        release = rocm_release(env)
+        argv = [tool.path]
+        if request.service == "trace":
+            options, _, _ = self.preset_options(request, env)
+            formats = ["csv"] + (["pftrace"] if has("output_formats", "pftrace", release) else [])
+            argv += options + ["--stats"]
+        else:
+            argv += ["-i", str(raw_dir / "input.txt"), "--kernel-trace"]
+            formats = ["csv"]
+        argv += ["--output-format", *formats, "-d", str(raw_dir), "--", *request.workload]
+        return [Step(argv=argv, label=self.name)]
+
+    def input_file(self, passes: list[list[str]]) -> str:
+        return "".join(f"pmc: {' '.join(p)}\n" for p in passes)
+
+    def list_counters_argv(self, env: EnvReport) -> list[str]:
+        return [self.tool(env).path, "-L"]
+
+    def parse_counter_list(self, output: str) -> set[str]:
+        return reader.available_counters(output)
+
+    def collect(self, raw_dir: Path, request: Request, results: list[StepResult]) -> Collected:
+        out = Collected()
+        kernels = reader.files(raw_dir, "kernel_trace")
+        if kernels:
+            out.tables["kernels"] = reader.kernel_trace(kernels)
+        api = reader.files(raw_dir, "hip_api_trace") or reader.files(raw_dir, "hip_runtime_api_trace")
+        if api:
+            out.tables["api"] = reader.api_trace(api)
+        copies = reader.files(raw_dir, "memory_copy_trace")
+        if copies:
+            out.tables["memory_copies"] = reader.memory_copies(copies)
+        counter_files = reader.files(raw_dir, "counter_collection")
+        if counter_files:
+            out.tables["counters"] = reader.counter_collection(counter_files)
+        traces = sorted(raw_dir.rglob("*.pftrace"))
+        if traces:
+            out.trace_file = str(traces[0].relative_to(raw_dir.parent))
+            if len(traces) > 1:
+                out.notes.append(f"{len(traces)} Perfetto traces (one per process) under raw/")
+        out.produced_output = bool(out.tables or traces)
+        return out
+
+
+def counter_passes(counter_set: countersets.CounterSet) -> list[list[str]]:
+    return counter_set.explicit_passes or countersets.split_passes(counter_set.counters)

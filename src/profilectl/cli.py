@@ -1,0 +1,88 @@
+"""Command-line parsing only: each command maps to one function in commands.py.
+
+Every error a user can cause ends as one line on stderr and a distinct exit code (errors.py);
+tracebacks are for bugs only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from profilectl import __version__, commands, errors
+from profilectl.backends import BACKENDS
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2 (argparse prints the whole usage)
+        self.exit(errors.USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _measuring(sub, name: str, help_text: str) -> argparse.ArgumentParser:
+    p = sub.add_parser(name, help=help_text, description=help_text)
+    p.add_argument("--backend", choices=sorted(BACKENDS), help="force one backend instead of the best available")
+    p.add_argument("--dry-run", action="store_true", help="print the plan and exact argv; run nothing")
+    p.add_argument("--timeout", type=float, metavar="SECONDS", help="stop the run (process group) after this long")
+    p.add_argument("--json", action="store_true", help="print the result as JSON (workload output goes to stderr)")
+    p.add_argument("--traces-dir", metavar="DIR", help="output root (default: $PROFILECTL_TRACES_DIR or ./traces)")
+    p.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="set/override an environment variable")
+    p.add_argument("--serialize", action="store_true",
+                   help="HIP_LAUNCH_BLOCKING=1 / CUDA_LAUNCH_BLOCKING=1 (changes what is measured)")
+    p.add_argument("workload", nargs=argparse.REMAINDER,
+                   help="the program to profile, after -- (default: $PROFILECTL_WORKLOAD or the built-in matmul)")
+    return p
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="profilectl", description="Probe the machine, pick the profiler that works, keep every output.")
+    parser.add_argument("--version", action="version", version=f"profilectl {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    env = sub.add_parser("env-check", help="what can be measured here, what cannot, why, and the fix")
+    env.add_argument("--json", action="store_true", help="the EnvReport as JSON (stable keys, see README)")
+    env.add_argument("--deep", action="store_true", help="also run the real profiler once to test counters live")
+    env.add_argument("--require", choices=sorted(commands.REQUIRE_CHOICES), help="exit 3 if this capability is unavailable")
+    env.add_argument("--root", help="probe this root file system instead of / (tests, chroots)")
+    env.add_argument("--path", help="search profilers on this PATH instead of $PATH")
+
+    profile = _measuring(sub, "profile", "time the workload (and torch.profiler tables for PyTorch); always available")
+    profile.add_argument("--repeat", type=int, default=5, help="timed runs (default 5)")
+    profile.add_argument("--warmup", type=int, default=1, help="untimed warm-up runs (default 1)")
+
+    counters = _measuring(sub, "counters", "hardware counters per kernel (rocprofv3, rocprof, ncu)")
+    counters.add_argument("--set", dest="counter_set", default="basic", metavar="NAME|FILE",
+                          help="counter set name from profiling/counters, or a YAML / pmc: text file")
+    counters.add_argument("--fallback", action="store_true", help="run `profile` when counters are unavailable here")
+
+    trace = _measuring(sub, "trace", "a Perfetto-ready trace and top-kernels table")
+    trace.add_argument("--preset", default="lightweight",
+                       help="lightweight (default), api, memory, communication, sys")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return errors.USAGE
+    try:
+        if args.command == "env-check":
+            return commands.env_check(args.json, args.deep, args.require, args.root, args.path)
+        if args.command in ("profile", "counters", "trace"):
+            extra = {"profile": lambda: {"repeat": args.repeat, "warmup": args.warmup},
+                     "counters": lambda: {"counter_set": args.counter_set, "fallback": args.fallback},
+                     "trace": lambda: {"preset": args.preset}}[args.command]()
+            return commands.measure(args.command, args.workload, backend=args.backend, dry_run=args.dry_run,
+                                    timeout=args.timeout, as_json=args.json, traces_dir=args.traces_dir,
+                                    env_items=args.env, serialize=args.serialize, **extra)
+    except errors.ProfilectlError as exc:
+        sys.stderr.write(f"profilectl: {exc}\n")
+        return exc.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write("profilectl: interrupted\n")
+        return errors.INTERRUPTED
+    except BrokenPipeError:
+        return errors.OK
+    parser.error(f"unknown command {args.command}")
+    return errors.USAGE

@@ -1,0 +1,81 @@
+"""One function per CLI command: wire probe -> plan -> run -> read -> report, and render."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from profilectl import errors, execute, runs
+from profilectl.probe import probe
+from profilectl.report import render
+from profilectl.request import Request, parse_env_assignments, resolve_workload
+
+ROOT_ENV = "PROFILECTL_PROBE_ROOT"  # probe a different root file system (tests, chroots)
+REQUIRE_CHOICES = {"tracing": "tracing", "counters": "counters", "pc-sampling": "pc_sampling", "timing": "timing"}
+
+
+def _console(stderr: bool = False) -> Console:
+    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+
+
+def _probe(root: str | None = None, path: str | None = None, deep: bool = False):
+    return probe(root or os.environ.get(ROOT_ENV) or "/", path=path, deep=deep)
+
+
+def _print_json(payload: Any) -> None:
+    sys.stdout.write(json.dumps(payload, indent=2, default=str) + "\n")
+
+
+def env_check(as_json: bool, deep: bool, require: str | None, root: str | None, path: str | None) -> int:
+    env = _probe(root, path, deep)
+    if as_json:
+        _print_json(env.to_dict())
+    else:
+        render.env_report(_console(), env)
+    if require:
+        verdict = env.capabilities[REQUIRE_CHOICES[require]]
+        if not verdict.available:
+            fix = f" Fix: {verdict.fix}" if verdict.fix else ""
+            _console(stderr=True).print(f"profilectl: {require} unavailable: {verdict.reason}.{fix}",
+                                        markup=False, highlight=False)
+            return errors.UNAVAILABLE
+    return errors.OK
+
+
+def measure(service: str, workload: list[str], *, backend: str | None, dry_run: bool, timeout: float | None,
+            as_json: bool, traces_dir: str | None, env_items: list[str], serialize: bool,
+            repeat: int = 5, warmup: int = 1, counter_set: str = "basic", fallback: bool = False,
+            preset: str = "lightweight") -> int:
+    if timeout is not None and timeout <= 0:
+        raise errors.UsageError("--timeout must be a positive number of seconds")
+    if repeat < 1 or warmup < 0:
+        raise errors.UsageError("--repeat must be at least 1 and --warmup at least 0")
+    argv, source = resolve_workload(workload)
+    request = Request(service=service, workload=argv, workload_source=source, backend=backend,
+                      counter_set=counter_set, preset=preset, fallback=fallback, timeout_s=timeout,
+                      serialize=serialize, repeat=repeat, warmup=warmup,
+                      env_overrides=parse_env_assignments(env_items))
+    env = _probe()
+    traces_root = Path(traces_dir) if traces_dir else runs.default_traces_root()
+    if dry_run:
+        plan = execute.dry_run(request, env, traces_root).to_dict()
+        if as_json:
+            _print_json(plan)
+        else:
+            render.plan(_console(), plan)
+        return errors.OK
+    echo = execute.terminal_echo(quiet_stdout=as_json)
+    outcome = execute.run(request, env, traces_root, echo)
+    if as_json:
+        _print_json({"exit_code": outcome.exit_code, "status": outcome.status, "message": outcome.message,
+                     "run_dir": str(outcome.run_dir), "manifest": outcome.manifest, "summary": outcome.summary})
+    else:
+        render.outcome(_console(), outcome.manifest, outcome.summary, str(outcome.run_dir))
+    if outcome.exit_code != errors.OK:
+        _console(stderr=True).print(f"profilectl: {outcome.status}: {outcome.message}", markup=False, highlight=False)
+    return outcome.exit_code

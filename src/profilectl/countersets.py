@@ -1,0 +1,176 @@
+"""Counter sets: data files under profiling/counters/, resolved for one GPU architecture.
+
+A set is YAML (see profiling/counters/basic.yaml) or a legacy rocprof text file of `pmc:` lines,
+each line one pass. Names may use {l2}, replaced by the architecture's L2 block from gpus.yaml
+(TCC on CDNA, GL2C on RDNA).
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import math
+import operator
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from profilectl import data
+from profilectl.errors import UsageError
+
+
+@dataclass
+class CounterSet:
+    name: str
+    source: str
+    description: str = ""
+    counters: list[str] = field(default_factory=list)
+    explicit_passes: list[list[str]] | None = None  # from a pmc: text file, kept as the user wrote it
+    derived: dict[str, str] = field(default_factory=dict)
+
+
+def available_sets() -> list[str]:
+    names = set()
+    for base in data.profiling_dirs():
+        names.update(p.stem for p in (base / "counters").glob("*.yaml") if not p.name.startswith("_"))
+    return sorted(names)
+
+
+def _locate(name_or_path: str) -> Path:
+    path = Path(name_or_path)
+    if path.suffix in (".yaml", ".yml", ".txt") or "/" in name_or_path:
+        if not path.is_file():
+            raise UsageError(f"counter set file {name_or_path} does not exist")
+        return path
+    found = data.find(f"counters/{name_or_path}.yaml")
+    if found is None:
+        known = available_sets()
+        close = difflib.get_close_matches(name_or_path, known, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise UsageError(f"unknown counter set {name_or_path!r}{hint}; known sets: {', '.join(known)}")
+    return found
+
+
+def _expand(names: list[str], l2_block: str) -> list[str]:
+    return [str(n).replace("{l2}", l2_block) for n in names]
+
+
+def load(name_or_path: str, vendor: str | None, arch: str | None) -> CounterSet:
+    path = _locate(name_or_path)
+    if path.suffix == ".txt":
+        return _load_pmc_text(path)
+    doc = data.load_yaml(path)
+    if not isinstance(doc, dict):
+        raise UsageError(f"{path}: a counter set is a mapping with 'amd' and/or 'nvidia' sections")
+    facts = data.arch_facts(vendor, arch)
+    l2_block = facts.get("l2_block", "TCC")
+    counters: list[str] = []
+    if vendor == "nvidia":
+        counters = list((doc.get("nvidia") or {}).get("metrics") or [])
+    elif vendor == "amd" or vendor is None:
+        section = doc.get("amd") or {}
+        counters = list(section.get("counters") or [])
+        family = facts.get("family") or ""
+        for key, override in (section.get("arch") or {}).items():
+            if key == arch or (family and family.startswith(str(key))):
+                counters = list(override)
+                break
+    derived = {k: v.replace("{l2}", l2_block)
+               for k, v in ((doc.get("derived") or {}).get(vendor or "amd") or {}).items()}
+    return CounterSet(name=path.stem, source=str(path), description=str(doc.get("description", "")),
+                      counters=_expand(counters, l2_block), derived=derived)
+
+
+def _load_pmc_text(path: Path) -> CounterSet:
+    passes = []
+    for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        if not line.startswith("pmc:"):
+            raise UsageError(f"{path}:{number}: expected 'pmc: COUNTER ...', got {line[:40]!r}")
+        names = line[4:].replace(",", " ").split()
+        if names:
+            passes.append(names)
+    if not passes:
+        raise UsageError(f"{path}: no 'pmc:' line with counters")
+    return CounterSet(name=path.stem, source=str(path), counters=[c for p in passes for c in p],
+                      explicit_passes=passes)
+
+
+def _block(counter: str) -> str | None:
+    match = re.match(r"([A-Z][A-Z0-9]*)_", counter)
+    return match.group(1) if match else None
+
+
+def split_passes(counters: list[str]) -> list[list[str]]:
+    """Greedy packing: each pass holds at most the per-block limit of counters of each block."""
+    limits_path = data.find("counters/_limits.yaml")
+    limits = data.load_yaml(limits_path) if limits_path else {}
+    default = int(limits.get("default", 4))
+    blocks = {k: int(v) for k, v in (limits.get("blocks") or {}).items()}
+    derived_limit = int(limits.get("derived_per_pass", 2))
+    passes: list[tuple[list[str], dict[str, int]]] = []
+    for counter in dict.fromkeys(counters):
+        block = _block(counter)
+        limit = blocks.get(block, default) if block else derived_limit
+        key = block or "<derived>"
+        for names, used in passes:
+            if used.get(key, 0) < limit:
+                names.append(counter)
+                used[key] = used.get(key, 0) + 1
+                break
+        else:
+            passes.append(([counter], {key: 1}))
+    return [names for names, _ in passes]
+
+
+def validate(counters: list[str], available: set[str], where: str, key=None) -> None:
+    """Raises UsageError naming every unknown counter, with a 'did you mean' for each.
+
+    `key` maps a requested name to the form the listing uses (ncu lists metric bases)."""
+    key = key or (lambda name: name)
+    unknown = [c for c in counters if key(c) not in available]
+    if not unknown:
+        return
+    parts = []
+    for name in unknown:
+        close = difflib.get_close_matches(key(name), sorted(available), n=1, cutoff=0.6)
+        parts.append(f"{name} (did you mean {close[0]}?)" if close else name)
+    raise UsageError(f"{len(unknown)} counter(s) not available on {where}: {', '.join(parts)}")
+
+
+# ------------------------------------------------------------ derived metrics
+_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+        ast.Div: operator.truediv, ast.USub: operator.neg}
+
+
+def evaluate(expression: str, values: dict[str, float]) -> float | None:
+    """Arithmetic over counter values (names may contain dots); None when a value is missing or /0."""
+    names = {f"v{i}": name for i, name in enumerate(sorted(values, key=len, reverse=True))}
+    text = expression
+    for alias, name in names.items():
+        text = re.sub(rf"(?<![\w.]){re.escape(name)}(?![\w.])", alias, text)
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError:
+        return None
+
+    def walk(node: ast.AST) -> float:
+        if isinstance(node, ast.Expression):
+            return walk(node.body)
+        if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+            return _OPS[type(node.op)](walk(node.left), walk(node.right))
+        if isinstance(node, ast.UnaryOp) and type(node.op) in _OPS:
+            return _OPS[type(node.op)](walk(node.operand))
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+            return float(node.value)
+        if isinstance(node, ast.Name) and node.id in names:
+            return float(values[names[node.id]])
+        raise ValueError(ast.dump(node))
+
+    try:
+        result = walk(tree)
+    except (ValueError, ZeroDivisionError, KeyError):
+        return None
+    return result if math.isfinite(result) else None

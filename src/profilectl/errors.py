@@ -1,0 +1,36 @@
+"""Exit codes (the contract in DESIGN.md) and the errors that carry them.
+
+Every failure a user can cause or meet ends as one line on stderr and one of these codes; the CLI
+catches ProfilectlError at the top, so nothing below it prints tracebacks for expected failures.
+"""
+
+from __future__ import annotations
+
+OK = 0
+WORKLOAD_FAILED = 1
+USAGE = 2
+UNAVAILABLE = 3
+PROFILER_FAILED = 4
+TIMEOUT = 124  # the --timeout ran out (same code as coreutils `timeout`)
+INTERRUPTED = 130
+
+
+class ProfilectlError(Exception):
+    exit_code = USAGE
+
+    def __init__(self, message: str, exit_code: int | None = None):
+        super().__init__(message)
+        if exit_code is not None:
+            self.exit_code = exit_code
+
+
+class UsageError(ProfilectlError):
+    exit_code = USAGE
+
+
+class UnavailableError(ProfilectlError):
+    exit_code = UNAVAILABLE
+
+
+class ProfilerFailedError(ProfilectlError):
+    exit_code = PROFILER_FAILED

@@ -1,0 +1,83 @@
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from profilectl.errors import UsageError
+
+
+class FormatError(UsageError):
+    """A profiler file that cannot be read: one line naming the file (and line)."""
+
+
+@dataclass
+class KernelStats:
+    """Running statistics (Welford), so aggregation needs constant memory per kernel name."""
+    calls: int = 0
+    total: float = 0.0
+    mean: float = 0.0
+    m2: float = 0.0
+    minimum: float = math.inf
+    maximum: float = 0.0
+
+    def add(self, value: float) -> None:
+        self.calls += 1
+        self.total += value
+        delta = value - self.mean
+        self.mean += delta / self.calls
+        self.m2 += delta * (value - self.mean)
+        self.minimum = min(self.minimum, value)
+        self.maximum = max(self.maximum, value)
+
+    @property
+    def std(self) -> float:
+        return math.sqrt(self.m2 / self.calls) if self.calls > 1 else 0.0
+
+
+def kernel_rows(stats: dict[str, KernelStats], unit: str = "ns") -> list[dict]:
+    grand = sum(s.total for s in stats.values()) or 1.0
+    rows = [{"name": name, "calls": s.calls, f"total_{unit}": s.total, f"mean_{unit}": s.mean,
+             f"min_{unit}": s.minimum, f"max_{unit}": s.maximum, f"std_{unit}": s.std,
+             "percent": 100.0 * s.total / grand} for name, s in stats.items()]
+    rows.sort(key=lambda r: r[f"total_{unit}"], reverse=True)
+    return rows
+
+
+def aggregate_kernels(records: Iterable[tuple[str, float]]) -> list[dict]:
+    stats: dict[str, KernelStats] = {}
+    for name, duration in records:
+        stats.setdefault(name, KernelStats()).add(duration)
+    return kernel_rows(stats)
+
+
+def read_csv(path: Path, required: Iterable[str], skip_prefix: str | None = None) -> Iterator[tuple[int, dict]]:
+    """Rows of a CSV file as dicts, checking the header has the required columns."""
+    required = list(required)
+    try:
+        fh = open(path, newline="", errors="replace")
+    except OSError as exc:
+        raise FormatError(f"{path}: cannot read ({exc.strerror})") from None
+    with fh:
+        lines = (line for line in fh if not (skip_prefix and line.startswith(skip_prefix)))
+        reader = csv.DictReader(lines)
+        header = reader.fieldnames or []
+        missing = [c for c in required if c not in header]
+        if missing:
+            raise FormatError(f"{path}: not the expected file: missing column(s) {', '.join(missing)} "
+                              f"(header has {len(header)} columns)")
+        width = len(header)
+        for number, row in enumerate(reader, start=2):
+            if None in row or len(row) != width or any(row.get(c) is None for c in required):
+                raise FormatError(f"{path}:{number}: truncated or malformed row")
+            yield number, row
+
+
+def number(path: Path, line: int, text: str | None) -> float:
+    """A numeric field; thousands separators (ncu prints "10,496") are accepted."""
+    try:
+        return float(str(text).replace(",", ""))
+    except ValueError:
+        raise FormatError(f"{path}:{line}: expected a number, got {text!r}") from None

@@ -1,0 +1,37 @@
+"""Nsight Compute `--csv` output: one row per (kernel launch, metric), "==PROF==" lines interleaved."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from profilectl.formats.common import number, read_csv
+
+
+def metrics(path: Path) -> list[dict]:
+    """One row per (kernel, metric): value summed over launches, launches counted, unit kept."""
+    totals: dict[tuple[str, str], list] = {}
+    for line, row in read_csv(path, ("Kernel Name", "Metric Name", "Metric Value"), skip_prefix="=="):
+        value_text = row["Metric Value"]
+        if value_text in ("", "n/a"):
+            continue
+        key = (row["Kernel Name"], row["Metric Name"])
+        entry = totals.setdefault(key, [0.0, 0, row.get("Metric Unit", "")])
+        entry[0] += number(path, line, value_text)
+        entry[1] += 1
+    return [{"kernel": k, "counter": m, "value": v, "dispatches": n, "unit": u}
+            for (k, m), (v, n, u) in totals.items()]
+
+
+def available_metrics(query_output: str) -> set[str]:
+    """Base metric names from `ncu --query-metrics` (a table: name, description, ...)."""
+    names = set()
+    for line in query_output.splitlines():
+        first = line.split(None, 1)[0] if line.strip() else ""
+        if "__" in first and not first.startswith("-"):
+            names.add(first)
+    return names
+
+
+def metric_base(metric: str) -> str:
+    """'sm__warps_launched.sum' -> 'sm__warps_launched' (query-metrics lists bases; suffixes roll up)."""
+    return metric.split(".", 1)[0]

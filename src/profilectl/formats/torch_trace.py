@@ -1,0 +1,40 @@
+"""torch.profiler Chrome-trace JSON (export_chrome_trace): kernels and operators."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from profilectl.formats.common import FormatError, KernelStats, kernel_rows
+
+KERNEL_CATEGORIES = {"kernel", "gpu_memcpy", "gpu_memset"}
+
+
+def load(path: Path) -> list[dict]:
+    try:
+        with open(path) as fh:
+            doc = json.load(fh)
+    except OSError as exc:
+        raise FormatError(f"{path}: cannot read ({exc.strerror})") from None
+    except json.JSONDecodeError as exc:
+        raise FormatError(f"{path}:{exc.lineno}: not valid JSON (truncated trace?): {exc.msg}") from None
+    events = doc.get("traceEvents") if isinstance(doc, dict) else doc
+    if not isinstance(events, list):
+        raise FormatError(f"{path}: not a Chrome trace: no traceEvents list")
+    return events
+
+
+def tables(path: Path) -> dict[str, list[dict]]:
+    """Chrome traces carry microseconds; tables are in nanoseconds like every other reader."""
+    kernels: dict[str, KernelStats] = {}
+    ops: dict[str, KernelStats] = {}
+    for event in load(path):
+        if not isinstance(event, dict) or event.get("ph") != "X" or "dur" not in event:
+            continue
+        category = event.get("cat")
+        duration_ns = float(event["dur"]) * 1000.0
+        if category in KERNEL_CATEGORIES:
+            kernels.setdefault(event.get("name", "?"), KernelStats()).add(duration_ns)
+        elif category == "cpu_op":
+            ops.setdefault(event.get("name", "?"), KernelStats()).add(duration_ns)
+    return {"kernels": kernel_rows(kernels), "operators": kernel_rows(ops)}

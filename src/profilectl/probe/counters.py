@@ -1,0 +1,95 @@
+"""Can hardware counters really be read here? The static half of the aqlprofile probe.
+
+"aqlprofile API table load failed" has several real causes, each with its own fix:
+- the GPU's counters are not supported by aqlprofile (RDNA consumer parts such as gfx1151);
+- libhsa-amd-aqlprofile64.so exists only under its versioned name (.so.1), while the HSA runtime
+  dlopens the bare name;
+- the library exists but its directory is not in the loader path;
+- counter collection in a container without CAP_PERFMON / CAP_SYS_ADMIN.
+The live half (`--deep`) runs the real profiler: see probe/live.py.
+"""
+
+from __future__ import annotations
+
+import os
+
+from profilectl import data
+from profilectl.probe.machine import Machine
+from profilectl.probe.report import EnvReport, Verdict
+
+AQLPROFILE = "libhsa-amd-aqlprofile64.so"
+_STANDARD_LIB_DIRS = ("/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/lib/x86_64-linux-gnu",
+                      "/lib/x86_64-linux-gnu")
+
+
+def _loader_dirs(machine: Machine) -> list[str]:
+    dirs = [d for d in machine.env.get("LD_LIBRARY_PATH", "").split(os.pathsep) if d]
+    for conf in machine.glob("/etc/ld.so.conf.d/*.conf"):
+        for line in conf.read_text(errors="replace").splitlines():
+            line = line.strip()
+            if line and not line.startswith("#"):
+                dirs.append(line)
+    return dirs + list(_STANDARD_LIB_DIRS)
+
+
+def aqlprofile_library(machine: Machine, rocm_root: str | None) -> Verdict:
+    """Where the aqlprofile library is, and whether the HSA runtime will find it by its bare name."""
+    search = _loader_dirs(machine) + ([f"{rocm_root}/lib", f"{rocm_root}/lib64"] if rocm_root else [])
+    loader = set(_loader_dirs(machine))
+    bare = versioned = None
+    for directory in dict.fromkeys(search):
+        if bare is None and machine.exists(f"{directory}/{AQLPROFILE}"):
+            bare = directory
+        if versioned is None and machine.glob(f"{directory}/{AQLPROFILE}.*"):
+            versioned = directory
+    if bare and bare in loader:
+        return Verdict(True, f"{AQLPROFILE} found in {bare}")
+    if bare:
+        return Verdict(False, f"{AQLPROFILE} is in {bare}, which is not in the loader path",
+                       f"export LD_LIBRARY_PATH={bare}:$LD_LIBRARY_PATH", cause="aqlprofile-not-in-loader-path")
+    if versioned:
+        return Verdict(False, f"{AQLPROFILE} exists only under its versioned name in {versioned}; the HSA "
+                       "runtime loads the bare name and fails with 'aqlprofile API table load failed'",
+                       f"ln -s {AQLPROFILE}.1 {versioned}/{AQLPROFILE} (or install the hsa-amd-aqlprofile "
+                       "development package)", cause="aqlprofile-bare-name")
+    return Verdict(False, f"{AQLPROFILE} not found (searched {', '.join(dict.fromkeys(search))})",
+                   "install the hsa-amd-aqlprofile package of your ROCm release", cause="aqlprofile-missing")
+
+
+def privileges(env: EnvReport) -> Verdict:
+    caps = set(env.host.effective_capabilities)
+    if "PERFMON" in caps or "SYS_ADMIN" in caps:
+        return Verdict(True, "holds " + " and ".join(sorted(caps & {"PERFMON", "SYS_ADMIN"})))
+    if env.host.in_container:
+        return Verdict(False, "in a container without CAP_PERFMON or CAP_SYS_ADMIN: the GPU cannot be "
+                       "locked for counter collection",
+                       "use the counters service (it runs as root with cap_add PERFMON, SYS_ADMIN)",
+                       cause="missing-perfmon")
+    return Verdict(True, "not in a container; device access is decided by the render/video groups")
+
+
+def amd_counter_support(env: EnvReport, machine: Machine) -> Verdict:
+    """Hardware counters on the first AMD GPU, without running anything."""
+    gpu = next((g for g in env.gpus if g.vendor == "amd"), None)
+    if gpu is None:
+        return Verdict(False, "no AMD GPU found", cause="no-amd-gpu")
+    facts = data.arch_facts("amd", gpu.arch)
+    support = facts.get("counters")
+    if support == "no":
+        return Verdict(False, f"{gpu.arch} ({facts.get('family', 'unknown family')}) has no hardware counter "
+                       "support in aqlprofile; the profilers abort with 'aqlprofile API table load failed'",
+                       "use `profile` (timing, torch.profiler) or `trace` (kernel and API tracing work here)",
+                       cause="arch-unsupported")
+    library = aqlprofile_library(machine, env.rocm.root)
+    if not library.available:
+        return library
+    access = privileges(env)
+    if not access.available:
+        return access
+    if support == "partial":
+        return Verdict(True, f"{gpu.arch} ({facts.get('family')}): counter support is partial; "
+                       "run `env-check --deep` to test it live", cause="arch-partial")
+    if not support:
+        return Verdict(True, f"{gpu.arch or 'this GPU'} is not in profiling/gpus.yaml; counters may work",
+                       "run `env-check --deep` to test it live", cause="arch-unknown")
+    return Verdict(True, f"{gpu.arch} ({facts.get('family')}) supports hardware counters; {library.reason}")

@@ -1,0 +1,55 @@
+"""Recognising why a profiler failed, from what it printed and how it ended.
+
+Used twice with the same words: by the live probe (`env-check --deep`) and after a real run, so a
+user sees the same cause and fix in env-check and in a failed run's manifest.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    cause: str
+    reason: str
+    fix: str
+
+
+AQLPROFILE_LOAD = Diagnosis(
+    "aqlprofile-load-failed",
+    "the profiler aborted with 'aqlprofile API table load failed': hardware counters could not be "
+    "initialised on this GPU / runtime",
+    "run `profilectl env-check --deep` for the precise cause; tracing and timing still work "
+    "(`profile`, `trace`)")
+PERFMON = Diagnosis(
+    "missing-perfmon",
+    "the GPU could not be locked for profiling: the process lacks CAP_PERFMON / CAP_SYS_ADMIN",
+    "run the counters service (it runs as root with cap_add PERFMON and SYS_ADMIN), or run as root")
+NVIDIA_PERMISSION = Diagnosis(
+    "nvidia-counter-permission",
+    "ncu was refused access to the GPU performance counters (ERR_NVGPUCTRPERM)",
+    "run as root / with CAP_SYS_ADMIN (the counters service does), or set "
+    "`options nvidia NVreg_RestrictProfilingToAdminUsers=0` on the host and reload the driver")
+ABORTED = Diagnosis(
+    "profiler-aborted",
+    "the profiler aborted (SIGABRT) without a recognised message",
+    "see stderr.log in the run directory; `profilectl env-check --deep` tests counters live")
+
+_PATTERNS = [
+    (re.compile(r"aqlprofile API table load failed", re.I), AQLPROFILE_LOAD),
+    (re.compile(r"could not be locked for profiling.*(SYS_PERFMON|PERFMON)", re.I | re.S), PERFMON),
+    (re.compile(r"ERR_NVGPUCTRPERM"), NVIDIA_PERMISSION),
+]
+
+
+def diagnose(output: str, returncode: int | None) -> Diagnosis | None:
+    """The recognised cause of a profiler failure, or None when the output shows none."""
+    for pattern, diagnosis in _PATTERNS:
+        if pattern.search(output):
+            return diagnosis
+    if returncode in (-signal.SIGABRT, 128 + signal.SIGABRT):
+        return ABORTED
+    return None

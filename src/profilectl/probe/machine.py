@@ -1,0 +1,84 @@
+"""The machine the probe looks at: a root directory, a PATH and an environment.
+
+Tests build fake machines in a temp dir (sysfs/proc files, executables that print what the real
+tools print); production uses "/" and the process environment. Every external command runs with a
+short timeout, so a hanging tool can never hang env-check.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping
+
+DEFAULT_TIMEOUT_S = 3.0
+
+
+@dataclass
+class CommandResult:
+    argv: list[str]
+    returncode: int | None
+    stdout: str = ""
+    stderr: str = ""
+    timed_out: bool = False
+    error: str | None = None  # could not start at all (missing, not executable)
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.timed_out and self.error is None
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
+
+
+@dataclass
+class Machine:
+    root: Path = Path("/")
+    path: str = field(default_factory=lambda: os.environ.get("PATH", os.defpath))
+    env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    timeout_s: float = DEFAULT_TIMEOUT_S
+
+    def file(self, absolute: str) -> Path:
+        """Where an absolute path of the probed machine lives on this one."""
+        return self.root / absolute.lstrip("/")
+
+    def read(self, absolute: str | Path) -> str | None:
+        try:
+            return self.file(str(absolute)).read_text(errors="replace")
+        except OSError:
+            return None
+
+    def exists(self, absolute: str) -> bool:
+        return self.file(absolute).exists()
+
+    def glob(self, pattern: str) -> list[Path]:
+        return sorted(self.root.glob(pattern.lstrip("/")))
+
+    def which(self, name: str) -> str | None:
+        return shutil.which(name, path=self.path)
+
+    def run(self, argv: list[str], timeout_s: float | None = None,
+            extra_env: Mapping[str, str] | None = None) -> CommandResult:
+        env = dict(self.env)
+        env["PATH"] = self.path
+        if extra_env:
+            env.update(extra_env)
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, errors="replace",
+                                  timeout=timeout_s or self.timeout_s, env=env,
+                                  stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired as exc:
+            return CommandResult(argv, None, _text(exc.stdout), _text(exc.stderr), timed_out=True)
+        except OSError as exc:
+            return CommandResult(argv, None, error=exc.strerror or str(exc))
+        return CommandResult(argv, done.returncode, done.stdout, done.stderr)
+
+
+def _text(data: bytes | str | None) -> str:
+    if data is None:
+        return ""
+    return data if isinstance(data, str) else data.decode(errors="replace")

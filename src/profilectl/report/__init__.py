@@ -1,0 +1,1 @@
+"""Summaries and rendering: rich tables for people, JSON for scripts."""

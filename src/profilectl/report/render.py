@@ -1,0 +1,152 @@
+"""Rich rendering of env-check, plans and run results. Data in, text out: no decisions here."""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from profilectl.probe.report import EnvReport
+
+
+def _bytes(n: int | None) -> str:
+    if not n:
+        return "-"
+    return f"{n / 2**30:.0f} GiB" if n >= 2**30 else f"{n / 2**20:.0f} MiB"
+
+
+def _ns(value: float | None) -> str:
+    if value is None:
+        return "-"
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
+        if abs(value) >= scale:
+            return f"{value / scale:.3f} {unit}"
+    return f"{value:.0f} ns"
+
+
+def _mark(ok: bool) -> str:
+    return "[green]yes[/]" if ok else "[red]no[/]"
+
+
+def env_report(console: Console, env: EnvReport) -> None:
+    host = env.host
+    where = f"container ({host.container_evidence})" if host.in_container else "host"
+    console.print(f"[bold]profilectl env-check[/]  {host.hostname} · {where} · uid {host.uid} · "
+                  f"caps: {', '.join(c for c in host.effective_capabilities if c in ('SYS_ADMIN', 'PERFMON', 'SYS_PTRACE')) or 'none of SYS_ADMIN/PERFMON/SYS_PTRACE'}"
+                  f" · perf_event_paranoid {host.perf_event_paranoid if host.perf_event_paranoid is not None else '?'}"
+                  f" · probed in {env.probe_seconds:.2f} s")
+    gpus = Table(title="GPUs", title_justify="left")
+    for column in ("#", "vendor", "arch", "family", "name", "memory", "source"):
+        gpus.add_column(column)
+    for g in env.gpus:
+        gpus.add_row(str(g.index), g.vendor, g.arch or "?", g.family or "-", g.name or "-", _bytes(g.memory_bytes), g.source)
+    if not env.gpus:
+        gpus.add_row("-", "-", "-", "-", "[yellow]no GPU found[/]", "-", "-")
+    console.print(gpus)
+
+    tools = Table(title=f"ROCm {env.rocm.version or '-'} ({env.rocm.root or 'not found'}) · PyTorch "
+                        f"{env.torch.version or 'not found'}{' (' + env.torch.backend + ')' if env.torch.backend else ''}",
+                  title_justify="left")
+    tools.add_column("tool")
+    tools.add_column("version")
+    tools.add_column("path")
+    for tool in env.tools.values():
+        tools.add_row(tool.name, tool.version or "-", tool.path)
+    if not env.tools:
+        tools.add_row("[yellow]no profiler found[/]", "-", "-")
+    console.print(tools)
+
+    caps = Table(title="Capabilities", title_justify="left")
+    for column in ("capability", "available", "backend", "reason", "fix"):
+        caps.add_column(column, overflow="fold")
+    for name, verdict in env.capabilities.items():
+        caps.add_row(name, _mark(verdict.available), verdict.backend or "-", verdict.reason, verdict.fix or "")
+    console.print(caps)
+
+    services = Table(title="Services", title_justify="left")
+    for column in ("service", "backend", "why", "fell back from"):
+        services.add_column(column, overflow="fold")
+    for name, choice in env.services.items():
+        fell = "; ".join(f"{f['backend']}: {f['reason']}" for f in choice.fallbacks)
+        services.add_row(name, choice.backend or "[red]none[/]", choice.reason, fell)
+    console.print(services)
+    for note in env.notes:
+        console.print(f"[yellow]note:[/] {note}")
+
+
+def plan(console: Console, plan_dict: dict[str, Any]) -> None:
+    console.print(f"[bold]plan[/] {plan_dict['service']} → backend [bold]{plan_dict['backend']}[/]: {plan_dict['reason']}")
+    for fallback in plan_dict["fallbacks"]:
+        console.print(f"  fell back from {fallback['backend']}: {fallback['reason']}")
+    console.print(f"  run directory: {plan_dict['run_dir']} (not created: dry run)")
+    for phase in plan_dict["phases"]:
+        env = " ".join(f"{k}={v}" for k, v in phase["environment"].items())
+        console.print(f"  [bold]{phase['backend']}[/] writes {phase['raw_dir']}/  env: {env or '-'}")
+        for path, text in phase["input_files"].items():
+            console.print(f"    {path}:")
+            for line in text.splitlines():
+                console.print(f"      {line}", markup=False, highlight=False)
+        shown = phase["steps"] if len(phase["steps"]) <= 3 else phase["steps"][:1]
+        for step in shown:
+            console.print(f"    $ {shlex.join(step['argv'])}", markup=False, highlight=False)
+        if len(phase["steps"]) > len(shown):
+            console.print(f"    … the same command {len(phase['steps'])} times in all "
+                          f"({sum(1 for s in phase['steps'] if s['warmup'])} warm-up)")
+    for note in plan_dict["notes"]:
+        if note:
+            console.print(f"  note: {note}")
+
+
+def kernels_table(rows: list[dict], title: str, limit: int = 10) -> Table:
+    table = Table(title=title, title_justify="left")
+    for column in ("kernel", "calls", "total", "mean", "min", "max", "% time"):
+        table.add_column(column, justify="left" if column == "kernel" else "right", overflow="fold")
+    for row in rows[:limit]:
+        pct = row.get("percent")
+        table.add_row(_short(row["name"]), str(row["calls"]), _ns(row.get("total_ns")), _ns(row.get("mean_ns")),
+                      _ns(row.get("min_ns")), _ns(row.get("max_ns")), f"{pct:.1f}" if pct is not None else "-")
+    return table
+
+
+def counters_table(rows: list[dict], limit: int = 10) -> Table:
+    columns = list(dict.fromkeys(k for row in rows for k in row if k != "kernel"))
+    table = Table(title="Counters per kernel", title_justify="left")
+    table.add_column("kernel", overflow="fold")
+    for column in columns:
+        table.add_column(column, justify="right", overflow="fold")
+    for row in rows[:limit]:
+        table.add_row(_short(row["kernel"]), *[_num(row.get(c)) for c in columns])
+    return table
+
+
+def _num(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:,.0f}" if abs(value) >= 1000 or value == int(value) else f"{value:.3g}"
+    return str(value)
+
+
+def _short(name: str, width: int = 80) -> str:
+    return name if len(name) <= width else name[: width - 1] + "…"
+
+
+def outcome(console: Console, manifest: dict[str, Any], summary: dict[str, Any], run_dir: str) -> None:
+    timing = summary.get("timing")
+    if timing:
+        table = Table(title=f"Timing ({timing['runs']} runs)", title_justify="left")
+        for column in ("mean", "median", "p95", "min", "max", "std"):
+            table.add_column(column, justify="right")
+        table.add_row(*[f"{timing[k + '_s']:.4f} s" for k in ("mean", "median", "p95", "min", "max", "std")])
+        console.print(table)
+    if summary.get("top_kernels"):
+        console.print(kernels_table(summary["top_kernels"], "Top kernels"))
+    if summary.get("counters_by_kernel"):
+        console.print(counters_table(summary["counters_by_kernel"]))
+    colour = "green" if manifest["status"] == "ok" else "red"
+    console.print(f"[{colour}]{manifest['status']}[/] {manifest['service']} via {manifest['backend']} "
+                  f"in {manifest['wall_seconds']:.2f} s → {run_dir}")
+    if summary.get("perfetto_trace"):
+        console.print(f"  Perfetto trace: {run_dir}/{summary['perfetto_trace']} (open in ui.perfetto.dev)")

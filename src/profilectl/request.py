@@ -1,0 +1,69 @@
+"""What the user asked for: the service, the workload and the options, before any planning."""
+
+from __future__ import annotations
+
+import os
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from profilectl import data
+from profilectl.errors import UsageError
+
+SERVICES = ("profile", "counters", "trace")
+WORKLOAD_ENV = "PROFILECTL_WORKLOAD"
+
+
+@dataclass
+class Request:
+    service: str
+    workload: list[str]
+    workload_source: str = "argument"  # argument | environment | default
+    backend: str | None = None  # forced with --backend
+    counter_set: str = "basic"
+    preset: str = "lightweight"
+    fallback: bool = False
+    timeout_s: float | None = None
+    serialize: bool = False
+    repeat: int = 5
+    warmup: int = 1
+    env_overrides: dict[str, str] = field(default_factory=dict)
+    # Filled by the plan for the counters service: the set's counters for this GPU, in passes.
+    counters: list[str] = field(default_factory=list)
+    passes: list[list[str]] = field(default_factory=list)
+
+    @property
+    def is_python(self) -> bool:
+        return bool(self.workload) and Path(self.workload[0]).name.startswith("python")
+
+
+def default_workload() -> list[str]:
+    script = data.find("workloads/matmul.py")
+    if script is None:
+        raise UsageError("the built-in workload profiling/workloads/matmul.py is missing; pass a workload after --")
+    return ["python3", str(script)]
+
+
+def resolve_workload(argv: list[str]) -> tuple[list[str], str]:
+    """The workload argv: after `--` on the command line, else $PROFILECTL_WORKLOAD, else built-in."""
+    if argv and argv[0] == "--":
+        argv = argv[1:]
+    if argv:
+        return list(argv), "argument"
+    from_env = os.environ.get(WORKLOAD_ENV, "").strip()
+    if from_env:
+        try:
+            return shlex.split(from_env), "environment"
+        except ValueError as exc:
+            raise UsageError(f"${WORKLOAD_ENV} is not a valid command line: {exc}") from None
+    return default_workload(), "default"
+
+
+def parse_env_assignments(items: list[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key or not key.replace("_", "a").isalnum():
+            raise UsageError(f"--env expects KEY=VALUE, got {item!r}")
+        out[key] = value
+    return out

@@ -1,0 +1,120 @@
+"""Run directories: collision-free creation, atomic manifests, and files handed to the host user.
+
+traces/<UTC timestamp>-<service>-<short random id>/ is created with exclusive creation (mkdir fails
+if it exists), so two runs started in the same second never share a directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from profilectl.errors import UsageError
+
+MANIFEST_SCHEMA = 1
+STATUSES = ("running", "ok", "failed", "timeout", "interrupted", "no-output")
+TRACES_ENV = "PROFILECTL_TRACES_DIR"
+
+
+def now_utc() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def iso(moment: datetime) -> str:
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def default_traces_root() -> Path:
+    return Path(os.environ.get(TRACES_ENV) or "traces")
+
+
+def run_name(service: str, moment: datetime, run_id: str) -> str:
+    return f"{moment.strftime('%Y%m%dT%H%M%SZ')}-{service}-{run_id}"
+
+
+def proposed_run_dir(traces_root: Path, service: str) -> Path:
+    return traces_root / run_name(service, now_utc(), secrets.token_hex(3))
+
+
+def create_run_dir(traces_root: Path, service: str) -> Path:
+    try:
+        traces_root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create the traces folder {traces_root}: {exc.strerror}") from None
+    for _ in range(20):
+        candidate = proposed_run_dir(traces_root, service)
+        try:
+            candidate.mkdir()
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise UsageError(f"cannot create a run directory in {traces_root}: {exc.strerror}") from None
+        return candidate
+    raise UsageError(f"could not create a unique run directory in {traces_root}")
+
+
+def write_json_atomic(path: Path, payload: Any) -> None:
+    """Write to a temp file in the same directory, fsync, then rename: readers never see half a file."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(payload, fh, indent=2, default=str)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def output_files(run_dir: Path) -> list[dict[str, Any]]:
+    files = []
+    for path in sorted(run_dir.rglob("*")):
+        if path.is_file() and not path.name.startswith("."):
+            files.append({"path": str(path.relative_to(run_dir)), "bytes": path.stat().st_size})
+    return files
+
+
+def host_owner(traces_root: Path) -> tuple[int, int] | None:
+    """Who should own the outputs: $PROFILECTL_HOST_UID/GID, else the owner of the traces folder.
+
+    In a container the profiler may run as root (capabilities only work for root), but the folder
+    is mounted from the host and belongs to the user who ran compose: files are handed to them.
+    """
+    uid, gid = os.environ.get("PROFILECTL_HOST_UID"), os.environ.get("PROFILECTL_HOST_GID")
+    if uid and uid.isdigit():
+        return int(uid), int(gid) if gid and gid.isdigit() else int(uid)
+    try:
+        st = traces_root.stat()
+    except OSError:
+        return None
+    return st.st_uid, st.st_gid
+
+
+def hand_over(path: Path, owner: tuple[int, int] | None) -> None:
+    """chown the run directory to the host user; only root can, and only root needs to."""
+    if owner is None or os.geteuid() != 0 or owner == (0, 0):
+        return
+    for item in [path, *path.rglob("*")]:
+        try:
+            os.lchown(item, *owner)
+        except OSError:
+            pass
+
+
+def load_manifest(run_dir: Path) -> dict[str, Any]:
+    path = run_dir / "manifest.json"
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise UsageError(f"{run_dir} is not a profilectl run directory (no manifest.json)") from None
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{path}: unreadable manifest ({exc})") from None
