@@ -62,7 +62,8 @@ def choose(service: str, env: EnvReport, request: Request) -> tuple[Backend | No
         verdict = backend.available(env, request)
         if verdict.available:
             return backend, verdict, fallbacks
-        fallbacks.append({"backend": name, "reason": verdict.reason, **({"fix": verdict.fix} if verdict.fix else {})})
+        fallbacks.append({"backend": name, "reason": verdict.reason,
+                          **{k: v for k, v in (("fix", verdict.fix), ("cause", verdict.cause)) if v}})
     return None, _most_relevant(fallbacks, env), fallbacks
 
 
@@ -70,7 +71,7 @@ def _most_relevant(fallbacks: list[dict[str, str]], env: EnvReport) -> Verdict:
     """The refusal that speaks about this machine (not 'no NVIDIA GPU' on an AMD host)."""
     for entry in fallbacks:
         if entry["reason"] not in _NO_GPU_REASONS:
-            return Verdict(False, entry["reason"], entry.get("fix"))
+            return Verdict(False, entry["reason"], entry.get("fix"), cause=entry.get("cause"))
     if not env.gpus:
         return Verdict(False, "no GPU found: hardware counters need an AMD or NVIDIA GPU and its profiler",
                        "run on a GPU host with the device grants (see README), or use `profile`")

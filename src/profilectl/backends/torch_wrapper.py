@@ -6,7 +6,14 @@ Standalone on purpose: it runs in the workload's interpreter, where profilectl m
 
 import argparse
 import runpy
+import signal
 import sys
+
+
+def _exit_on_signal(signum, frame):
+    # A timeout or Ctrl-C sends SIGTERM/SIGINT to the whole process group: unwind through the
+    # profiler's `with` block so the partial trace is still exported.
+    raise SystemExit(128 + signum)
 
 
 def main() -> int:
@@ -22,6 +29,8 @@ def main() -> int:
     import torch
     from torch.profiler import ProfilerActivity, profile
 
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, _exit_on_signal)
     activities = [ProfilerActivity.CPU]
     if torch.cuda.is_available():  # ROCm builds report their GPUs through the CUDA API too
         activities.append(ProfilerActivity.CUDA)

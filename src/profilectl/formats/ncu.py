@@ -7,8 +7,16 @@ from pathlib import Path
 from profilectl.formats.common import number, read_csv
 
 
+def additive(metric: str, unit: str) -> bool:
+    """Counts and byte/cycle/time totals add up over launches; rates, percentages and averages don't."""
+    if unit in ("%",) or "/" in unit:
+        return False
+    return metric.endswith((".sum", ".max", ".min")) or "." not in metric
+
+
 def metrics(path: Path) -> list[dict]:
-    """One row per (kernel, metric): value summed over launches, launches counted, unit kept."""
+    """One row per (kernel, metric): summed over launches for additive metrics (counts, bytes,
+    durations), averaged for the rest (.pct, .ratio, .avg, per-second rates); launches counted."""
     totals: dict[tuple[str, str], list] = {}
     for line, row in read_csv(path, ("Kernel Name", "Metric Name", "Metric Value"), skip_prefix="=="):
         value_text = row["Metric Value"]
@@ -18,7 +26,7 @@ def metrics(path: Path) -> list[dict]:
         entry = totals.setdefault(key, [0.0, 0, row.get("Metric Unit", "")])
         entry[0] += number(path, line, value_text)
         entry[1] += 1
-    return [{"kernel": k, "counter": m, "value": v, "dispatches": n, "unit": u}
+    return [{"kernel": k, "counter": m, "value": v if additive(m, u) else v / n, "dispatches": n, "unit": u}
             for (k, m), (v, n, u) in totals.items()]
 
 

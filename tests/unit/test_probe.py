@@ -1,0 +1,233 @@
+"""The probe on fake machines: every scenario the users meet, read the way the real tools print."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from fakes import CAPS_DOCKER_DEFAULT
+from profilectl.probe.facts import capability_names, gfx_name
+
+GFX942, GFX90A, GFX1151 = 90402, 90010, 110501
+
+
+def mi300x(machine, rocm="7.0.2", aqlprofile="bare"):
+    machine.kfd_cpu(0)
+    for node in (1, 2):
+        machine.kfd_gpu(node, GFX942)
+    machine.rocm(rocm, aqlprofile=aqlprofile)
+    machine.tool("rocprofv3", "rocprofiler-sdk version: 1.0.0 (ROCm 7.0.2)\n")
+    machine.tool("rocprofv3-avail")
+
+
+def test_gfx_names_from_kfd_target_versions():
+    assert [gfx_name(v) for v in (GFX90A, GFX942, GFX1151, 110000, 90008)] == \
+        ["gfx90a", "gfx942", "gfx1151", "gfx1100", "gfx908"]
+
+
+def test_capability_bits_from_capeff():
+    assert {"SYS_ADMIN", "PERFMON", "SYS_PTRACE"} <= set(capability_names("000001ffffffffff"))
+    assert {"SYS_ADMIN", "PERFMON", "SYS_PTRACE"}.isdisjoint(capability_names(CAPS_DOCKER_DEFAULT))
+
+
+def test_no_gpu_at_all(machine):
+    env = machine.probe()
+    assert env.gpus == []
+    assert not env.capabilities["counters"].available
+    assert "no GPU found" in env.capabilities["counters"].reason
+    assert env.capabilities["timing"].available
+    assert env.services["profile"].backend == "timing"
+    assert env.services["trace"].backend == "timing"
+    assert [f["backend"] for f in env.services["counters"].fallbacks] == ["rocprofv3", "rocprof", "ncu"]
+
+
+def test_mi300x_rocm7_counters_available(machine):
+    mi300x(machine)
+    env = machine.probe()
+    assert [(g.arch, g.family, g.memory_bytes) for g in env.gpus] == [("gfx942", "CDNA3", 192 * 2**30)] * 2
+    assert env.rocm.version == "7.0.2" and env.rocm.root == "/opt/rocm"
+    assert env.tools["rocprofv3"].version == "1.0.0"
+    assert env.capabilities["counters"].available and env.capabilities["counters"].backend == "rocprofv3"
+    assert env.capabilities["tracing"].backend == "rocprofv3"
+    assert env.capabilities["pc_sampling"].available
+    assert env.services["counters"].backend == "rocprofv3"
+
+
+def test_gfx1151_counters_unavailable_with_rdna_reason(machine):
+    machine.kfd_gpu(1, GFX1151, memory_bytes=96 * 2**30)
+    machine.rocm("6.4.1")
+    machine.tool("rocprofv3")
+    env = machine.probe()
+    counters = env.capabilities["counters"]
+    assert env.gpus[0].arch == "gfx1151" and env.gpus[0].family == "RDNA3.5 APU"
+    assert not counters.available
+    assert "gfx1151" in counters.reason and "aqlprofile API table load failed" in counters.reason
+    assert counters.cause == "arch-unsupported"
+    assert "profile" in counters.fix and "trace" in counters.fix
+    # tracing still works on this GPU
+    assert env.capabilities["tracing"].available and env.capabilities["tracing"].backend == "rocprofv3"
+
+
+def test_only_legacy_rocprof_on_rocm_61_is_chosen(machine):
+    machine.kfd_gpu(1, GFX90A)
+    machine.rocm("6.1.2")
+    machine.tool("rocprof")
+    env = machine.probe()
+    assert env.services["counters"].backend == "rocprof"
+    assert env.services["trace"].backend == "rocprof"
+    assert env.services["counters"].fallbacks[0]["backend"] == "rocprofv3"
+    assert "rocprofv3 not found" in env.services["counters"].fallbacks[0]["reason"]
+
+
+def test_aqlprofile_only_versioned_gives_bare_name_cause_and_fix(machine):
+    mi300x(machine, aqlprofile="versioned")
+    env = machine.probe()
+    counters = env.capabilities["counters"]
+    assert not counters.available
+    assert counters.cause == "aqlprofile-bare-name"
+    assert "versioned" in counters.reason
+    assert "ln -s libhsa-amd-aqlprofile64.so.1" in counters.fix
+    assert env.capabilities["tracing"].available  # tracing needs no aqlprofile
+
+
+def test_aqlprofile_outside_loader_path_suggests_ld_library_path(machine):
+    mi300x(machine)
+    (machine.root / "etc/ld.so.conf.d/10-rocm.conf").unlink()
+    counters = machine.probe().capabilities["counters"]
+    assert counters.cause == "aqlprofile-not-in-loader-path"
+    assert counters.fix.startswith("export LD_LIBRARY_PATH=/opt/rocm/lib")
+    machine.env["LD_LIBRARY_PATH"] = "/opt/rocm/lib"
+    assert machine.probe().capabilities["counters"].available
+
+
+def test_container_without_sys_admin_or_perfmon(machine):
+    mi300x(machine)
+    machine.container()
+    machine.status(CAPS_DOCKER_DEFAULT, uid=0)
+    env = machine.probe()
+    assert env.host.in_container and env.host.container_evidence == "/.dockerenv"
+    counters = env.capabilities["counters"]
+    assert not counters.available and counters.cause == "missing-perfmon"
+    assert "CAP_PERFMON" in counters.reason and "counters service" in counters.fix
+    assert env.capabilities["tracing"].available
+
+
+def test_nvidia_healthy_from_real_device_output(machine, device_fixtures):
+    machine.nvidia((device_fixtures / "nvidia-smi-query.txt").read_text().strip())
+    machine.write("/proc/driver/nvidia/params", (device_fixtures / "proc-driver-nvidia-params.txt").read_text())
+    machine.write("/proc/self/status", (device_fixtures / "proc-self-status.txt").read_text())
+    machine.tool("ncu", (device_fixtures / "ncu-version.txt").read_text())
+    machine.python_with_torch("2.11.0+cu130", hip=None, cuda="13.0")
+    env = machine.probe()
+    gpu = env.gpus[0]
+    assert (gpu.vendor, gpu.arch, gpu.name, gpu.family) == ("nvidia", "sm_90", "NVIDIA H200", "Hopper")
+    assert gpu.memory_bytes == 143771 * 2**20
+    assert env.tools["ncu"].version == "2025.3.1.0"
+    assert env.host.nvidia_profiling_admin_only is False
+    assert env.torch.backend == "cuda"
+    assert env.services["counters"].backend == "ncu"
+    assert env.services["trace"].backend == "torch" and env.capabilities["tracing"].available
+
+
+def test_nvidia_admin_only_refuses_unprivileged_user(machine):
+    machine.nvidia("0, NVIDIA H100 80GB HBM3, 81559, 9.0", admin_only=1)
+    machine.status(CAPS_DOCKER_DEFAULT, uid=1000)
+    machine.tool("ncu", "Version 2025.3.1.0\n")
+    counters = machine.probe().capabilities["counters"]
+    assert not counters.available and counters.cause == "nvidia-counter-permission"
+    assert "ERR_NVGPUCTRPERM" in counters.reason and "NVreg_RestrictProfilingToAdminUsers=0" in counters.fix
+
+
+def test_nvidia_deep_probe_recognises_err_nvgpuctrperm(machine):
+    machine.nvidia("0, NVIDIA H100 80GB HBM3, 81559, 9.0", admin_only=0)
+    machine.python_with_torch("2.5.1+cu124", hip=None, cuda="12.4")
+    machine.tool("ncu", "==PROF== Connected to process 42\n==ERROR== ERR_NVGPUCTRPERM - The user does not have "
+                 "permission to access NVIDIA GPU Performance Counters on the target device 0.\n", exit_code=1)
+    env = machine.probe(deep=True)
+    live = env.checks["live_counters"]
+    assert not live.available and live.cause == "nvidia-counter-permission"
+    assert not env.capabilities["counters"].available
+    assert env.services["counters"].backend is None
+
+
+def test_amd_deep_probe_recognises_aqlprofile_abort(machine, shared_fixtures):
+    mi300x(machine)
+    script = machine.bin / "rocprofv3"
+    script.write_text("#!/bin/sh\n/bin/echo 'aqlprofile API table load failed: HSA_STATUS_ERROR' >&2\n/bin/kill -ABRT $$\n")
+    env = machine.probe(deep=True)
+    assert env.checks["amd_counters"].available  # the static checks saw nothing wrong ...
+    live = env.checks["live_counters"]  # ... the live probe did
+    assert not live.available and live.cause == "aqlprofile-load-failed"
+    assert env.capabilities["counters"].cause == "aqlprofile-load-failed"
+
+
+def test_amd_deep_probe_success_lists_counters(machine, shared_fixtures):
+    mi300x(machine)
+    machine.tool("rocprofv3", (shared_fixtures / "rocprofv3-docs" / "list-avail.txt").read_text())
+    env = machine.probe(deep=True)
+    assert env.checks["live_counters"].available
+    assert env.capabilities["counters"].available
+
+
+def test_rocminfo_when_no_kfd_sysfs(machine):
+    machine.tool("rocminfo", """*******
+Agent 1
+*******
+  Name:                    AMD EPYC 9654 96-Core Processor
+  Device Type:             CPU
+*******
+Agent 2
+*******
+  Name:                    gfx90a
+  Marketing Name:          AMD Instinct MI250X
+  Device Type:             GPU
+""")
+    env = machine.probe()
+    assert [(g.arch, g.name, g.source) for g in env.gpus] == [("gfx90a", "AMD Instinct MI250X", "rocminfo")]
+
+
+def test_rocm_smi_counts_gpus_when_nothing_else(machine, shared_fixtures):
+    machine.tool("rocm-smi", (shared_fixtures / "rocprofv3-docs" / "rocm-smi.txt").read_text())
+    env = machine.probe()
+    assert len(env.gpus) == 4 and all(g.vendor == "amd" and g.source == "rocm-smi" for g in env.gpus)
+
+
+def test_hanging_tool_does_not_hang_the_probe(machine):
+    machine.kfd_gpu(1, GFX942)
+    hang = machine.bin / "ncu"
+    hang.write_text("#!/bin/sh\n/bin/sleep 30\n")
+    hang.chmod(0o755)
+    env = machine.probe()
+    assert env.probe_seconds < 10
+    assert env.tools["ncu"].version is None
+
+
+def _cli(*args, env=None):
+    return subprocess.run([sys.executable, "tools/profilectl", *args], capture_output=True, text=True, env=env)
+
+
+def test_env_check_json_has_stable_keys(machine):
+    mi300x(machine)
+    done = _cli("env-check", "--json", "--root", str(machine.root), "--path", str(machine.bin))
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert set(report) >= {"schema_version", "host", "gpus", "rocm", "tools", "torch", "capabilities", "services"}
+    assert set(report["capabilities"]) == {"tracing", "counters", "pc_sampling", "timing"}
+    assert set(report["capabilities"]["counters"]) >= {"available", "reason", "fix", "backend"}
+
+
+@pytest.mark.parametrize("args", [["env-check", "--bogus"], ["env-check", "--require", "magic"],
+                                  ["env-check", "--root", "/does/not/exist"], ["frobnicate"]])
+def test_bad_input_is_one_line_exit_2(args):
+    done = _cli(*args)
+    assert done.returncode == 2
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_require_exits_3_when_unavailable_and_0_when_available(machine):
+    base = ["env-check", "--root", str(machine.root), "--path", str(machine.bin)]
+    done = _cli(*base, "--require", "counters")
+    assert done.returncode == 3 and "counters unavailable" in done.stderr
+    assert _cli(*base, "--require", "timing").returncode == 0
