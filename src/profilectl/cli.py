@@ -57,12 +57,31 @@ def build_parser() -> argparse.ArgumentParser:
     trace = _measuring(sub, "trace", "a Perfetto-ready trace and top-kernels table")
     trace.add_argument("--preset", default="lightweight",
                        help="lightweight (default), api, memory, communication, sys")
+    docker = sub.add_parser("docker", help="run a compose service from the host (builds the image if missing)")
+    docker.add_argument("service", help="env-check, profile, counters or trace")
+    docker.add_argument("--vendor", choices=("auto", "amd", "nvidia", "none"), default="auto",
+                        help="which GPU device grants to add (default: detected)")
+    docker.add_argument("--build", action="store_true", help="rebuild the image first")
+    docker.add_argument("workload", nargs=argparse.SUPPRESS, help="the program to profile, after --")
     return parser
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    """Options before `--`, the workload after it (argparse cannot mix a positional service name,
+    options and a trailing command reliably)."""
+    head, tail = (argv[:argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
+    args = build_parser().parse_args(head)
+    before = getattr(args, "workload", None) or []
+    if before and tail:
+        args.workload = before + ["--"] + tail  # a `--` that belongs to the workload itself
+    else:
+        args.workload = before or tail
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse(sys.argv[1:] if argv is None else argv)
     if args.command is None:
         parser.print_help()
         return errors.USAGE
@@ -76,6 +95,8 @@ def main(argv: list[str] | None = None) -> int:
             return commands.measure(args.command, args.workload, backend=args.backend, dry_run=args.dry_run,
                                     timeout=args.timeout, as_json=args.json, traces_dir=args.traces_dir,
                                     env_items=args.env, serialize=args.serialize, **extra)
+        if args.command == "docker":
+            return commands.docker(args.service, args.workload, args.vendor, args.build)
     except errors.ProfilectlError as exc:
         sys.stderr.write(f"profilectl: {exc}\n")
         return exc.exit_code

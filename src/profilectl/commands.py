@@ -55,12 +55,13 @@ def measure(service: str, workload: list[str], *, backend: str | None, dry_run: 
         raise errors.UsageError("--timeout must be a positive number of seconds")
     if repeat < 1 or warmup < 0:
         raise errors.UsageError("--repeat must be at least 1 and --warmup at least 0")
-    argv, source = resolve_workload(workload)
+    env = _probe()
+    prefer_hip = env.first_gpu("amd") is not None and env.torch.backend != "rocm"
+    argv, source = resolve_workload(workload, prefer_hip)
     request = Request(service=service, workload=argv, workload_source=source, backend=backend,
                       counter_set=counter_set, preset=preset, fallback=fallback, timeout_s=timeout,
                       serialize=serialize, repeat=repeat, warmup=warmup,
                       env_overrides=parse_env_assignments(env_items))
-    env = _probe()
     traces_root = Path(traces_dir) if traces_dir else runs.default_traces_root()
     if dry_run:
         plan = execute.dry_run(request, env, traces_root).to_dict()
@@ -79,3 +80,12 @@ def measure(service: str, workload: list[str], *, backend: str | None, dry_run: 
     if outcome.exit_code != errors.OK:
         _console(stderr=True).print(f"profilectl: {outcome.status}: {outcome.message}", markup=False, highlight=False)
     return outcome.exit_code
+
+
+def docker(service: str, workload: list[str], vendor: str, build: bool) -> int:
+    from profilectl import compose
+    if vendor == "auto":
+        vendor = _probe().vendor
+    workload = workload[1:] if workload[:1] == ["--"] else workload
+    return compose.run_service(service, workload, None if vendor == "none" else vendor, build,
+                               echo=lambda line: _console(stderr=True).print(line, markup=False, highlight=False))

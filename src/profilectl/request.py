@@ -37,14 +37,24 @@ class Request:
         return bool(self.workload) and Path(self.workload[0]).name.startswith("python")
 
 
-def default_workload() -> list[str]:
+def hip_workload() -> str | None:
+    """The HIP matmul the image builds with hipcc (docker/Dockerfile), if this is such an image."""
+    candidate = Path(os.environ.get("PROFILECTL_HOME", "/opt/profilectl")) / "bin" / "hip_matmul"
+    return str(candidate) if os.access(candidate, os.X_OK) else None
+
+
+def default_workload(prefer_hip: bool = False) -> list[str]:
+    """The built-in workload: the HIP binary on an AMD GPU without ROCm PyTorch, else matmul.py."""
+    hip = hip_workload() if prefer_hip else None
+    if hip:
+        return [hip]
     script = data.find("workloads/matmul.py")
     if script is None:
         raise UsageError("the built-in workload profiling/workloads/matmul.py is missing; pass a workload after --")
     return ["python3", str(script)]
 
 
-def resolve_workload(argv: list[str]) -> tuple[list[str], str]:
+def resolve_workload(argv: list[str], prefer_hip: bool = False) -> tuple[list[str], str]:
     """The workload argv: after `--` on the command line, else $PROFILECTL_WORKLOAD, else built-in."""
     if argv and argv[0] == "--":
         argv = argv[1:]
@@ -56,7 +66,7 @@ def resolve_workload(argv: list[str]) -> tuple[list[str], str]:
             return shlex.split(from_env), "environment"
         except ValueError as exc:
             raise UsageError(f"${WORKLOAD_ENV} is not a valid command line: {exc}") from None
-    return default_workload(), "default"
+    return default_workload(prefer_hip), "default"
 
 
 def parse_env_assignments(items: list[str]) -> dict[str, str]:

@@ -27,7 +27,7 @@ AQLPROFILE_LOAD = Diagnosis(
 PERFMON = Diagnosis(
     "missing-perfmon",
     "the GPU could not be locked for profiling: the process lacks CAP_PERFMON / CAP_SYS_ADMIN",
-    "run the counters service (it runs as root with cap_add PERFMON and SYS_ADMIN), or run as root")
+    "run the counters service (it runs as root with cap_add SYS_ADMIN), or run as root")
 NVIDIA_PERMISSION = Diagnosis(
     "nvidia-counter-permission",
     "ncu was refused access to the GPU performance counters (ERR_NVGPUCTRPERM)",

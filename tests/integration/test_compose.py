@@ -1,0 +1,133 @@
+"""The four services run for real on this engine (a host with no GPU, like CI)."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from python_on_whales.exceptions import DockerException
+
+from conftest import HOST_GID, HOST_UID, REPO, compose_argv
+
+pytestmark = pytest.mark.integration
+PROFILING_CAPS = {"SYS_ADMIN", "PERFMON", "SYS_PTRACE"}
+
+
+def run_json(docker_client, service, *command):
+    out = docker_client.compose.run(service, list(command), remove=True, tty=False)
+    return json.loads(out)
+
+
+def only_run_dir(traces):
+    runs = [p for p in traces.iterdir() if p.is_dir()]
+    assert len(runs) == 1, runs
+    return runs[0]
+
+
+def assert_complete_and_owned(run, service):
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["service"] == service and manifest["status"] == "ok", manifest.get("message")
+    for name in ("manifest.json", "env.json", "summary.json", "stdout.log", "stderr.log"):
+        assert (run / name).is_file(), name
+    env = json.loads((run / "env.json").read_text())
+    assert env["host"]["in_container"] is True
+    assert manifest["perfetto_trace"] and (run / manifest["perfetto_trace"]).is_file()
+    owners = {(p.stat().st_uid, p.stat().st_gid) for p in [run, *run.rglob("*")]}
+    assert owners == {(HOST_UID, HOST_GID)}, owners
+    return manifest
+
+
+@pytest.mark.parametrize("service, granted", [("env-check", set()), ("profile", set()),
+                                              ("trace", {"SYS_PTRACE"}), ("counters", {"SYS_ADMIN", "SYS_PTRACE"})])
+def test_env_check_in_each_service_reports_exactly_its_grants(docker_client, traces, service, granted):
+    report = run_json(docker_client, service, "env-check", "--json")
+    assert report["host"]["in_container"] is True
+    assert set(report["host"]["effective_capabilities"]) & PROFILING_CAPS == granted
+    assert report["host"]["uid"] == 0 or service != "counters"
+    assert report["gpus"] == [] and report["capabilities"]["timing"]["available"]
+
+
+def test_env_check_service_default_command(docker_client, traces):
+    out = docker_client.compose.run("env-check", remove=True, tty=False)
+    assert "Capabilities" in out and "no GPU found" in out
+
+
+def test_profile_service_leaves_a_complete_host_owned_run(docker_client, traces):
+    docker_client.compose.run("profile", remove=True, tty=False)
+    manifest = assert_complete_and_owned(only_run_dir(traces), "profile")
+    assert manifest["backend"] == "timing" and manifest["workload_source"] == "default"
+    assert manifest["workload"][-1] == "/workspace/profiling/workloads/matmul.py"
+
+
+def test_trace_service_leaves_a_perfetto_trace(docker_client, traces):
+    docker_client.compose.run("trace", remove=True, tty=False)
+    manifest = assert_complete_and_owned(only_run_dir(traces), "trace")
+    trace = json.loads((only_run_dir(traces) / manifest["perfetto_trace"]).read_text())
+    assert trace["traceEvents"]
+
+
+def test_counters_service_falls_back_as_documented(docker_client, traces):
+    docker_client.compose.run("counters", remove=True, tty=False)
+    manifest = assert_complete_and_owned(only_run_dir(traces), "counters")
+    assert manifest["backend"] == "timing"
+    assert any("no GPU found" in f["reason"] for f in manifest["fallbacks"])
+
+
+def test_counters_without_fallback_exits_3_with_the_reason(docker_client, traces):
+    with pytest.raises(DockerException) as caught:
+        docker_client.compose.run("counters", ["counters"], remove=True, tty=False)
+    assert caught.value.return_code == 3
+    assert "counters unavailable: no GPU found" in (caught.value.stderr or "")
+    assert list(traces.iterdir()) == []
+
+
+def test_workload_from_the_environment(docker_client, traces, monkeypatch):
+    monkeypatch.setenv("PROFILECTL_WORKLOAD", "python3 -c 'print(\"hello from the env\")'")
+    docker_client.compose.run("profile", ["profile", "--repeat", "1"], remove=True, tty=False)
+    run = only_run_dir(traces)
+    assert "hello from the env" in (run / "stdout.log").read_text()
+    assert json.loads((run / "manifest.json").read_text())["workload_source"] == "environment"
+
+
+def test_docker_stop_marks_the_run_interrupted(docker_client, traces):
+    name = f"profilectl-it-stop-{os.getpid()}"
+    process = subprocess.Popen(compose_argv("run", "--rm", "--name", name, "profile", "profile", "--repeat", "1",
+                                            "--warmup", "0", "--", "python3",
+                                            "/workspace/profiling/workloads/matmul.py", "--seconds", "300"),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while not list(traces.glob("*/manifest.json")) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(1)
+        subprocess.run(["docker", "stop", "-t", "20", name], check=True, capture_output=True)
+        assert process.wait(timeout=60) == 130
+    finally:
+        if process.poll() is None:
+            process.kill()
+    manifest = json.loads(next(traces.glob("*/manifest.json")).read_text())
+    assert manifest["status"] == "interrupted" and manifest["exit_code"] == 130
+    assert "SIGTERM" in manifest["message"]
+
+
+def test_host_driver_runs_a_service_and_rejects_unknown_ones(docker_client, traces):
+    env = dict(os.environ)
+    done = subprocess.run([sys.executable, str(REPO / "tools/profilectl"), "docker", "env-check", "--vendor", "none"],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "Capabilities" in done.stdout
+    bad = subprocess.run([sys.executable, str(REPO / "tools/profilectl"), "docker", "frobnicate"],
+                         capture_output=True, text=True, env=env)
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "unknown service" in bad.stderr
+
+
+def test_missing_base_image_with_no_registry_is_one_line(docker_client, traces):
+    env = dict(os.environ, PROFILECTL_BASE_IMAGE="profilectl-test/no-such-base:1", PROFILECTL_IMAGE="profilectl:never-built")
+    done = subprocess.run([sys.executable, str(REPO / "tools/profilectl"), "docker", "profile", "--vendor", "none"],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 2
+    last = done.stderr.strip().splitlines()[-1]
+    assert "no registry" in last and "docker/offline-base/build.sh" in last
