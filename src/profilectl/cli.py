@@ -57,6 +57,22 @@ def build_parser() -> argparse.ArgumentParser:
     trace = _measuring(sub, "trace", "a Perfetto-ready trace and top-kernels table")
     trace.add_argument("--preset", default="lightweight",
                        help="lightweight (default), api, memory, communication, sys")
+    ls = sub.add_parser("ls", help="the runs in a traces folder, newest first")
+    ls.add_argument("traces_dir", nargs="?", help="default: $PROFILECTL_TRACES_DIR or ./traces")
+    ls.add_argument("--json", action="store_true")
+
+    report = sub.add_parser("report", help="read a run, or any folder/file rocprofv3, rocprof, ncu or torch.profiler wrote")
+    report.add_argument("path")
+    report.add_argument("--format", choices=("table", "json", "csv", "md", "html"), default="table")
+    report.add_argument("--output", "-o", metavar="FILE", help="write there instead of stdout")
+    report.add_argument("--top", type=int, default=10, help="rows per table (default 10)")
+
+    compare = sub.add_parser("compare", help="two runs kernel by kernel: time, calls, speedup")
+    compare.add_argument("run_a")
+    compare.add_argument("run_b")
+    compare.add_argument("--format", choices=("table", "json", "md"), default="table")
+    compare.add_argument("--top", type=int, default=15)
+
     docker = sub.add_parser("docker", help="run a compose service from the host (builds the image if missing)")
     docker.add_argument("service", help="env-check, profile, counters or trace")
     docker.add_argument("--vendor", choices=("auto", "amd", "nvidia", "none"), default="auto",
@@ -95,6 +111,12 @@ def main(argv: list[str] | None = None) -> int:
             return commands.measure(args.command, args.workload, backend=args.backend, dry_run=args.dry_run,
                                     timeout=args.timeout, as_json=args.json, traces_dir=args.traces_dir,
                                     env_items=args.env, serialize=args.serialize, **extra)
+        if args.command == "ls":
+            return commands.ls(args.traces_dir, args.json)
+        if args.command == "report":
+            return commands.report(args.path, args.format, args.output, args.top)
+        if args.command == "compare":
+            return commands.compare(args.run_a, args.run_b, args.format, args.top)
         if args.command == "docker":
             return commands.docker(args.service, args.workload, args.vendor, args.build)
     except errors.ProfilectlError as exc:

@@ -89,3 +89,51 @@ def docker(service: str, workload: list[str], vendor: str, build: bool) -> int:
     workload = workload[1:] if workload[:1] == ["--"] else workload
     return compose.run_service(service, workload, None if vendor == "none" else vendor, build,
                                echo=lambda line: _console(stderr=True).print(line, markup=False, highlight=False))
+
+
+def ls(traces_dir: str | None, as_json: bool) -> int:
+    from profilectl.report.listing import list_runs
+    root = Path(traces_dir) if traces_dir else runs.default_traces_root()
+    if not root.is_dir():
+        raise errors.UsageError(f"traces folder {root} does not exist")
+    listed = list_runs(root)
+    if as_json:
+        _print_json(listed)
+    else:
+        render.runs_table(_console(), listed, str(root))
+    return errors.OK
+
+
+def report(path: str, fmt: str, output: str | None, top: int) -> int:
+    from profilectl.report import export, html, load
+    if top < 1:
+        raise errors.UsageError("--top must be at least 1")
+    summary = load.load(Path(path))
+    if fmt == "table" and not output:
+        render.report(_console(), summary, top)
+        return errors.OK
+    text = {"json": lambda: export.to_json(summary), "csv": lambda: export.to_csv(summary),
+            "md": lambda: export.to_markdown(summary, top), "html": lambda: html.to_html(summary, max(top, 15)),
+            "table": lambda: export.to_markdown(summary, top)}[fmt]()
+    if output:
+        try:
+            Path(output).write_text(text)
+        except OSError as exc:
+            raise errors.UsageError(f"cannot write {output}: {exc.strerror}") from None
+        _console(stderr=True).print(f"profilectl: wrote {output}", markup=False, highlight=False)
+    else:
+        sys.stdout.write(text)
+    return errors.OK
+
+
+def compare(path_a: str, path_b: str, fmt: str, top: int) -> int:
+    from profilectl.report import load
+    from profilectl.report.compare import compare as compare_summaries
+    result = compare_summaries(load.load(Path(path_a)), load.load(Path(path_b)))
+    if fmt == "json":
+        _print_json(result)
+    elif fmt == "md":
+        sys.stdout.write(render.comparison_markdown(result, top))
+    else:
+        render.comparison(_console(), result, top)
+    return errors.OK

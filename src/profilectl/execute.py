@@ -15,17 +15,16 @@ from typing import Any
 
 from profilectl import __version__, errors, runs
 from profilectl.backends import BACKENDS, Collected
-from profilectl.countersets import evaluate
 from profilectl.formats import FormatError
 from profilectl.plan import Plan, make_plan
 from profilectl.probe.diagnose import diagnose
 from profilectl.probe.machine import Machine
 from profilectl.probe.report import EnvReport
+from profilectl.report import summary
 from profilectl.request import Request
 from profilectl.runner import Runner, terminal_streams as terminal_echo
 
 COUNTER_LIST_TIMEOUT_S = 60.0
-TOP_KERNELS = 10
 
 
 @dataclass
@@ -177,20 +176,6 @@ def _write_csv(path: Path, rows: list[dict]) -> None:
         writer.writerows(rows)
 
 
-def counters_by_kernel(rows: list[dict], derived: dict[str, str]) -> list[dict]:
-    """Wide table: one row per kernel, one column per counter, then the derived metrics."""
-    kernels: dict[str, dict[str, Any]] = {}
-    for row in rows:
-        kernels.setdefault(row["kernel"], {"kernel": row["kernel"]})[row["counter"]] = row["value"]
-    for values in kernels.values():
-        numbers = {k: v for k, v in values.items() if k != "kernel"}
-        for name, expression in derived.items():
-            result = evaluate(expression, numbers)
-            if result is not None:
-                values[name] = result
-    return list(kernels.values())
-
-
 def _write_tables_and_summary(run_dir: Path, plan: Plan, collected, status: str) -> dict[str, Any]:
     tables: dict[str, list[dict]] = {}
     trace = None
@@ -199,16 +184,13 @@ def _write_tables_and_summary(run_dir: Path, plan: Plan, collected, status: str)
             key = name if backend == plan.backend or name not in tables else f"{backend}_{name}"
             tables[key] = rows
         trace = trace or result.trace_file
+    derived = (plan.counter_set or {}).get("derived") or {}
     if "counters" in tables:
-        derived = (plan.counter_set or {}).get("derived") or {}
-        tables["counters_by_kernel"] = counters_by_kernel(tables["counters"], derived)
+        tables["counters_by_kernel"] = summary.counters_by_kernel(tables["counters"], derived)
     for name, rows in tables.items():
         if rows:
             _write_csv(run_dir / f"{name}.csv", rows)
-    summary = {"service": plan.service, "backend": plan.backend, "status": status,
-               "perfetto_trace": trace, "tables": sorted(n for n, r in tables.items() if r),
-               "top_kernels": (tables.get("kernels") or tables.get("torch_kernels") or [])[:TOP_KERNELS],
-               "timing": (tables.get("timing_summary") or [None])[0],
-               "counters_by_kernel": tables.get("counters_by_kernel", [])[:TOP_KERNELS]}
-    runs.write_json_atomic(run_dir / "summary.json", summary)
-    return summary
+    result = summary.build(tables, {"kind": "profilectl-run", "path": str(run_dir)}, derived, perfetto_trace=trace)
+    result["status"] = status
+    runs.write_json_atomic(run_dir / "summary.json", result)
+    return result

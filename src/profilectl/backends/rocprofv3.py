@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from profilectl import countersets, data
+from profilectl import data
 from profilectl.backends.base import Backend, Collected, Step, StepResult
 from profilectl.formats import rocprofv3 as reader
+from profilectl.formats.common import kernel_rows
 from profilectl.probe.facts import version_tuple
 from profilectl.probe.report import EnvReport, Verdict
 from profilectl.request import Request
@@ -108,7 +109,10 @@ class Rocprofv3(Backend):
         out = Collected()
         kernels = reader.files(raw_dir, "kernel_trace")
         if kernels:
-            out.tables["kernels"] = reader.kernel_trace(kernels)
+            merged, ranks = reader.merged_kernel_stats(kernels)
+            out.tables["kernels"] = kernel_rows(merged)
+            if len(ranks) > 1:  # one set of files per process: MPI ranks, multi-process launchers
+                out.tables["ranks"] = ranks
         api = reader.files(raw_dir, "hip_api_trace") or reader.files(raw_dir, "hip_runtime_api_trace")
         if api:
             out.tables["api"] = reader.api_trace(api)
@@ -126,6 +130,3 @@ class Rocprofv3(Backend):
         out.produced_output = bool(out.tables or traces)
         return out
 
-
-def counter_passes(counter_set: countersets.CounterSet) -> list[list[str]]:
-    return counter_set.explicit_passes or countersets.split_passes(counter_set.counters)

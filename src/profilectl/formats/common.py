@@ -32,6 +32,27 @@ class KernelStats:
         self.minimum = min(self.minimum, value)
         self.maximum = max(self.maximum, value)
 
+    @classmethod
+    def from_sums(cls, count: int, total: float, total_sq: float, minimum: float, maximum: float) -> "KernelStats":
+        """From SQL aggregates (count, sum, sum of squares, min, max)."""
+        mean = total / count if count else 0.0
+        return cls(calls=count, total=total, mean=mean, m2=max(total_sq - total * mean, 0.0),
+                   minimum=minimum, maximum=maximum)
+
+    def merge(self, other: "KernelStats") -> None:
+        """Combine two partial aggregates exactly (Chan et al.): files, ranks and passes merge."""
+        if other.calls == 0:
+            return
+        if self.calls == 0:
+            self.__dict__.update(other.__dict__)
+            return
+        calls = self.calls + other.calls
+        delta = other.mean - self.mean
+        self.m2 += other.m2 + delta * delta * self.calls * other.calls / calls
+        self.mean += delta * other.calls / calls
+        self.calls, self.total = calls, self.total + other.total
+        self.minimum, self.maximum = min(self.minimum, other.minimum), max(self.maximum, other.maximum)
+
     @property
     def std(self) -> float:
         return math.sqrt(self.m2 / self.calls) if self.calls > 1 else 0.0

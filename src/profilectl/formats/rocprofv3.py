@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from profilectl.formats import engine
 from profilectl.formats.common import KernelStats, kernel_rows, number, read_csv
 
 
@@ -15,13 +16,43 @@ def files(raw_dir: Path, kind: str) -> list[Path]:
     return sorted(raw_dir.rglob(f"*{kind}.csv"))
 
 
-def kernel_trace(paths: list[Path]) -> list[dict]:
+def kernel_stats(path: Path, fast: bool | None = None) -> dict[str, KernelStats]:
+    """One kernel_trace file: polars for large files when installed, else the csv module."""
+    if fast is None:
+        fast = engine.fast_engine_available() and path.stat().st_size >= engine.FAST_PATH_MIN_BYTES
+    if fast:
+        return engine.grouped_durations_csv(path, "Kernel_Name", "Start_Timestamp", "End_Timestamp")
     stats: dict[str, KernelStats] = {}
+    for line, row in read_csv(path, ("Kernel_Name", "Start_Timestamp", "End_Timestamp")):
+        duration = number(path, line, row["End_Timestamp"]) - number(path, line, row["Start_Timestamp"])
+        stats.setdefault(row["Kernel_Name"], KernelStats()).add(duration)
+    return stats
+
+
+def rank_of(path: Path) -> str:
+    """rocprofv3 names files <dir>/<hostname>/<pid>_<kind>.csv: the rank is host/pid."""
+    pid = path.name.split("_", 1)[0]
+    return f"{path.parent.name}/{pid}" if pid.isdigit() else path.stem
+
+
+def kernel_trace(paths: list[Path], fast: bool | None = None) -> list[dict]:
+    return kernel_rows(merged_kernel_stats(paths, fast)[0])
+
+
+def merged_kernel_stats(paths: list[Path], fast: bool | None = None) -> tuple[dict[str, KernelStats], list[dict]]:
+    """All files merged, and one summary row per rank (process)."""
+    merged: dict[str, KernelStats] = {}
+    ranks: dict[str, dict] = {}
     for path in paths:
-        for line, row in read_csv(path, ("Kernel_Name", "Start_Timestamp", "End_Timestamp")):
-            duration = number(path, line, row["End_Timestamp"]) - number(path, line, row["Start_Timestamp"])
-            stats.setdefault(row["Kernel_Name"], KernelStats()).add(duration)
-    return kernel_rows(stats)
+        per_file = kernel_stats(path, fast)
+        rank = ranks.setdefault(rank_of(path), {"rank": rank_of(path), "kernels": set(), "dispatches": 0, "total_ns": 0.0})
+        for name, stats in per_file.items():
+            merged.setdefault(name, KernelStats()).merge(stats)
+            rank["kernels"].add(name)
+            rank["dispatches"] += stats.calls
+            rank["total_ns"] += stats.total
+    rank_rows = [{**r, "kernels": len(r["kernels"])} for r in ranks.values()]
+    return merged, sorted(rank_rows, key=lambda r: r["rank"])
 
 
 def api_trace(paths: list[Path]) -> list[dict]:

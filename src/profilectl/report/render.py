@@ -100,22 +100,26 @@ def plan(console: Console, plan_dict: dict[str, Any]) -> None:
 
 
 def kernels_table(rows: list[dict], title: str, limit: int = 10) -> Table:
-    table = Table(title=title, title_justify="left")
-    for column in ("kernel", "calls", "total", "mean", "min", "max", "% time"):
-        table.add_column(column, justify="left" if column == "kernel" else "right", overflow="fold")
+    shown = f" (top {limit} of {len(rows)})" if len(rows) > limit else ""
+    table = Table(title=title + shown, title_justify="left")
+    table.add_column("name", overflow="fold", min_width=24, ratio=1)
+    for column in ("calls", "total", "mean", "min", "max", "std", "% time"):
+        table.add_column(column, justify="right", no_wrap=True)
     for row in rows[:limit]:
         pct = row.get("percent")
-        table.add_row(_short(row["name"]), str(row["calls"]), _ns(row.get("total_ns")), _ns(row.get("mean_ns")),
-                      _ns(row.get("min_ns")), _ns(row.get("max_ns")), f"{pct:.1f}" if pct is not None else "-")
+        table.add_row(_short(row["name"]), f"{row['calls']:,}", _ns(row.get("total_ns")), _ns(row.get("mean_ns")),
+                      _ns(row.get("min_ns")), _ns(row.get("max_ns")), _ns(row.get("std_ns")),
+                      f"{pct:.1f}" if pct is not None else "-")
     return table
 
 
 def counters_table(rows: list[dict], limit: int = 10) -> Table:
     columns = list(dict.fromkeys(k for row in rows for k in row if k != "kernel"))
-    table = Table(title="Counters per kernel", title_justify="left")
-    table.add_column("kernel", overflow="fold")
+    table = Table(title="Counters per kernel" + (f" (top {limit} of {len(rows)})" if len(rows) > limit else ""),
+                  title_justify="left")
+    table.add_column("kernel", overflow="fold", min_width=24, ratio=1)
     for column in columns:
-        table.add_column(column, justify="right", overflow="fold")
+        table.add_column(column, justify="right", overflow="fold", max_width=18)
     for row in rows[:limit]:
         table.add_row(_short(row["kernel"]), *[_num(row.get(c)) for c in columns])
     return table
@@ -133,7 +137,24 @@ def _short(name: str, width: int = 80) -> str:
     return name if len(name) <= width else name[: width - 1] + "…"
 
 
-def outcome(console: Console, manifest: dict[str, Any], summary: dict[str, Any], run_dir: str) -> None:
+def report(console: Console, summary: dict[str, Any], top: int = 10) -> None:
+    """Every section the summary has, as rich tables; empty sections are left out."""
+    run = summary.get("run")
+    if run:
+        console.print(f"[bold]{run['service']}[/] via [bold]{run['backend']}[/] — {run['status']}"
+                      f"{' (' + str(run['wall_seconds']) + ' s)' if run.get('wall_seconds') is not None else ''}: {run['reason']}")
+        for fallback in run.get("fallbacks") or []:
+            console.print(f"  fell back from {fallback['backend']}: {fallback['reason']}")
+        if run.get("status") not in ("ok", None):
+            console.print(f"  [red]{run.get('message')}[/]")
+    else:
+        source = summary.get("source") or {}
+        console.print(f"[bold]{source.get('kind', '?')}[/] {source.get('path', '')}"
+                      f"{' (cached summary)' if summary.get('cache_hit') else ''}")
+    totals = summary.get("totals") or {}
+    if totals.get("dispatches"):
+        console.print(f"  {totals['dispatches']:,} dispatches of {totals['kernels']:,} kernels, "
+                      f"{_ns(totals['gpu_time_ns'])} of GPU time")
     timing = summary.get("timing")
     if timing:
         table = Table(title=f"Timing ({timing['runs']} runs)", title_justify="left")
@@ -141,12 +162,86 @@ def outcome(console: Console, manifest: dict[str, Any], summary: dict[str, Any],
             table.add_column(column, justify="right")
         table.add_row(*[f"{timing[k + '_s']:.4f} s" for k in ("mean", "median", "p95", "min", "max", "std")])
         console.print(table)
-    if summary.get("top_kernels"):
-        console.print(kernels_table(summary["top_kernels"], "Top kernels"))
+    sections = (("kernels", "Top kernels"), ("api", "API calls"), ("memory_copies", "Memory copies"),
+                ("operators", "Operators (CPU)"))
+    for key, title in sections:
+        if summary.get(key):
+            console.print(kernels_table(summary[key], title, top))
     if summary.get("counters_by_kernel"):
-        console.print(counters_table(summary["counters_by_kernel"]))
+        console.print(counters_table(summary["counters_by_kernel"], top))
+    if summary.get("ranks"):
+        table = Table(title="Per rank (process)", title_justify="left")
+        for column in ("rank", "kernels", "dispatches", "GPU time"):
+            table.add_column(column, justify="left" if column == "rank" else "right")
+        for row in summary["ranks"]:
+            table.add_row(row["rank"], str(row["kernels"]), f"{row['dispatches']:,}", _ns(row["total_ns"]))
+        console.print(table)
+    for note in summary.get("notes") or []:
+        console.print(f"[yellow]note:[/] {note}")
+
+
+def outcome(console: Console, manifest: dict[str, Any], summary: dict[str, Any], run_dir: str) -> None:
+    report(console, {**summary, "run": None, "source": {"kind": "run", "path": run_dir}})
     colour = "green" if manifest["status"] == "ok" else "red"
     console.print(f"[{colour}]{manifest['status']}[/] {manifest['service']} via {manifest['backend']} "
                   f"in {manifest['wall_seconds']:.2f} s → {run_dir}")
     if summary.get("perfetto_trace"):
         console.print(f"  Perfetto trace: {run_dir}/{summary['perfetto_trace']} (open in ui.perfetto.dev)")
+
+
+def runs_table(console: Console, listed: list[dict[str, Any]], root: str) -> None:
+    table = Table(title=f"Runs in {root} (newest first)", title_justify="left")
+    for column in ("when (UTC)", "service", "backend", "status", "wall", "workload", "run"):
+        table.add_column(column, overflow="fold")
+    colours = {"ok": "green", "running": "yellow"}
+    for run in listed:
+        colour = colours.get(run["status"], "red")
+        wall = f"{run['wall_seconds']:.2f} s" if isinstance(run.get("wall_seconds"), (int, float)) else "-"
+        table.add_row(run["started_at"].replace("T", " ")[:19], str(run["service"]), str(run["backend"]),
+                      f"[{colour}]{run['status']}[/]", wall, _short(run["workload"], 50), run["run"])
+    if not listed:
+        table.add_row("-", "-", "-", "no runs yet", "-", "-", "-")
+    console.print(table)
+
+
+def _speedup(value: float | None) -> str:
+    return f"{value:.2f}×" if value else "-"
+
+
+def comparison(console: Console, result: dict[str, Any], top: int = 15) -> None:
+    totals = result["totals"]
+    console.print(f"[bold]A[/] {result['a']}\n[bold]B[/] {result['b']}")
+    console.print(f"GPU time {_ns(totals['gpu_time_ns_a'])} → {_ns(totals['gpu_time_ns_b'])} "
+                  f"(speedup {_speedup(totals['speedup'])}); {totals['matched']} kernels in both, "
+                  f"{len(result['only_in_a'])} only in A, {len(result['only_in_b'])} only in B")
+    table = Table(title="Kernels in both (largest change first)", title_justify="left")
+    table.add_column("kernel", overflow="fold", min_width=24, ratio=1)
+    for column in ("calls A", "calls B", "total A", "total B", "speedup"):
+        table.add_column(column, justify="right", no_wrap=True)
+    for row in result["kernels"][:top]:
+        table.add_row(_short(row["name"]), f"{row['calls_a']:,}", f"{row['calls_b']:,}", _ns(row["total_ns_a"]),
+                      _ns(row["total_ns_b"]), _speedup(row["speedup"]))
+    console.print(table)
+    for key, label in (("only_in_a", "Only in A"), ("only_in_b", "Only in B")):
+        if result[key]:
+            only = Table(title=label, title_justify="left")
+            only.add_column("kernel", overflow="fold")
+            only.add_column("calls", justify="right")
+            only.add_column("total", justify="right")
+            for row in result[key][:top]:
+                only.add_row(_short(row["name"]), f"{row['calls']:,}", _ns(row["total_ns"]))
+            console.print(only)
+
+
+def comparison_markdown(result: dict[str, Any], top: int = 15) -> str:
+    totals = result["totals"]
+    lines = [f"# {result['a']} vs {result['b']}", "",
+             f"GPU time {totals['gpu_time_ns_a']:.0f} ns → {totals['gpu_time_ns_b']:.0f} ns, speedup {_speedup(totals['speedup'])}",
+             "", "| kernel | calls A | calls B | total A ns | total B ns | speedup |", "| --- | --- | --- | --- | --- | --- |"]
+    for row in result["kernels"][:top]:
+        lines.append(f"| {row['name']} | {row['calls_a']} | {row['calls_b']} | {row['total_ns_a']:.0f} | "
+                     f"{row['total_ns_b']:.0f} | {_speedup(row['speedup'])} |")
+    for key, label in (("only_in_a", "Only in A"), ("only_in_b", "Only in B")):
+        if result[key]:
+            lines += ["", f"## {label}", ""] + [f"- {r['name']} ({r['calls']} calls, {r['total_ns']:.0f} ns)" for r in result[key][:top]]
+    return "\n".join(lines) + "\n"

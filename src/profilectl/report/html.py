@@ -1,0 +1,106 @@
+"""A self-contained HTML report: inline CSS and SVG charts, no script, no network.
+
+Charts: top kernels by total time (bars) and the share of GPU time (one stacked bar, top kernels
+plus "other"). Tables: the same sections as the terminal report.
+"""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+from profilectl.report.export import KERNEL_COLUMNS, SECTIONS
+
+PALETTE = ("#3366cc", "#dc3912", "#ff9900", "#109618", "#990099", "#0099c6", "#dd4477", "#66aa00", "#b82e2e",
+           "#316395", "#994499")
+STYLE = """body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:1em 0;
+font-size:13px}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}td:first-child,th:first-child{text-align:left;
+max-width:60em;word-break:break-all}th{background:#f0f0f0}.meta{color:#555}svg text{font-size:12px}"""
+
+
+def _short(name: str, width: int = 70) -> str:
+    return name if len(name) <= width else name[: width - 1] + "…"
+
+
+def bar_chart(rows: list[dict], top: int) -> str:
+    rows = rows[:top]
+    if not rows:
+        return ""
+    biggest = max(float(r.get("total_ns") or 0) for r in rows) or 1.0
+    height = 22 * len(rows) + 10
+    bars = []
+    for i, row in enumerate(rows):
+        width = 500 * float(row.get("total_ns") or 0) / biggest
+        y = 5 + 22 * i
+        label = escape(_short(row["name"], 60))
+        bars.append(f'<rect x="420" y="{y}" width="{width:.1f}" height="16" fill="{PALETTE[i % len(PALETTE)]}">'
+                    f'<title>{escape(row["name"])}</title></rect>'
+                    f'<text x="414" y="{y + 12}" text-anchor="end">{label}</text>'
+                    f'<text x="{424 + width:.1f}" y="{y + 12}">{float(row.get("percent") or 0):.1f} %</text>')
+    return f'<svg role="img" aria-label="top kernels" width="1000" height="{height}">{"".join(bars)}</svg>'
+
+
+def share_chart(rows: list[dict], top: int) -> str:
+    total = sum(float(r.get("total_ns") or 0) for r in rows)
+    if total <= 0:
+        return ""
+    parts = [(r["name"], float(r.get("total_ns") or 0)) for r in rows[:top]]
+    rest = total - sum(v for _, v in parts)
+    if rest > 0:
+        parts.append(("other kernels", rest))
+    x, shapes, legend = 0.0, [], []
+    for i, (name, value) in enumerate(parts):
+        width = 900 * value / total
+        colour = PALETTE[i % len(PALETTE)] if name != "other kernels" else "#bbbbbb"
+        shapes.append(f'<rect x="{x:.1f}" y="0" width="{width:.1f}" height="30" fill="{colour}">'
+                      f'<title>{escape(name)}: {100 * value / total:.1f} %</title></rect>')
+        legend.append(f'<li><span style="color:{colour}">■</span> {escape(_short(name))} — {100 * value / total:.1f} %</li>')
+        x += width
+    return (f'<svg role="img" aria-label="share of GPU time" width="900" height="30">{"".join(shapes)}</svg>'
+            f'<ul style="list-style:none;padding:0">{"".join(legend)}</ul>')
+
+
+def _table(rows: list[dict], columns, top: int) -> str:
+    head = "".join(f"<th>{escape(str(c))}</th>" for c in columns)
+    body = []
+    for row in rows[:top]:
+        cells = []
+        for c in columns:
+            value = row.get(c, "")
+            text = f"{value:,.1f}" if isinstance(value, float) else str(value)
+            cells.append(f"<td>{escape(text)}</td>")
+        body.append(f"<tr>{''.join(cells)}</tr>")
+    return f"<table><tr>{head}</tr>{''.join(body)}</table>"
+
+
+def to_html(summary: dict[str, Any], top: int = 15) -> str:
+    run = summary.get("run")
+    source = summary.get("source") or {}
+    title = f"{run['service']} via {run['backend']} — {run['status']}" if run else f"{source.get('kind')}: {source.get('path')}"
+    parts = [f"<h1>{escape(title)}</h1>"]
+    if run:
+        parts.append(f"<p class=meta>{escape(run.get('reason') or '')}</p>")
+        if run.get("fallbacks"):
+            parts.append("<ul>" + "".join(f"<li>fell back from <b>{escape(f['backend'])}</b>: {escape(f['reason'])}</li>"
+                                          for f in run["fallbacks"]) + "</ul>")
+    totals = summary.get("totals") or {}
+    if totals.get("dispatches"):
+        parts.append(f"<p class=meta>{totals['dispatches']:,} dispatches of {totals['kernels']:,} kernels, "
+                     f"{totals['gpu_time_ns'] / 1e6:,.3f} ms of GPU time</p>")
+    kernels = summary.get("kernels") or []
+    if kernels:
+        parts += ["<h2>Top kernels by total time</h2>", bar_chart(kernels, top),
+                  "<h2>Share of GPU time</h2>", share_chart(kernels, 10)]
+    timing = summary.get("timing")
+    if timing:
+        parts += ["<h2>Timing</h2>", _table([timing], list(timing), 1)]
+    for key, heading in SECTIONS:
+        if summary.get(key):
+            parts += [f"<h2>{heading}</h2>", _table(summary[key], KERNEL_COLUMNS, top)]
+    counters = summary.get("counters_by_kernel") or []
+    if counters:
+        parts += ["<h2>Counters per kernel</h2>", _table(counters, list(dict.fromkeys(k for r in counters for k in r)), top)]
+    if summary.get("ranks"):
+        parts += ["<h2>Per rank</h2>", _table(summary["ranks"], ["rank", "kernels", "dispatches", "total_ns"], 1000)]
+    return (f"<!DOCTYPE html><html><head><meta charset=utf-8><title>{escape(title)}</title><style>{STYLE}</style>"
+            f"</head><body>{''.join(parts)}</body></html>\n")

@@ -1,0 +1,48 @@
+"""Any PATH -> a summary: a profilectl run directory (stored summary.json), or a directory or file
+that rocprofv3, rocprof, ncu or torch.profiler wrote by hand (read once, then cached)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from profilectl.formats import FormatError, detect
+from profilectl.report import cache, summary
+
+
+def is_run_dir(path: Path) -> bool:
+    return path.is_dir() and (path / "manifest.json").is_file()
+
+
+def load(path: Path) -> dict[str, Any]:
+    path = Path(path)
+    if is_run_dir(path):
+        manifest = detect.load_json(path / "manifest.json")
+        stored = path / "summary.json"
+        if stored.is_file():
+            result = detect.load_json(stored)
+        else:  # a run killed before it could summarise: read what its profiler left in raw/
+            result = _from_files(path / "raw") if (path / "raw").is_dir() else summary.build({}, {})
+            result["notes"] = ["no summary.json (the run did not finish): summarised from raw/ now"]
+        result["run"] = summary.run_story(manifest)
+        result["source"] = {"kind": "profilectl-run", "path": str(path)}
+        return result
+    sources = detect.detect(path)
+    files = [f for s in sources for f in s.files]
+    result, hit = cache.cached(path, files, lambda: _summarise(path, sources))
+    result["cache_hit"] = hit
+    return result
+
+
+def _from_files(path: Path) -> dict[str, Any]:
+    try:
+        return _summarise(path, detect.detect(path))
+    except FormatError:
+        return summary.build({}, {"kind": "empty", "path": str(path)})
+
+
+def _summarise(path: Path, sources) -> dict[str, Any]:
+    tables = detect.read(sources)
+    source = {"kind": "+".join(s.kind for s in sources), "path": str(path),
+              "files": [str(f) for s in sources for f in s.files]}
+    return summary.build(tables, source, perfetto_trace=detect.trace_file(sources))
