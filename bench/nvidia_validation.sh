@@ -31,7 +31,16 @@ done
 run tools/profilectl counters --set basic --traces-dir "$T" -- python3 -c "import sys; sys.exit(3)"
 run tools/profilectl trace --timeout 3 --traces-dir "$T" -- python3 profiling/workloads/matmul.py --seconds 30
 run python3 bench/overhead.py --size 4096 --iters 50 --rounds 5 --services profile,trace
+python3 -c "import polars" 2>/dev/null && echo "polars present" >> "$V/commands.log" || echo "polars absent: csv-module readers" >> "$V/commands.log"
+# Reading the real outputs back: report in every format, compare ncu vs torch kernel names, ls.
+run tools/profilectl ls "$T"
+for r in "$T"/*; do run tools/profilectl report "$r" --top 5; done
+first_counters=$(ls -d "$T"/*-counters-* | head -1); first_trace=$(ls -d "$T"/*-trace-* | head -1)
+run tools/profilectl report "$first_trace" --format html -o "$V/trace-report.html"
+run tools/profilectl report "$first_counters/raw/ncu_metrics.csv" --format md
+run tools/profilectl compare "$first_trace" "$first_counters"
 # Unprivileged: the same ncu run as a non-root user, to see ERR_NVGPUCTRPERM (or not) for real.
-id nobody >/dev/null 2>&1 && run su -s /bin/bash nobody -c "ncu --metrics sm__warps_launched.sum python3 -c 'import torch; torch.ones(8, device=\"cuda\").sum().item()'"
+NCU=$(command -v ncu); PY=$(command -v python3)
+id nobody >/dev/null 2>&1 && run su -s /bin/bash nobody -c "cd /tmp && $NCU --metrics sm__warps_launched.sum $PY -c 'import torch; torch.ones(8, device=\"cuda\").sum().item()'"
 find "$T" -name '*.json' -size +8M -delete  # keep the bundle small; tables and manifests stay
 tar -C "$OUT" -czf "$OUT/validation.tgz" validation && rm -rf "$V"

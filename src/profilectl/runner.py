@@ -21,7 +21,7 @@ from typing import BinaryIO
 
 from profilectl.backends.base import Step, StepResult
 
-KILL_GRACE_S = 5.0
+KILL_GRACE_S = 15.0  # torch.profiler may need seconds to write a large partial trace
 
 
 class Runner:

@@ -103,7 +103,7 @@ def test_docker_stop_marks_the_run_interrupted(docker_client, traces):
         while not list(traces.glob("*/manifest.json")) and time.monotonic() < deadline:
             time.sleep(0.2)
         time.sleep(1)
-        subprocess.run(["docker", "stop", "-t", "20", name], check=True, capture_output=True)
+        subprocess.run(["docker", "stop", "-t", "40", name], check=True, capture_output=True)
         assert process.wait(timeout=60) == 130
     finally:
         if process.poll() is None:

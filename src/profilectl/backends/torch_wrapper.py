@@ -17,6 +17,9 @@ def _exit_on_signal(signum, frame):
 
 
 def main() -> int:
+    # Before anything slow (importing torch takes seconds): a signal must always unwind, never kill.
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, _exit_on_signal)
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)
     parser.add_argument("target", nargs=argparse.REMAINDER)
@@ -29,8 +32,6 @@ def main() -> int:
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, _exit_on_signal)
     activities = [ProfilerActivity.CPU]
     if torch.cuda.is_available():  # ROCm builds report their GPUs through the CUDA API too
         activities.append(ProfilerActivity.CUDA)

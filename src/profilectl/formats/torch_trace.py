@@ -7,7 +7,7 @@ from pathlib import Path
 
 from profilectl.formats.common import FormatError, KernelStats, kernel_rows
 
-KERNEL_CATEGORIES = {"kernel", "gpu_memcpy", "gpu_memset"}
+COPY_CATEGORIES = {"gpu_memcpy", "gpu_memset"}
 
 
 def load(path: Path) -> list[dict]:
@@ -27,14 +27,17 @@ def load(path: Path) -> list[dict]:
 def tables(path: Path) -> dict[str, list[dict]]:
     """Chrome traces carry microseconds; tables are in nanoseconds like every other reader."""
     kernels: dict[str, KernelStats] = {}
+    copies: dict[str, KernelStats] = {}
     ops: dict[str, KernelStats] = {}
     for event in load(path):
         if not isinstance(event, dict) or event.get("ph") != "X" or "dur" not in event:
             continue
         category = event.get("cat")
         duration_ns = float(event["dur"]) * 1000.0
-        if category in KERNEL_CATEGORIES:
+        if category == "kernel":
             kernels.setdefault(event.get("name", "?"), KernelStats()).add(duration_ns)
+        elif category in COPY_CATEGORIES:
+            copies.setdefault(event.get("name", "?"), KernelStats()).add(duration_ns)
         elif category == "cpu_op":
             ops.setdefault(event.get("name", "?"), KernelStats()).add(duration_ns)
-    return {"kernels": kernel_rows(kernels), "operators": kernel_rows(ops)}
+    return {"kernels": kernel_rows(kernels), "memory_copies": kernel_rows(copies), "operators": kernel_rows(ops)}

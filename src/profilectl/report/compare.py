@@ -5,12 +5,23 @@ Works across backends and tools wherever kernel names match (rocprofv3 vs rocpro
 
 from __future__ import annotations
 
+import re
 from typing import Any
+
+# The same kernel as different tools spell it: ncu and rocprofv3 print "<unnamed>" where
+# torch.profiler (CUPTI/roctracer demangling) prints "(anonymous namespace)".
+_SPELLINGS = [(re.compile(r"\(anonymous namespace\)"), "<unnamed>"), (re.compile(r"\s+"), " ")]
+
+
+def canonical(name: str) -> str:
+    for pattern, replacement in _SPELLINGS:
+        name = pattern.sub(replacement, name)
+    return name.strip()
 
 
 def compare(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    ka = {k["name"]: k for k in a.get("kernels") or []}
-    kb = {k["name"]: k for k in b.get("kernels") or []}
+    ka = {canonical(k["name"]): k for k in a.get("kernels") or []}
+    kb = {canonical(k["name"]): k for k in b.get("kernels") or []}
     both = []
     for name in ka.keys() & kb.keys():
         ta, tb = float(ka[name].get("total_ns") or 0), float(kb[name].get("total_ns") or 0)

@@ -99,17 +99,24 @@ def plan(console: Console, plan_dict: dict[str, Any]) -> None:
             console.print(f"  note: {note}")
 
 
-def kernels_table(rows: list[dict], title: str, limit: int = 10) -> Table:
+WIDE_TERMINAL = 120  # below this, min/max/std are left out so kernel names stay readable
+
+
+def kernels_table(rows: list[dict], title: str, limit: int = 10, width: int = WIDE_TERMINAL) -> Table:
     shown = f" (top {limit} of {len(rows)})" if len(rows) > limit else ""
     table = Table(title=title + shown, title_justify="left")
     table.add_column("name", overflow="fold", min_width=24, ratio=1)
-    for column in ("calls", "total", "mean", "min", "max", "std", "% time"):
-        table.add_column(column, justify="right", no_wrap=True)
+    wide = width >= WIDE_TERMINAL
+    columns = [("calls", lambda r: f"{r['calls']:,}"), ("total", lambda r: _ns(r.get("total_ns"))),
+               ("mean", lambda r: _ns(r.get("mean_ns")))]
+    if wide:
+        columns += [("min", lambda r: _ns(r.get("min_ns"))), ("max", lambda r: _ns(r.get("max_ns"))),
+                    ("std", lambda r: _ns(r.get("std_ns")))]
+    columns.append(("% time", lambda r: f"{r['percent']:.1f}" if r.get("percent") is not None else "-"))
+    for name, _ in columns:
+        table.add_column(name, justify="right", no_wrap=True)
     for row in rows[:limit]:
-        pct = row.get("percent")
-        table.add_row(_short(row["name"]), f"{row['calls']:,}", _ns(row.get("total_ns")), _ns(row.get("mean_ns")),
-                      _ns(row.get("min_ns")), _ns(row.get("max_ns")), _ns(row.get("std_ns")),
-                      f"{pct:.1f}" if pct is not None else "-")
+        table.add_row(_short(row["name"]), *[cell(row) for _, cell in columns])
     return table
 
 
@@ -166,7 +173,7 @@ def report(console: Console, summary: dict[str, Any], top: int = 10) -> None:
                 ("operators", "Operators (CPU)"))
     for key, title in sections:
         if summary.get(key):
-            console.print(kernels_table(summary[key], title, top))
+            console.print(kernels_table(summary[key], title, top, console.width))
     if summary.get("counters_by_kernel"):
         console.print(counters_table(summary["counters_by_kernel"], top))
     if summary.get("ranks"):
