@@ -14,6 +14,7 @@ from profilectl import errors, execute, runs
 from profilectl.probe import probe
 from profilectl.report import render
 from profilectl.request import Request, parse_env_assignments, resolve_workload
+from profilectl.runner import terminal_streams
 
 ROOT_ENV = "PROFILECTL_PROBE_ROOT"  # probe a different root file system (tests, chroots)
 REQUIRE_CHOICES = {"tracing": "tracing", "counters": "counters", "pc-sampling": "pc_sampling", "timing": "timing"}
@@ -70,7 +71,7 @@ def measure(service: str, workload: list[str], *, backend: str | None, dry_run: 
         else:
             render.plan(_console(), plan)
         return errors.OK
-    echo = execute.terminal_echo(quiet_stdout=as_json)
+    echo = terminal_streams(quiet_stdout=as_json)
     outcome = execute.run(request, env, traces_root, echo)
     if as_json:
         _print_json({"exit_code": outcome.exit_code, "status": outcome.status, "message": outcome.message,

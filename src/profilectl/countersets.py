@@ -98,6 +98,11 @@ def _load_pmc_text(path: Path) -> CounterSet:
                       explicit_passes=passes)
 
 
+def pmc_text(passes: list[list[str]]) -> str:
+    """The rocprof/rocprofv3 input file: one `pmc:` line per pass (each pass re-runs the app)."""
+    return "".join(f"pmc: {' '.join(p)}\n" for p in passes)
+
+
 def _block(counter: str) -> str | None:
     match = re.match(r"([A-Z][A-Z0-9]*)_", counter)
     return match.group(1) if match else None

@@ -22,7 +22,7 @@ from profilectl.probe.machine import Machine
 from profilectl.probe.report import EnvReport
 from profilectl.report import summary
 from profilectl.request import Request
-from profilectl.runner import Runner, terminal_streams as terminal_echo
+from profilectl.runner import Runner
 
 COUNTER_LIST_TIMEOUT_S = 60.0
 
@@ -48,10 +48,19 @@ def dry_run(request: Request, env: EnvReport, traces_root: Path) -> Plan:
 
 def run(request: Request, env: EnvReport, traces_root: Path, echo=(None, None)) -> Outcome:
     # Plan before creating the directory: an unavailable capability or a bad counter name leaves
-    # no empty run directory behind.
-    plan = make_plan(request, env, traces_root / "<pending>", list_counters=list_counters)
-    run_dir = runs.create_run_dir(traces_root, request.service)
-    plan = _replan(plan, request, env, run_dir)
+    # no empty run directory behind. The name is claimed with exclusive creation; in the unlikely
+    # event that another run took it meanwhile, plan again for a fresh name (counters validated once).
+    lister = list_counters
+    for _ in range(runs.CLAIM_ATTEMPTS):
+        run_dir = runs.proposed_run_dir(traces_root, request.service)
+        plan = make_plan(request, env, run_dir, list_counters=lister)
+        if runs.claim(run_dir):
+            break
+        lister, validated_notes = None, plan.notes
+    else:
+        raise errors.UsageError(f"could not create a unique run directory in {traces_root}")
+    if lister is None:
+        plan.notes = validated_notes
     owner = runs.host_owner(traces_root)
     started = runs.now_utc()
     manifest = _manifest(plan, env, started)
@@ -101,13 +110,6 @@ def run(request: Request, env: EnvReport, traces_root: Path, echo=(None, None)) 
     return Outcome(exit_code, status, message, run_dir, manifest, summary)
 
 
-def _replan(plan: Plan, request: Request, env: EnvReport, run_dir: Path) -> Plan:
-    """The same plan with argv pointing into the real run directory (counters already validated)."""
-    fresh = make_plan(request, env, run_dir, list_counters=lambda argv: None)
-    fresh.notes = plan.notes
-    return fresh
-
-
 def _manifest(plan: Plan, env: EnvReport, started) -> dict[str, Any]:
     return {
         "schema_version": runs.MANIFEST_SCHEMA,
@@ -154,7 +156,7 @@ def _verdict(plan: Plan, phase_rcs, collected, interrupted, timed_out, stderr_te
     failed = next(((b, rc) for b, rc in phase_rcs if rc not in (0, None)), None)
     if failed:
         backend, rc = failed
-        is_profiler = BACKENDS[backend].tool_name is not None or backend == "rocprof"
+        is_profiler = BACKENDS[backend].is_profiler
         found = diagnose(stderr_text, rc) if is_profiler else None
         if found:
             return "failed", errors.PROFILER_FAILED, f"{backend} failed: {found.reason}. Fix: {found.fix}"

@@ -113,10 +113,7 @@ def make_plan(request: Request, env: EnvReport, run_dir: Path,
     input_files: dict[str, str] = {}
     if request.service == "counters":
         counter_info, input_files = _resolve_counters(request, env, backend, notes, list_counters)
-    if request.service == "trace" and hasattr(backend, "preset_options"):
-        _, dropped, _ = backend.preset_options(request, env)
-        if dropped:
-            notes.append(f"preset {request.preset}: {', '.join(dropped)} not in ROCm {env.rocm.version}; left out")
+    notes += backend.plan_notes(request, env)
 
     phases = [_phase(backend, request, env, run_dir, "raw", input_files)]
     for extra in SERVICE_EXTRAS.get(request.service, ()):
@@ -150,8 +147,9 @@ def _resolve_counters(request: Request, env: EnvReport, backend: Backend, notes:
     if not counter_set.counters:
         raise UsageError(f"counter set {counter_set.name} has no {vendor} counters")
     request.counters = counter_set.counters
-    if list_counters is not None and hasattr(backend, "list_counters_argv"):
-        listing = list_counters(backend.list_counters_argv(env))
+    list_argv = backend.list_counters_argv(env)
+    if list_counters is not None and list_argv:
+        listing = list_counters(list_argv)
         available = backend.parse_counter_list(listing) if listing else set()
         if available:
             key = metric_base if vendor == "nvidia" else None
@@ -162,12 +160,11 @@ def _resolve_counters(request: Request, env: EnvReport, backend: Backend, notes:
             notes.append("could not list this GPU's counters; names not validated before the run")
     elif list_counters is None:
         notes.append("counter names not validated (dry run)")
-    input_files = {}
-    if vendor == "amd":
-        request.passes = counter_set.explicit_passes or countersets.split_passes(counter_set.counters)
-        input_files["raw/input.txt"] = backend.input_file(request.passes)
-    else:
-        request.passes = [counter_set.counters]  # ncu replays kernels itself
+    # Tools that take an input file re-run the application once per pass; ncu replays kernels itself.
+    request.passes = ((counter_set.explicit_passes or countersets.split_passes(counter_set.counters))
+                      if vendor == "amd" else [counter_set.counters])
+    text = backend.input_file(request.passes)
+    input_files = {"raw/input.txt": text} if text else {}
     info = {"name": counter_set.name, "source": counter_set.source, "counters": counter_set.counters,
             "passes": request.passes, "derived": counter_set.derived}
     return info, input_files

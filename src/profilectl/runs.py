@@ -41,20 +41,29 @@ def proposed_run_dir(traces_root: Path, service: str) -> Path:
     return traces_root / run_name(service, now_utc(), secrets.token_hex(3))
 
 
-def create_run_dir(traces_root: Path, service: str) -> Path:
+CLAIM_ATTEMPTS = 20
+
+
+def claim(run_dir: Path) -> bool:
+    """Create exactly this run directory (exclusive: mkdir fails if it exists). False if taken."""
     try:
-        traces_root.mkdir(parents=True, exist_ok=True)
+        run_dir.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise UsageError(f"cannot create the traces folder {traces_root}: {exc.strerror}") from None
-    for _ in range(20):
+        raise UsageError(f"cannot create the traces folder {run_dir.parent}: {exc.strerror}") from None
+    try:
+        run_dir.mkdir()
+    except FileExistsError:
+        return False
+    except OSError as exc:
+        raise UsageError(f"cannot create a run directory in {run_dir.parent}: {exc.strerror}") from None
+    return True
+
+
+def create_run_dir(traces_root: Path, service: str) -> Path:
+    for _ in range(CLAIM_ATTEMPTS):
         candidate = proposed_run_dir(traces_root, service)
-        try:
-            candidate.mkdir()
-        except FileExistsError:
-            continue
-        except OSError as exc:
-            raise UsageError(f"cannot create a run directory in {traces_root}: {exc.strerror}") from None
-        return candidate
+        if claim(candidate):
+            return candidate
     raise UsageError(f"could not create a unique run directory in {traces_root}")
 
 

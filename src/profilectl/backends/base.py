@@ -39,6 +39,9 @@ class Backend(ABC):
     name: ClassVar[str]
     tool_name: ClassVar[str | None] = None
     services: ClassVar[frozenset[str]] = frozenset()
+    # A profiler wraps the workload: its own failures (aborts, signals) are told apart from the
+    # workload's. Timing and the torch wrapper run the workload itself.
+    is_profiler: ClassVar[bool] = False
     # Environment for stable numbers, set by default (users override with --env KEY=VALUE).
     default_env: ClassVar[dict[str, str]] = {"PYTORCH_TUNABLEOP_ENABLED": "0"}
 
@@ -56,6 +59,21 @@ class Backend(ABC):
     @abstractmethod
     def collect(self, raw_dir: Path, request: Request, results: list["StepResult"]) -> Collected:
         """Reads raw_dir into normalized tables."""
+
+    def plan_notes(self, request: Request, env: EnvReport) -> list[str]:
+        """What the plan should tell the user about this backend's choices (e.g. dropped options)."""
+        return []
+
+    def list_counters_argv(self, env: EnvReport) -> list[str] | None:
+        """The command that lists the GPU's counters, for validation before a run; None: cannot."""
+        return None
+
+    def parse_counter_list(self, output: str) -> set[str]:
+        return set()
+
+    def input_file(self, passes: list[list[str]]) -> str | None:
+        """The counter input file for these passes, if the tool takes one."""
+        return None
 
     def environment(self, request: Request) -> dict[str, str]:
         env = dict(self.default_env)

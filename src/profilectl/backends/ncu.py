@@ -20,6 +20,7 @@ class NsightCompute(Backend):
     name = "ncu"
     tool_name = "ncu"
     services = frozenset({"counters"})
+    is_profiler = True
 
     def available(self, env: EnvReport, request: Request) -> Verdict:
         if (refusal := self.unavailable_unless_service(request)):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from profilectl import data
+from profilectl import countersets, data
 from profilectl.backends.base import Backend, Collected, Step, StepResult
 from profilectl.backends.rocprofv3 import amd_counter_verdict
 from profilectl.errors import UsageError
@@ -21,6 +21,7 @@ from profilectl.request import Request
 class LegacyRocprof(Backend):
     name = "rocprof"
     services = frozenset({"counters", "trace"})
+    is_profiler = True
 
     def tool(self, env: EnvReport) -> Tool | None:
         return env.tool("rocprof") or env.tool("rocprofv2")
@@ -62,7 +63,7 @@ class LegacyRocprof(Backend):
         return [Step(argv=argv + list(request.workload), label=tool.name)]
 
     def input_file(self, passes: list[list[str]]) -> str:
-        return "".join(f"pmc: {' '.join(p)}\n" for p in passes)
+        return countersets.pmc_text(passes)
 
     def list_counters_argv(self, env: EnvReport) -> list[str]:
         return [self.tool(env).path, "--list-basic"]

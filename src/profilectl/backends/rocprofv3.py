@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from profilectl import data
+from profilectl import countersets, data
 from profilectl.backends.base import Backend, Collected, Step, StepResult
 from profilectl.formats import rocprofv3 as reader
 from profilectl.formats.common import kernel_rows
@@ -46,6 +46,7 @@ class Rocprofv3(Backend):
     name = "rocprofv3"
     tool_name = "rocprofv3"
     services = frozenset({"counters", "trace"})
+    is_profiler = True
 
     def available(self, env: EnvReport, request: Request) -> Verdict:
         if (refusal := self.unavailable_unless_service(request)):
@@ -75,6 +76,13 @@ class Rocprofv3(Backend):
         dropped = [o for o in preset["options"] if o not in kept]
         return kept, dropped, dict(preset.get("env") or {})
 
+    def plan_notes(self, request: Request, env: EnvReport) -> list[str]:
+        if request.service != "trace":
+            return []
+        _, dropped, _ = self.preset_options(request, env)
+        release = ".".join(map(str, rocm_release(env)))
+        return [f"preset {request.preset}: {', '.join(dropped)} not in ROCm {release}; left out"] if dropped else []
+
     def environment(self, request: Request) -> dict[str, str]:
         env = super().environment(request)
         if request.service == "trace":
@@ -97,7 +105,7 @@ class Rocprofv3(Backend):
         return [Step(argv=argv, label=self.name)]
 
     def input_file(self, passes: list[list[str]]) -> str:
-        return "".join(f"pmc: {' '.join(p)}\n" for p in passes)
+        return countersets.pmc_text(passes)
 
     def list_counters_argv(self, env: EnvReport) -> list[str]:
         return [self.tool(env).path, "-L"]

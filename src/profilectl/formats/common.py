@@ -74,6 +74,14 @@ def aggregate_kernels(records: Iterable[tuple[str, float]]) -> list[dict]:
     return kernel_rows(stats)
 
 
+def csv_header(path: Path) -> list[str]:
+    try:
+        with open(path, newline="", errors="replace") as fh:
+            return next(csv.reader(fh), [])
+    except OSError as exc:
+        raise FormatError(f"{path}: cannot read ({exc.strerror})") from None
+
+
 def read_csv(path: Path, required: Iterable[str], skip_prefix: str | None = None) -> Iterator[tuple[int, dict]]:
     """Rows of a CSV file as dicts, checking the header has the required columns."""
     required = list(required)

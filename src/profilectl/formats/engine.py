@@ -9,11 +9,10 @@ results, slower on large files).
 
 from __future__ import annotations
 
-import csv
 import sqlite3
 from pathlib import Path
 
-from profilectl.formats.common import FormatError, KernelStats
+from profilectl.formats.common import FormatError, KernelStats, csv_header
 
 FAST_PATH_MIN_BYTES = 8 * 2**20  # below this the csv module is as fast and starts quicker
 
@@ -26,19 +25,11 @@ def fast_engine_available() -> bool:
     return True
 
 
-def header(path: Path) -> list[str]:
-    try:
-        with open(path, newline="", errors="replace") as fh:
-            return next(csv.reader(fh), [])
-    except OSError as exc:
-        raise FormatError(f"{path}: cannot read ({exc.strerror})") from None
-
-
 def grouped_durations_csv(path: Path, name_col: str, start_col: str, end_col: str) -> dict[str, KernelStats]:
     """Per-name duration statistics of one CSV file: a polars streaming group-by (bounded memory)."""
     import polars as pl
 
-    columns = header(path)
+    columns = csv_header(path)
     missing = [c for c in (name_col, start_col, end_col) if c not in columns]
     if missing:
         raise FormatError(f"{path}: not the expected file: missing column(s) {', '.join(missing)} "

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
-from profilectl.formats.common import FormatError, KernelStats, kernel_rows, number, read_csv
+from profilectl.formats.common import FormatError, KernelStats, csv_header, kernel_rows, number, read_csv
 
 # Per-dispatch columns that are not counters.
 _NON_COUNTER = {"Index", "KernelName", "Kernel_Name", "gpu-id", "queue-id", "queue-index", "pid", "tid",
@@ -16,17 +15,9 @@ _NON_COUNTER = {"Index", "KernelName", "Kernel_Name", "gpu-id", "queue-id", "que
                 "Kernel_Object", "Start_Timestamp", "End_Timestamp", "Correlation_ID"}
 
 
-def _header(path: Path) -> list[str]:
-    try:
-        with open(path, newline="", errors="replace") as fh:
-            return next(csv.reader(fh), [])
-    except OSError as exc:
-        raise FormatError(f"{path}: cannot read ({exc.strerror})") from None
-
-
 def results(path: Path) -> tuple[list[dict], list[dict]]:
     """(kernels, counters) from a v1 results.csv or v2 results_<pid>.csv."""
-    header = _header(path)
+    header = csv_header(path)
     name_col = "KernelName" if "KernelName" in header else "Kernel_Name"
     if name_col not in header:
         raise FormatError(f"{path}: not a rocprof results file: no KernelName/Kernel_Name column")

@@ -16,17 +16,26 @@ def files(raw_dir: Path, kind: str) -> list[Path]:
     return sorted(raw_dir.rglob(f"*{kind}.csv"))
 
 
-def kernel_stats(path: Path, fast: bool | None = None) -> dict[str, KernelStats]:
-    """One kernel_trace file: polars for large files when installed, else the csv module."""
+def interval_stats(path: Path, name_col: str, fast: bool | None = None) -> dict[str, KernelStats]:
+    """Duration (End - Start) statistics per value of name_col, for any rocprofv3 trace file:
+    polars for large files when installed, else the csv module (the same numbers)."""
     if fast is None:
         fast = engine.fast_engine_available() and path.stat().st_size >= engine.FAST_PATH_MIN_BYTES
     if fast:
-        return engine.grouped_durations_csv(path, "Kernel_Name", "Start_Timestamp", "End_Timestamp")
+        return engine.grouped_durations_csv(path, name_col, "Start_Timestamp", "End_Timestamp")
     stats: dict[str, KernelStats] = {}
-    for line, row in read_csv(path, ("Kernel_Name", "Start_Timestamp", "End_Timestamp")):
+    for line, row in read_csv(path, (name_col, "Start_Timestamp", "End_Timestamp")):
         duration = number(path, line, row["End_Timestamp"]) - number(path, line, row["Start_Timestamp"])
-        stats.setdefault(row["Kernel_Name"], KernelStats()).add(duration)
+        stats.setdefault(row[name_col], KernelStats()).add(duration)
     return stats
+
+
+def _merged(paths: list[Path], name_col: str) -> list[dict]:
+    stats: dict[str, KernelStats] = {}
+    for path in paths:
+        for name, part in interval_stats(path, name_col).items():
+            stats.setdefault(name, KernelStats()).merge(part)
+    return kernel_rows(stats)
 
 
 def rank_of(path: Path) -> str:
@@ -44,7 +53,7 @@ def merged_kernel_stats(paths: list[Path], fast: bool | None = None) -> tuple[di
     merged: dict[str, KernelStats] = {}
     ranks: dict[str, dict] = {}
     for path in paths:
-        per_file = kernel_stats(path, fast)
+        per_file = interval_stats(path, "Kernel_Name", fast)
         rank = ranks.setdefault(rank_of(path), {"rank": rank_of(path), "kernels": set(), "dispatches": 0, "total_ns": 0.0})
         for name, stats in per_file.items():
             merged.setdefault(name, KernelStats()).merge(stats)
@@ -56,21 +65,11 @@ def merged_kernel_stats(paths: list[Path], fast: bool | None = None) -> tuple[di
 
 
 def api_trace(paths: list[Path]) -> list[dict]:
-    stats: dict[str, KernelStats] = {}
-    for path in paths:
-        for line, row in read_csv(path, ("Function", "Start_Timestamp", "End_Timestamp")):
-            duration = number(path, line, row["End_Timestamp"]) - number(path, line, row["Start_Timestamp"])
-            stats.setdefault(row["Function"], KernelStats()).add(duration)
-    return kernel_rows(stats)
+    return _merged(paths, "Function")
 
 
 def memory_copies(paths: list[Path]) -> list[dict]:
-    stats: dict[str, KernelStats] = {}
-    for path in paths:
-        for line, row in read_csv(path, ("Direction", "Start_Timestamp", "End_Timestamp")):
-            duration = number(path, line, row["End_Timestamp"]) - number(path, line, row["Start_Timestamp"])
-            stats.setdefault(row["Direction"], KernelStats()).add(duration)
-    return kernel_rows(stats)
+    return _merged(paths, "Direction")
 
 
 def counter_collection(paths: list[Path]) -> list[dict]:
