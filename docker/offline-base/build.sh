@@ -9,7 +9,7 @@ set -euo pipefail
 tag="${1:-profilectl-base:bookworm}"
 suite="${SUITE:-bookworm}"
 mirror="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
-packages="python3,python3-yaml,python3-rich,python3-numpy,procps,ca-certificates,rocminfo,rocm-smi,libcap2-bin"
+packages="python3,python3-yaml,python3-rich,python3-numpy,libopenblas0-pthread,procps,ca-certificates,rocminfo,rocm-smi,libcap2-bin"
 
 if docker image inspect "$tag" >/dev/null 2>&1 && [ "${REBUILD:-0}" != 1 ]; then
   echo "offline base $tag already exists (REBUILD=1 to rebuild)"

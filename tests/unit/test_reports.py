@@ -224,3 +224,23 @@ def test_detect_ignores_unrelated_files(tmp_path, shared_fixtures):
     (tmp_path / "notes.txt").write_text("hello")
     (tmp_path / "data.json").write_text('{"a": 1}')
     assert [s.kind for s in detect.detect(tmp_path)] == ["rocprofv3-csv"]
+
+
+def test_rocprofv3_json_output(tmp_path):
+    fixture = Path(__file__).resolve().parents[1] / "fixtures/rocprofv3-json/4242_results.json"
+    summary = report_json(fixture)
+    assert summary["source"]["kind"] == "rocprofv3-json"
+    kernels = {k["name"]: k for k in summary["kernels"]}
+    add = kernels["void addition_kernel<float>(float*, float const*, float const*, int, int)"]
+    assert add["calls"] == 2 and add["total_ns"] == 12800 + 9840
+    assert {a["name"] for a in summary["api"]} == {"hipMalloc", "hipLaunchKernel"}
+    assert summary["memory_copies"][0]["name"] == "MEMORY_COPY_HOST_TO_DEVICE"
+    # two processes' JSON files merge like CSV ranks do
+    for pid in (1, 2):
+        shutil.copy(fixture, tmp_path / f"{pid}_results.json")
+    merged = report_json(tmp_path)
+    assert {k["name"]: k["calls"] for k in merged["kernels"]}[add["name"]] == 4
+    broken = tmp_path / "3_results.json"
+    broken.write_text(fixture.read_text()[:900])
+    done = cli("report", str(broken))
+    assert done.returncode == 2 and "3_results.json" in done.stderr and "not valid JSON" in done.stderr

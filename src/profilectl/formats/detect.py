@@ -1,7 +1,7 @@
 """What is at PATH, and its tables: a profilectl run, or files a tool wrote by hand.
 
 Recognised: rocprofv3 CSV (any 6.2-7.x column set, one set of files per process/rank, merged and
-per rank), rocpd SQLite databases, legacy rocprof results.csv / results.stats.csv, rocprofv2
+per rank) and JSON, rocpd SQLite databases, legacy rocprof results.csv / results.stats.csv, rocprofv2
 results_<pid>.csv, Nsight Compute --csv output, torch.profiler Chrome traces.
 """
 
@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from profilectl.formats import engine, ncu, rocprof_legacy, rocprofv3, torch_trace
+from profilectl.formats import engine, ncu, rocprof_legacy, rocprofv3, rocprofv3_json, torch_trace
 from profilectl.formats.common import FormatError, KernelStats, kernel_rows
 
 
@@ -68,6 +68,8 @@ def classify(path: Path) -> str | None:
         first = _first_line(path)
         if '"Metric Name"' in first or "Metric Name" in first.split(","):
             return "ncu-csv"
+    if name.endswith(".json") and rocprofv3_json.is_rocprofv3_json(path):
+        return "rocprofv3-json"
     if name.endswith(".json") and _is_chrome_trace(path):
         return "chrome-trace"
     return None
@@ -134,6 +136,15 @@ def read(sources: list[Source]) -> dict[str, list[dict]]:
         elif source.kind == "ncu-csv":
             for path in files:
                 tables.setdefault("counters", []).extend(ncu.metrics(path))
+        elif source.kind == "rocprofv3-json":
+            api_stats: dict[str, KernelStats] = {}
+            for path in files:
+                kernels, api, copies = rocprofv3_json.read(path)
+                for target, part in ((kernel_stats, kernels), (api_stats, api), (copy_stats, copies)):
+                    for name, stats in part.items():
+                        target.setdefault(name, KernelStats()).merge(stats)
+            if api_stats:
+                tables["api"] = kernel_rows(api_stats)
         elif source.kind == "chrome-trace":
             for path in files:
                 for name, rows in torch_trace.tables(path).items():

@@ -154,8 +154,8 @@ def report(console: Console, summary: dict[str, Any], top: int = 10) -> None:
             console.print(f"  fell back from {fallback['backend']}: {fallback['reason']}")
         if run.get("status") not in ("ok", None):
             console.print(f"  [red]{run.get('message')}[/]")
-    else:
-        source = summary.get("source") or {}
+    elif summary.get("source"):
+        source = summary["source"]
         console.print(f"[bold]{source.get('kind', '?')}[/] {source.get('path', '')}"
                       f"{' (cached summary)' if summary.get('cache_hit') else ''}")
     totals = summary.get("totals") or {}
@@ -188,7 +188,7 @@ def report(console: Console, summary: dict[str, Any], top: int = 10) -> None:
 
 
 def outcome(console: Console, manifest: dict[str, Any], summary: dict[str, Any], run_dir: str) -> None:
-    report(console, {**summary, "run": None, "source": {"kind": "run", "path": run_dir}})
+    report(console, {**summary, "run": None, "source": None})  # the closing line names the run
     colour = "green" if manifest["status"] == "ok" else "red"
     console.print(f"[{colour}]{manifest['status']}[/] {manifest['service']} via {manifest['backend']} "
                   f"in {manifest['wall_seconds']:.2f} s → {run_dir}")
