@@ -69,7 +69,11 @@ class FakeMachine:
         self.tool("python3", json.dumps(info) + "\n")
 
     # ------------------------------------------------------------ GPUs
-    def kfd_gpu(self, node: int, gfx_target_version: int, memory_bytes: int = 192 * 2**30) -> None:
+    def kfd_gpu(self, node: int, gfx_target_version: int, memory_bytes: int = 192 * 2**30,
+                device_nodes: bool = True) -> None:
+        if device_nodes:  # what the amdgpu driver creates (and a container gets with the AMD grant)
+            self.write("/dev/kfd", "")
+            self.write(f"/dev/dri/renderD{127 + node}", "")
         base = f"/sys/class/kfd/kfd/topology/nodes/{node}"
         self.write(f"{base}/properties", f"cpu_cores_count 0\nsimd_count 1216\ngfx_target_version {gfx_target_version}\n")
         self.write(f"{base}/mem_banks/0/properties", f"heap_type 1\nsize_in_bytes {memory_bytes}\n")

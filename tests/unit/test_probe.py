@@ -1,6 +1,7 @@
 """The probe on fake machines: every scenario the users meet, read the way the real tools print."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -231,3 +232,36 @@ def test_require_exits_3_when_unavailable_and_0_when_available(machine):
     done = _cli(*base, "--require", "counters")
     assert done.returncode == 3 and "counters unavailable" in done.stderr
     assert _cli(*base, "--require", "timing").returncode == 0
+
+
+def test_amd_gpu_in_sysfs_but_container_without_device_grant(machine):
+    machine.kfd_gpu(1, GFX942, device_nodes=False)
+    machine.rocm("7.0.0")
+    machine.tool("rocprofv3")
+    machine.container()
+    env = machine.probe()
+    assert env.gpus[0].arch == "gfx942"
+    tracing = env.capabilities["tracing"]
+    assert not tracing.available
+    refusal = env.services["trace"].fallbacks[0]
+    assert refusal["cause"] == "no-kfd-device" and "compose.amd.yml" in refusal["fix"]
+    assert env.services["trace"].backend == "timing"
+
+
+def test_device_nodes_without_permission(machine):
+    from profilectl.probe.counters import amd_device_access
+    mi300x(machine)
+    env = machine.probe()
+    assert env.checks["amd_devices"].available
+    env.host.uid = 1000  # as seen by a user outside the video/render groups
+    env.host.devices["kfd"]["accessible"] = False
+    verdict = amd_device_access(env)
+    assert not verdict.available and verdict.cause == "no-device-permission"
+    assert "uid 1000" in verdict.reason and "render" in verdict.fix
+
+
+def test_launcher_names_a_missing_dependency_in_one_line():
+    done = subprocess.run([sys.executable, "-S", "tools/profilectl", "env-check"], capture_output=True, text=True)
+    assert done.returncode == 2
+    assert done.stderr.strip().count("\n") == 0
+    assert "missing Python package(s)" in done.stderr and "pip install" in done.stderr

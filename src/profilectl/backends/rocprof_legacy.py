@@ -34,6 +34,9 @@ class LegacyRocprof(Backend):
             return refusal
         if env.first_gpu("amd") is None:
             return Verdict(False, "no AMD GPU found")
+        devices = env.checks.get("amd_devices")
+        if devices is not None and not devices.available:
+            return devices
         tool = self.tool(env)
         if tool is None:
             return Verdict(False, "neither rocprof nor rocprofv2 found", "install rocprofiler (ROCm 5.x/6.x)")

@@ -53,6 +53,9 @@ class Rocprofv3(Backend):
             return refusal
         if env.first_gpu("amd") is None:
             return Verdict(False, "no AMD GPU found")
+        devices = env.checks.get("amd_devices")
+        if devices is not None and not devices.available:
+            return devices
         if self.tool(env) is None:
             return Verdict(False, "rocprofv3 not found (ships with ROCm 6.2 and later)",
                            "install rocprofiler-sdk, or add /opt/rocm/bin to PATH")

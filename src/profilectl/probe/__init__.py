@@ -34,6 +34,7 @@ def probe(root: Path | str = "/", path: str | None = None, deep: bool = False,
     report = EnvReport(host=facts.host(machine), gpus=facts.gpus(machine), rocm=rocm,
                        tools=facts.tools(machine, rocm.root), torch=facts.torch(machine), capabilities={})
     if report.first_gpu("amd"):
+        report.checks["amd_devices"] = counters.amd_device_access(report)
         report.checks["amd_counters"] = counters.amd_counter_support(report, machine)
     if report.first_gpu("nvidia"):
         report.checks["nvidia_counters"] = _nvidia_counter_check(report)

@@ -68,6 +68,26 @@ def privileges(env: EnvReport) -> Verdict:
     return Verdict(True, "not in a container; device access is decided by the render/video groups")
 
 
+def amd_device_access(env: EnvReport) -> Verdict:
+    """Can this process open the GPU at all? sysfs shows the GPUs even in a container that was not
+    granted them, so the device nodes decide."""
+    kfd = env.host.devices.get("kfd") or {}
+    render = env.host.devices.get("render") or []
+    if not kfd.get("exists"):
+        where = ("this container was not granted the GPU devices" if env.host.in_container
+                 else "the amdgpu kernel driver is not loaded")
+        fix = ("add docker/compose.amd.yml (devices /dev/kfd, /dev/dri)" if env.host.in_container
+               else "load the amdgpu driver (modprobe amdgpu) or install the ROCm kernel driver")
+        return Verdict(False, f"an AMD GPU is listed in sysfs but /dev/kfd does not exist: {where}", fix,
+                       cause="no-kfd-device")
+    if not kfd.get("accessible") or (render and not any(r.get("accessible") for r in render)):
+        gids = sorted({str(n.get("gid")) for n in [kfd, *render] if n.get("gid") is not None})
+        return Verdict(False, f"/dev/kfd or /dev/dri/renderD* is not readable and writable by uid {env.host.uid}",
+                       f"add the user to the groups owning them (gid {', '.join(gids)}; usually video and render), "
+                       "or in a container use group_add with those numeric GIDs", cause="no-device-permission")
+    return Verdict(True, "/dev/kfd and the render nodes are accessible")
+
+
 def amd_counter_support(env: EnvReport, machine: Machine) -> Verdict:
     """Hardware counters on the first AMD GPU, without running anything."""
     gpu = next((g for g in env.gpus if g.vendor == "amd"), None)
