@@ -9,6 +9,10 @@ group-by, and pandas read_csv + groupby as the baseline. Targets on a 2-core mac
 <= polars streaming, re-report < 0.5 s, peak RSS < 512 MB.
 
     python3 bench/ingest.py [--dispatches 10000000] [--workdir /tmp/profilectl-bench] [--skip pandas,duckdb]
+                            [--repeat 3]
+
+Each figure is the median of --repeat rounds; within a round the measurements run one after the
+other, so slow spells of a shared machine hit every line alike.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -65,6 +70,7 @@ def main() -> int:
     parser.add_argument("--dispatches", type=int, default=10_000_000)
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "profilectl-bench")
     parser.add_argument("--skip", default="", help="comma list of: pandas, duckdb, polars")
+    parser.add_argument("--repeat", type=int, default=3, help="rounds; each figure is the median")
     args = parser.parse_args()
     skip = set(filter(None, args.skip.split(",")))
     data = args.workdir / f"{args.dispatches}"
@@ -86,31 +92,43 @@ def main() -> int:
         with open(path, "rb") as fh:
             while fh.read(1 << 24):
                 pass
-    results = []
+    rounds: dict[str, list[tuple[float, float]]] = {}
+
+    def record(label: str, figures: tuple[float, float]) -> None:
+        rounds.setdefault(label, []).append(figures)
+
     with tempfile.TemporaryDirectory() as tmp:
-        env = dict(os.environ, PROFILECTL_CACHE_DIR=str(Path(tmp) / "cache"))
-        report = PROFILECTL + ["report", "--format", "json", "-o", os.devnull]
-        results.append(("profilectl first ingest (CSV)", *measure(report[:2] + [report[2], str(csv_dir)] + report[3:], env)))
-        results.append(("profilectl re-report, bare dir (CSV)", *measure(report[:2] + [report[2], str(csv_dir)] + report[3:], env)))
         # A finished run: what `profilectl trace` leaves (manifest.json + summary.json).
         run = Path(tmp) / "20261121T000000Z-trace-bench00"
         run.mkdir()
-        summary = subprocess.run(PROFILECTL + ["report", str(csv_dir), "--format", "json"], env=env,
+        summary = subprocess.run(PROFILECTL + ["report", str(csv_dir), "--format", "json"],
+                                 env=dict(os.environ, PROFILECTL_CACHE_DIR=str(Path(tmp) / "seed")),
                                  capture_output=True, text=True, check=True).stdout
         (run / "summary.json").write_text(summary)
         (run / "manifest.json").write_text(json.dumps({"service": "trace", "backend": "rocprofv3", "status": "ok",
                                                        "reason": "bench", "fallbacks": [], "workload": ["bench"]}))
-        results.append(("profilectl re-report, finished run", *measure(report[:2] + [report[2], str(run)] + report[3:], env)))
-        results.append(("profilectl first ingest (rocpd)", *measure(report[:2] + [report[2], str(rocpd_dir)] + report[3:], env)))
-        results.append(("profilectl re-report, bare dir (rocpd)", *measure(report[:2] + [report[2], str(rocpd_dir)] + report[3:], env)))
-    for name, code in (("polars", POLARS), ("duckdb", DUCKDB), ("pandas", PANDAS)):
-        if name not in skip:
-            label = {"polars": "polars streaming group-by (reference)", "duckdb": "duckdb read_csv group-by",
-                     "pandas": "pandas read_csv + groupby (baseline)"}[name]
-            results.append((label, *measure([sys.executable, "-c", code, str(trace)])))
-    print(f"{'measurement':<42} {'wall s':>8} {'peak RSS MiB':>13}")
+        for round_number in range(args.repeat):
+            env = dict(os.environ, PROFILECTL_CACHE_DIR=str(Path(tmp) / f"cache{round_number}"))  # cold cache
+
+            def report(path: Path) -> list[str]:
+                return PROFILECTL + ["report", str(path), "--format", "json", "-o", os.devnull]
+
+            record("profilectl first ingest (CSV)", measure(report(csv_dir), env))
+            if "polars" not in skip:
+                record("polars streaming group-by (reference)", measure([sys.executable, "-c", POLARS, str(trace)]))
+            record("profilectl re-report, bare dir (CSV)", measure(report(csv_dir), env))
+            record("profilectl re-report, finished run", measure(report(run), env))
+            record("profilectl first ingest (rocpd)", measure(report(rocpd_dir), env))
+            record("profilectl re-report, bare dir (rocpd)", measure(report(rocpd_dir), env))
+            if "duckdb" not in skip:
+                record("duckdb read_csv group-by", measure([sys.executable, "-c", DUCKDB, str(trace)]))
+    if "pandas" not in skip:  # once: it takes ~30 s and ~8 GB
+        record("pandas read_csv + groupby (baseline, 1 run)", measure([sys.executable, "-c", PANDAS, str(trace)]))
+    results = [(label, statistics.median(w for w, _ in figures), max(r for _, r in figures))
+               for label, figures in rounds.items()]
+    print(f"{'measurement (median of ' + str(args.repeat) + ' rounds)':<44} {'wall s':>8} {'peak RSS MiB':>13}")
     for name, wall, rss in results:
-        print(f"{name:<42} {wall:>8.2f} {rss:>13.0f}")
+        print(f"{name:<44} {wall:>8.2f} {rss:>13.0f}")
     return 0
 
 

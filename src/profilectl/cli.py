@@ -10,7 +10,8 @@ import argparse
 import sys
 
 from profilectl import __version__, commands, errors
-from profilectl.backends import BACKENDS
+
+BACKEND_HELP = "force one backend (rocprofv3, rocprof, ncu, torch, timing) instead of the best available"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -20,7 +21,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _measuring(sub, name: str, help_text: str) -> argparse.ArgumentParser:
     p = sub.add_parser(name, help=help_text, description=help_text)
-    p.add_argument("--backend", choices=sorted(BACKENDS), help="force one backend instead of the best available")
+    p.add_argument("--backend", metavar="NAME", help=BACKEND_HELP)  # checked against the registry by the plan
     p.add_argument("--dry-run", action="store_true", help="print the plan and exact argv; run nothing")
     p.add_argument("--timeout", type=float, metavar="SECONDS", help="stop the run (process group) after this long")
     p.add_argument("--json", action="store_true", help="print the result as JSON (workload output goes to stderr)")

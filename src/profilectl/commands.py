@@ -8,23 +8,27 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
+from typing import TYPE_CHECKING
 
-from profilectl import errors, execute, runs
-from profilectl.probe import probe
-from profilectl.report import render
-from profilectl.request import Request, parse_env_assignments, resolve_workload
-from profilectl.runner import terminal_streams
+from profilectl import errors, runs
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+# Heavier modules (the probe, backends, rich) are imported inside the commands that use them, so
+# `report --format json` on a finished run starts fast.
 
 ROOT_ENV = "PROFILECTL_PROBE_ROOT"  # probe a different root file system (tests, chroots)
 REQUIRE_CHOICES = {"tracing": "tracing", "counters": "counters", "pc-sampling": "pc_sampling", "timing": "timing"}
 
 
-def _console(stderr: bool = False) -> Console:
+def _console(stderr: bool = False) -> "Console":
+    from rich.console import Console
     return Console(stderr=stderr, highlight=False, soft_wrap=False)
 
 
 def _probe(root: str | None = None, path: str | None = None, deep: bool = False):
+    from profilectl.probe import probe
     return probe(root or os.environ.get(ROOT_ENV) or "/", path=path, deep=deep)
 
 
@@ -33,6 +37,7 @@ def _print_json(payload: Any) -> None:
 
 
 def env_check(as_json: bool, deep: bool, require: str | None, root: str | None, path: str | None) -> int:
+    from profilectl.report import render
     env = _probe(root, path, deep)
     if as_json:
         _print_json(env.to_dict())
@@ -52,6 +57,10 @@ def measure(service: str, workload: list[str], *, backend: str | None, dry_run: 
             as_json: bool, traces_dir: str | None, env_items: list[str], serialize: bool,
             repeat: int = 5, warmup: int = 1, counter_set: str = "basic", fallback: bool = False,
             preset: str = "lightweight") -> int:
+    from profilectl import execute
+    from profilectl.report import render
+    from profilectl.request import Request, parse_env_assignments, resolve_workload
+    from profilectl.runner import terminal_streams
     if timeout is not None and timeout <= 0:
         raise errors.UsageError("--timeout must be a positive number of seconds")
     if repeat < 1 or warmup < 0:
@@ -93,6 +102,7 @@ def docker(service: str, workload: list[str], vendor: str, build: bool) -> int:
 
 
 def ls(traces_dir: str | None, as_json: bool) -> int:
+    from profilectl.report import render
     from profilectl.report.listing import list_runs
     root = Path(traces_dir) if traces_dir else runs.default_traces_root()
     if not root.is_dir():
@@ -111,6 +121,7 @@ def report(path: str, fmt: str, output: str | None, top: int) -> int:
         raise errors.UsageError("--top must be at least 1")
     summary = load.load(Path(path))
     if fmt == "table" and not output:
+        from profilectl.report import render
         render.report(_console(), summary, top)
         return errors.OK
     text = {"json": lambda: export.to_json(summary), "csv": lambda: export.to_csv(summary),
@@ -128,7 +139,7 @@ def report(path: str, fmt: str, output: str | None, top: int) -> int:
 
 
 def compare(path_a: str, path_b: str, fmt: str, top: int) -> int:
-    from profilectl.report import load
+    from profilectl.report import load, render
     from profilectl.report.compare import compare as compare_summaries
     result = compare_summaries(load.load(Path(path_a)), load.load(Path(path_b)))
     if fmt == "json":

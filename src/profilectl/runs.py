@@ -67,12 +67,14 @@ def create_run_dir(traces_root: Path, service: str) -> Path:
     raise UsageError(f"could not create a unique run directory in {traces_root}")
 
 
-def write_json_atomic(path: Path, payload: Any) -> None:
-    """Write to a temp file in the same directory, fsync, then rename: readers never see half a file."""
+def write_json_atomic(path: Path, payload: Any, indent: int | None = 2) -> None:
+    """Write to a temp file in the same directory, fsync, then rename: readers never see half a file.
+
+    indent=None writes compact JSON with the C encoder (several times faster for large summaries)."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w") as fh:
-            json.dump(payload, fh, indent=2, default=str)
+            json.dump(payload, fh, indent=indent, default=str)
             fh.write("\n")
             fh.flush()
             os.fsync(fh.fileno())

@@ -98,6 +98,7 @@ def read(sources: list[Source]) -> dict[str, list[dict]]:
     tables: dict[str, list[dict]] = {}
     kernel_stats: dict[str, KernelStats] = {}
     copy_stats: dict[str, KernelStats] = {}
+    region_stats: dict[str, KernelStats] = {}
     ranks: list[dict] = []
     for source in sources:
         files = source.files
@@ -126,6 +127,9 @@ def read(sources: list[Source]) -> dict[str, list[dict]]:
                               "total_ns": sum(s.total for s in per_db.values())})
                 for name, stats in engine.rocpd_memory_copies(db).items():
                     copy_stats.setdefault(name, KernelStats()).merge(stats)
+                for name, stats in engine.rocpd_regions(db).items():
+                    region_stats.setdefault(name, KernelStats()).merge(stats)
+                tables.setdefault("counters", []).extend(engine.rocpd_counters(db))
         elif source.kind == "rocprof-results":
             for path in files:
                 kernels, counters = rocprof_legacy.results(path)
@@ -157,6 +161,8 @@ def read(sources: list[Source]) -> dict[str, list[dict]]:
     tables.pop("legacy_kernels", None)
     if copy_stats:
         tables["memory_copies"] = kernel_rows(copy_stats)
+    if region_stats:
+        tables["api"] = kernel_rows(region_stats)
     if len(ranks) > 1:
         tables["ranks"] = ranks
     return {k: v for k, v in tables.items() if v}

@@ -20,7 +20,7 @@ def interval_stats(path: Path, name_col: str, fast: bool | None = None) -> dict[
     """Duration (End - Start) statistics per value of name_col, for any rocprofv3 trace file:
     polars for large files when installed, else the csv module (the same numbers)."""
     if fast is None:
-        fast = engine.fast_engine_available() and path.stat().st_size >= engine.FAST_PATH_MIN_BYTES
+        fast = path.stat().st_size >= engine.FAST_PATH_MIN_BYTES and engine.fast_engine_available()
     if fast:
         return engine.grouped_durations_csv(path, name_col, "Start_Timestamp", "End_Timestamp")
     stats: dict[str, KernelStats] = {}

@@ -42,7 +42,7 @@ def cached(path: Path, files: list[Path], compute: Callable[[], dict[str, Any]])
     summary = compute()
     try:
         entry.parent.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(entry, summary)
+        write_json_atomic(entry, summary, indent=None)  # machine-read only: compact is faster
     except OSError:
         pass
     return summary, False

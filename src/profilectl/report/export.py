@@ -13,7 +13,19 @@ SECTIONS = (("kernels", "Top kernels"), ("api", "API calls"), ("memory_copies", 
 
 
 def to_json(summary: dict[str, Any]) -> str:
-    return json.dumps(summary, indent=2, default=str) + "\n"
+    """Readable and fast: one line per top-level key, one line per table row (each row encoded by
+    the C encoder; json's indent= would force the pure-Python one, ~0.15 s for 3,000 kernels)."""
+    def dump(value: Any) -> str:
+        return json.dumps(value, default=str, ensure_ascii=False)
+
+    lines = []
+    for key, value in summary.items():
+        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            rows = ",\n    ".join(dump(v) for v in value)
+            lines.append(f"  {dump(key)}: [\n    {rows}\n  ]")
+        else:
+            lines.append(f"  {dump(key)}: {dump(value)}")
+    return "{\n" + ",\n".join(lines) + "\n}\n"
 
 
 def to_csv(summary: dict[str, Any]) -> str:
