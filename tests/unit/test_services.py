@@ -93,7 +93,7 @@ def test_counters_with_rocprofv3_merges_passes_and_derives_metrics(amd):
     assert result["status"] == "ok", result["message"]
     input_txt = (run / "raw/input.txt").read_text().splitlines()
     assert all(line.startswith("pmc: ") for line in input_txt) and len(input_txt) == 2  # 11 SQ counters > 8 a pass
-    assert len(list((run / "raw").glob("*/*_counter_collection.csv"))) == len(input_txt)  # one process per pass
+    assert len(list((run / "raw").glob("pmc_*/*/*_counter_collection.csv"))) == len(input_txt)  # one process per pass
     rows = (run / "counters_by_kernel.csv").read_text().splitlines()
     header = rows[0].split(",")
     assert {"SQ_WAVES", "TCC_HIT", "SQ_LDS_BANK_CONFLICT", "L2 hit rate (%)", "LDS bank conflicts per LDS instruction"} <= set(header)
@@ -241,3 +241,18 @@ def test_outputs_are_handed_to_the_host_user(machine):
                                                                            "PROFILECTL_HOST_GID": "23456"})
     owners = {(p.stat().st_uid, p.stat().st_gid) for p in [run, *run.rglob("*")]}
     assert owners == {(12345, 23456)}
+
+
+def test_ncu_refusing_counters_is_diagnosed_exit_4(machine, tmp_path):
+    """ncu started but refused by the driver: the run exits 4 with the probe's words and keeps its logs."""
+    machine.nvidia("0, NVIDIA H100 80GB HBM3, 81559, 9.0", admin_only=0)
+    ncu = machine.bin / "ncu"
+    ncu.write_text("#!/bin/sh\ncase \"$1\" in --version) echo 'Version 2025.3.1.0';; --query-metrics) exit 1;; *)\n"
+                   "echo '==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU "
+                   "Performance Counters on the target device 0.' >&2; exit 1;; esac\n")
+    ncu.chmod(0o755)
+    result, run = json_run(machine, "counters", "--", *WORKLOAD)
+    assert result["exit_code"] == 4 and result["status"] == "failed"
+    assert "ERR_NVGPUCTRPERM" in result["message"] and "NVreg_RestrictProfilingToAdminUsers" in result["message"]
+    assert "ERR_NVGPUCTRPERM" in (run / "stderr.log").read_text()
+    assert "could not list this GPU's counters" in " ".join(result["manifest"]["notes"])

@@ -69,7 +69,8 @@ class LegacyRocprof(Backend):
         return countersets.pmc_text(passes)
 
     def list_counters_argv(self, env: EnvReport) -> list[str]:
-        return [self.tool(env).path, "--list-basic"]
+        flags = data.load_yaml(data.find("tools/rocprof.yaml"))["list_counters"][self.generation(env)]
+        return [self.tool(env).path, *flags]
 
     def parse_counter_list(self, output: str) -> set[str]:
         # v1 prints "  gpu-agent0 : SQ_WAVES : Count number of waves..." lines.

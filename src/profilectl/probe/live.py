@@ -7,6 +7,9 @@ metric on a tiny kernel, which is where ERR_NVGPUCTRPERM shows.
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+
 from profilectl.probe.diagnose import diagnose
 from profilectl.probe.machine import Machine
 from profilectl.probe.report import EnvReport, Verdict
@@ -36,9 +39,12 @@ def probe_counters(env: EnvReport, machine: Machine) -> Verdict | None:
         listing = _verdict(machine.run([rocprofv3, "-L"], timeout_s=LIVE_TIMEOUT_S), "live probe `rocprofv3 -L`")
         if not listing.available or env.torch.backend != "rocm":
             return listing
-        result = machine.run([rocprofv3, "--pmc", "SQ_WAVES", "--output-format", "csv", "-d",
-                              "/tmp/profilectl-live-probe", "--", python, "-c", TINY_TORCH_KERNEL],
-                             timeout_s=LIVE_TIMEOUT_S)
+        # An input file rather than --pmc: `-i` with `pmc:` lines exists in every rocprofv3 release.
+        with tempfile.TemporaryDirectory(prefix="profilectl-live-probe-") as tmp:
+            input_file = Path(tmp) / "input.txt"
+            input_file.write_text("pmc: SQ_WAVES\n")
+            result = machine.run([rocprofv3, "-i", str(input_file), "--output-format", "csv", "-d", tmp,
+                                  "--", python, "-c", TINY_TORCH_KERNEL], timeout_s=LIVE_TIMEOUT_S)
         return _verdict(result, "live probe: SQ_WAVES on a tiny PyTorch kernel")
     if env.first_gpu("nvidia") and env.tool("ncu") and env.torch.backend == "cuda":
         result = machine.run([env.tool("ncu").path, "--metrics", "sm__warps_launched.sum",
