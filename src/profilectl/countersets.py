@@ -36,7 +36,8 @@ def available_sets() -> list[str]:
     return sorted(names)
 
 
-def _locate(name_or_path: str) -> Path:
+def locate(name_or_path: str) -> Path:
+    """The file of a counter set given by name or path; UsageError with a suggestion if unknown."""
     path = Path(name_or_path)
     if path.suffix in (".yaml", ".yml", ".txt") or "/" in name_or_path:
         if not path.is_file():
@@ -56,7 +57,7 @@ def _expand(names: list[str], l2_block: str) -> list[str]:
 
 
 def load(name_or_path: str, vendor: str | None, arch: str | None) -> CounterSet:
-    path = _locate(name_or_path)
+    path = locate(name_or_path)
     if path.suffix == ".txt":
         return _load_pmc_text(path)
     doc = data.load_yaml(path)

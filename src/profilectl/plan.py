@@ -7,6 +7,9 @@ The choice is generic: walk the service's backends in SERVICE_ORDER, take the fi
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import os
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -78,10 +81,29 @@ def _most_relevant(fallbacks: list[dict[str, str]], env: EnvReport) -> Verdict:
     return Verdict(False, fallbacks[0]["reason"] if fallbacks else "no backend")
 
 
+def validate_request(request: Request) -> None:
+    """Mistakes in the request are usage errors (exit 2), found before the machine is judged."""
+    from profilectl import data
+    if request.service == "trace":
+        presets = (data.load_yaml(data.find("tools/rocprofv3.yaml")) or {}).get("presets") or {}
+        if request.preset not in presets:
+            close = difflib.get_close_matches(request.preset, list(presets), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise UsageError(f"unknown preset {request.preset!r}{hint}; presets: {', '.join(presets)}")
+    if request.service == "counters":
+        countersets.locate(request.counter_set)
+    program = request.workload[0] if request.workload else ""
+    found = shutil.which(program) if os.sep not in program else (program if os.access(program, os.X_OK) else None)
+    if not found:
+        where = "is not an executable file" if os.sep in program else "was not found on PATH"
+        raise UsageError(f"workload program {program!r} {where}")
+
+
 def make_plan(request: Request, env: EnvReport, run_dir: Path,
               list_counters=None) -> Plan:
     """Builds the plan. `list_counters(argv) -> str|None` lists the GPU's counters for validation;
     None skips validation (dry runs run nothing)."""
+    validate_request(request)
     if request.backend:
         if request.backend not in BACKENDS:
             raise UsageError(f"unknown backend {request.backend!r}; backends: {', '.join(BACKENDS)}")

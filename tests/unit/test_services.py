@@ -256,3 +256,17 @@ def test_ncu_refusing_counters_is_diagnosed_exit_4(machine, tmp_path):
     assert "ERR_NVGPUCTRPERM" in result["message"] and "NVreg_RestrictProfilingToAdminUsers" in result["message"]
     assert "ERR_NVGPUCTRPERM" in (run / "stderr.log").read_text()
     assert "could not list this GPU's counters" in " ".join(result["manifest"]["notes"])
+
+
+@pytest.mark.parametrize("args, words", [
+    (["counters", "--set", "basci"], "did you mean 'basic'"),
+    (["trace", "--preset", "lightwieght"], "did you mean 'lightweight'"),
+    (["profile", "--", "no-such-program-xyz"], "was not found on PATH"),
+    (["profile", "--timeout", "0"], "--timeout must be a positive"),
+    (["profile", "--env", "NOEQUALS"], "KEY=VALUE"),
+])
+def test_request_mistakes_are_usage_errors_before_the_machine_is_judged(machine, args, words):
+    # On this machine counters are unavailable (exit 3), but a mistake in the request comes first.
+    done = cli(machine, *args)
+    assert done.returncode == 2 and words in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert not (machine.root.parent / "traces").exists()
