@@ -131,3 +131,13 @@ def test_missing_base_image_with_no_registry_is_one_line(docker_client, traces):
     assert done.returncode == 2
     last = done.stderr.strip().splitlines()[-1]
     assert "no registry" in last and "docker/offline-base/build.sh" in last
+
+
+@pytest.mark.parametrize("override, expected", [("docker/compose.amd.yml", "/dev/kfd"),
+                                                ("docker/compose.nvidia.yml", "driver: nvidia")])
+def test_vendor_overrides_are_valid_compose_for_every_service(override, expected):
+    done = subprocess.run(["docker", "compose", "-f", str(REPO / "docker-compose.profiling.yml"), "-f",
+                           str(REPO / override), "config"], capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count(expected) >= 4  # all four services get the grant
+    assert "privileged: true" not in done.stdout
