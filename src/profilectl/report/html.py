@@ -15,7 +15,7 @@ PALETTE = ("#3366cc", "#dc3912", "#ff9900", "#109618", "#990099", "#0099c6", "#d
            "#316395", "#994499")
 STYLE = """body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:1em 0;
 font-size:13px}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}td:first-child,th:first-child{text-align:left;
-max-width:60em;word-break:break-all}th{background:#f0f0f0}.meta{color:#555}svg text{font-size:12px}"""
+min-width:22em;max-width:60em;word-break:break-all}th{background:#f0f0f0}.meta{color:#555}svg text{font-size:12px}"""
 
 
 def _short(name: str, width: int = 70) -> str:
@@ -32,7 +32,7 @@ def bar_chart(rows: list[dict], top: int) -> str:
     for i, row in enumerate(rows):
         width = 500 * float(row.get("total_ns") or 0) / biggest
         y = 5 + 22 * i
-        label = escape(_short(row["name"], 60))
+        label = escape(_short(row["name"], 52))
         bars.append(f'<rect x="420" y="{y}" width="{width:.1f}" height="16" fill="{PALETTE[i % len(PALETTE)]}">'
                     f'<title>{escape(row["name"])}</title></rect>'
                     f'<text x="414" y="{y + 12}" text-anchor="end">{label}</text>'
@@ -65,10 +65,15 @@ def _table(rows: list[dict], columns, top: int) -> str:
     body = []
     for row in rows[:top]:
         cells = []
-        for c in columns:
-            value = row.get(c, "")
-            text = f"{value:,.1f}" if isinstance(value, float) else str(value)
-            cells.append(f"<td>{escape(text)}</td>")
+        for i, c in enumerate(columns):
+            value = row.get(c)
+            if value is None or value == "":
+                cells.append("<td>–</td>")  # the tool does not report this (ncu: no per-launch min/max)
+            elif i == 0 and isinstance(value, str) and len(value) > 120:
+                cells.append(f'<td title="{escape(value)}">{escape(_short(value, 120))}</td>')
+            else:
+                text = f"{value:,.1f}" if isinstance(value, float) else str(value)
+                cells.append(f"<td>{escape(text)}</td>")
         body.append(f"<tr>{''.join(cells)}</tr>")
     return f"<table><tr>{head}</tr>{''.join(body)}</table>"
 
