@@ -36,6 +36,12 @@ def _print_json(payload: Any) -> None:
     sys.stdout.write(json.dumps(payload, indent=2, default=str) + "\n")
 
 
+def shown_path(run_dir: Path) -> str:
+    """In a container the run directory is under /workspace/traces; say where it is on the host."""
+    on_host = os.environ.get("PROFILECTL_TRACES_ON_HOST")
+    return str(Path(on_host) / run_dir.name) if on_host else str(run_dir)
+
+
 def env_check(as_json: bool, deep: bool, require: str | None, root: str | None, path: str | None) -> int:
     from profilectl.report import render
     env = _probe(root, path, deep)
@@ -86,7 +92,7 @@ def measure(service: str, workload: list[str], *, backend: str | None, dry_run: 
         _print_json({"exit_code": outcome.exit_code, "status": outcome.status, "message": outcome.message,
                      "run_dir": str(outcome.run_dir), "manifest": outcome.manifest, "summary": outcome.summary})
     else:
-        render.outcome(_console(), outcome.manifest, outcome.summary, str(outcome.run_dir))
+        render.outcome(_console(), outcome.manifest, outcome.summary, shown_path(outcome.run_dir))
     if outcome.exit_code != errors.OK:
         _console(stderr=True).print(f"profilectl: {outcome.status}: {outcome.message}", markup=False, highlight=False)
     return outcome.exit_code

@@ -141,3 +141,9 @@ def test_vendor_overrides_are_valid_compose_for_every_service(override, expected
     assert done.returncode == 0, done.stderr
     assert done.stdout.count(expected) >= 4  # all four services get the grant
     assert "privileged: true" not in done.stdout
+
+
+def test_messages_name_the_host_path_of_the_run(docker_client, traces):
+    out = docker_client.compose.run("profile", ["profile", "--repeat", "1"], remove=True, tty=False)
+    run = only_run_dir(traces)
+    assert f"{traces}/{run.name}" in out.replace("\n", "")

@@ -299,3 +299,13 @@ def test_rocpd_kernels_regions_copies_counters_in_both_schemas(tmp_path, spine):
     assert summary["memory_copies"][0] == pytest.approx({**summary["memory_copies"][0], "total_ns": 50})
     counters = {r["kernel"]: r["SQ_WAVES"] for r in summary["counters_by_kernel"]}
     assert counters == {"gemm": 64.0 + 128.0, "relu": 192.0}
+
+
+def test_report_on_a_traces_folder_points_to_ls(machine, tmp_path):
+    import os
+    env = dict(os.environ, PROFILECTL_PROBE_ROOT=str(machine.root))
+    traces = tmp_path / "traces"
+    subprocess.run([sys.executable, str(REPO / "tools/profilectl"), "profile", "--repeat", "1", "--traces-dir",
+                    str(traces), "--", sys.executable, "-c", "pass"], env=env, check=True, capture_output=True)
+    done = cli("report", str(traces))
+    assert done.returncode == 2 and "traces folder with 1 runs" in done.stderr and "profilectl ls" in done.stderr

@@ -27,6 +27,11 @@ def load(path: Path) -> dict[str, Any]:
         result["run"] = summary.run_story(manifest)
         result["source"] = {"kind": "profilectl-run", "path": str(path)}
         return result
+    if path.is_dir():
+        runs_inside = [p for p in path.glob("*/manifest.json")]
+        if runs_inside:  # a traces folder: merging every run's raw files would mean nothing
+            raise FormatError(f"{path} is a traces folder with {len(runs_inside)} runs: list them with "
+                              f"`profilectl ls {path}` and report one run directory")
     sources = detect.detect(path)
     files = [f for s in sources for f in s.files]
     result, hit = cache.cached(path, files, lambda: _summarise(path, sources))
