@@ -1,7 +1,6 @@
 """The probe on fake machines: every scenario the users meet, read the way the real tools print."""
 
 import json
-import os
 import subprocess
 import sys
 

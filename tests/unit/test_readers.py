@@ -1,7 +1,6 @@
 """Readers on the real tools' files (../shared/fixtures) and on the older column sets."""
 
 import csv
-import json
 
 import pytest
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,6 +73,17 @@ def aggregate_kernels(records: Iterable[tuple[str, float]]) -> list[dict]:
     for name, duration in records:
         stats.setdefault(name, KernelStats()).add(duration)
     return kernel_rows(stats)
+
+
+def read_json(path: Path):
+    """A JSON file, or a one-line FormatError naming the file (and the line where it breaks)."""
+    try:
+        with open(path) as fh:
+            return json.load(fh)
+    except OSError as exc:
+        raise FormatError(f"{path}: cannot read ({exc.strerror})") from None
+    except json.JSONDecodeError as exc:
+        raise FormatError(f"{path}:{exc.lineno}: not valid JSON (truncated?): {exc.msg}") from None
 
 
 def csv_header(path: Path) -> list[str]:

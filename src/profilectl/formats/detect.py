@@ -7,12 +7,11 @@ results_<pid>.csv, Nsight Compute --csv output, torch.profiler Chrome traces.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from profilectl.formats import engine, ncu, rocprof_legacy, rocprofv3, rocprofv3_json, torch_trace
-from profilectl.formats.common import FormatError, KernelStats, kernel_rows
+from profilectl.formats.common import FormatError, KernelStats, kernel_rows, read_json
 
 
 @dataclass
@@ -176,7 +175,4 @@ def trace_file(sources: list[Source]) -> str | None:
 
 
 def load_json(path: Path) -> dict:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise FormatError(f"{path}: unreadable ({exc})") from None
+    return read_json(path)

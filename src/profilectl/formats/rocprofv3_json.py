@@ -11,10 +11,9 @@ The whole document is loaded: JSON output is meant for small runs (use CSV or ro
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from profilectl.formats.common import FormatError, KernelStats, kernel_rows
+from profilectl.formats.common import FormatError, KernelStats, kernel_rows, read_json
 
 TOOL_KEY = "rocprofiler-sdk-tool"
 
@@ -28,13 +27,7 @@ def is_rocprofv3_json(path: Path) -> bool:
 
 
 def _load(path: Path) -> list[dict]:
-    try:
-        with open(path) as fh:
-            doc = json.load(fh)
-    except OSError as exc:
-        raise FormatError(f"{path}: cannot read ({exc.strerror})") from None
-    except json.JSONDecodeError as exc:
-        raise FormatError(f"{path}:{exc.lineno}: not valid JSON (truncated?): {exc.msg}") from None
+    doc = read_json(path)
     tools = doc.get(TOOL_KEY) if isinstance(doc, dict) else None
     if isinstance(tools, dict):
         tools = [tools]

@@ -2,22 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from profilectl.formats.common import FormatError, KernelStats, kernel_rows
+from profilectl.formats.common import FormatError, KernelStats, kernel_rows, read_json
 
 COPY_CATEGORIES = {"gpu_memcpy", "gpu_memset"}
 
 
 def load(path: Path) -> list[dict]:
-    try:
-        with open(path) as fh:
-            doc = json.load(fh)
-    except OSError as exc:
-        raise FormatError(f"{path}: cannot read ({exc.strerror})") from None
-    except json.JSONDecodeError as exc:
-        raise FormatError(f"{path}:{exc.lineno}: not valid JSON (truncated trace?): {exc.msg}") from None
+    doc = read_json(path)
     events = doc.get("traceEvents") if isinstance(doc, dict) else doc
     if not isinstance(events, list):
         raise FormatError(f"{path}: not a Chrome trace: no traceEvents list")
