@@ -73,6 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("run_b")
     compare.add_argument("--format", choices=("table", "json", "md"), default="table")
     compare.add_argument("--top", type=int, default=15)
+    compare.add_argument("--match", choices=("exact", "base"), default="exact",
+                         help="exact: full kernel names (default); base: function names only, for "
+                              "comparing across tools that spell namespaces/templates differently")
 
     docker = sub.add_parser("docker", help="run a compose service from the host (builds the image if missing)")
     docker.add_argument("service", help="env-check, profile, counters or trace")
@@ -117,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "report":
             return commands.report(args.path, args.format, args.output, args.top)
         if args.command == "compare":
-            return commands.compare(args.run_a, args.run_b, args.format, args.top)
+            return commands.compare(args.run_a, args.run_b, args.format, args.top, args.match)
         if args.command == "docker":
             return commands.docker(args.service, args.workload, args.vendor, args.build)
     except errors.ProfilectlError as exc:

@@ -144,10 +144,10 @@ def report(path: str, fmt: str, output: str | None, top: int) -> int:
     return errors.OK
 
 
-def compare(path_a: str, path_b: str, fmt: str, top: int) -> int:
+def compare(path_a: str, path_b: str, fmt: str, top: int, match: str = "exact") -> int:
     from profilectl.report import load, render
     from profilectl.report.compare import compare as compare_summaries
-    result = compare_summaries(load.load(Path(path_a)), load.load(Path(path_b)))
+    result = compare_summaries(load.load(Path(path_a)), load.load(Path(path_b)), match)
     if fmt == "json":
         _print_json(result)
     elif fmt == "md":

@@ -309,3 +309,24 @@ def test_report_on_a_traces_folder_points_to_ls(machine, tmp_path):
                     str(traces), "--", sys.executable, "-c", "pass"], env=env, check=True, capture_output=True)
     done = cli("report", str(traces))
     assert done.returncode == 2 and "traces folder with 1 runs" in done.stderr and "profilectl ls" in done.stderr
+
+
+def test_compare_across_tools_by_function_name(tmp_path):
+    torch_dir, rocprof_dir = tmp_path / "torch", tmp_path / "rocprof"
+    torch_dir.mkdir()
+    rocprof_dir.mkdir()
+    torch_name = "void at::native::(anonymous namespace)::fill_kernel<float, 4>(int, at::native::Array<char*, 1>)"
+    events = [{"ph": "X", "cat": "kernel", "name": torch_name, "ts": i * 10, "dur": 4, "pid": 1, "tid": 1} for i in range(3)]
+    events.append({"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy DtoH (Device -> Pinned)", "ts": 99, "dur": 5, "pid": 1, "tid": 1})
+    (torch_dir / "trace.json").write_text(json.dumps({"traceEvents": events}))
+    header = '"Kind","Agent_Id","Queue_Id","Kernel_Id","Kernel_Name","Correlation_Id","Start_Timestamp","End_Timestamp"\n'
+    rows = "".join(f'"KERNEL_DISPATCH","Agent 4",1,1,"void at::<unnamed>::fill_kernel<float, 4, at::Array<char*, 1> >(int, T2)",{i},{i * 100},{i * 100 + 2000}\n'
+                   for i in range(3))
+    (rocprof_dir / "9_kernel_trace.csv").write_text(header + rows)
+    exact = json.loads(cli("compare", str(torch_dir), str(rocprof_dir), "--format", "json").stdout)
+    assert exact["totals"]["matched"] == 0
+    done = cli("compare", str(torch_dir), str(rocprof_dir), "--match", "base", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    base = json.loads(done.stdout)
+    assert base["match"] == "base" and [k["name"] for k in base["kernels"]] == ["fill_kernel"]
+    assert base["kernels"][0]["speedup"] == pytest.approx(4000 * 3 / (2000 * 3))

@@ -19,9 +19,33 @@ def canonical(name: str) -> str:
     return name.strip()
 
 
-def compare(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    ka = {canonical(k["name"]): k for k in a.get("kernels") or []}
-    kb = {canonical(k["name"]): k for k in b.get("kernels") or []}
+def base_name(name: str) -> str:
+    """The kernel's function name alone: `void at::native::(anonymous namespace)::foo<float, 4>(int)`
+    and `void at::<unnamed>::foo<float, 4, ...>(...)` are both `foo`. Tools spell namespaces and
+    template arguments differently (ncu vs torch.profiler), but not the function name. Names that
+    are not C++ signatures ("Memcpy DtoH (Device -> Pinned)", cuBLAS kernel names) stay whole."""
+    text = canonical(name).replace("<unnamed>", "_unnamed_")
+    match = re.search(r"[A-Za-z0-9_]([<(])", text)  # a bracket right after an identifier
+    if not match:
+        return canonical(name)
+    qualified = text[:match.start(1)].split()[-1]
+    return qualified.split("::")[-1]
+
+
+def _keyed(kernels: list[dict], key) -> dict[str, dict]:
+    """Kernels by match key; kernels sharing a key (template instances) are added up."""
+    out: dict[str, dict] = {}
+    for k in kernels:
+        entry = out.setdefault(key(k["name"]), {"name": key(k["name"]), "calls": 0, "total_ns": 0.0})
+        entry["calls"] += int(k.get("calls") or 0)
+        entry["total_ns"] += float(k.get("total_ns") or 0)
+    return out
+
+
+def compare(a: dict[str, Any], b: dict[str, Any], match: str = "exact") -> dict[str, Any]:
+    key = base_name if match == "base" else canonical
+    ka = _keyed(a.get("kernels") or [], key)
+    kb = _keyed(b.get("kernels") or [], key)
     both = []
     for name in ka.keys() & kb.keys():
         ta, tb = float(ka[name].get("total_ns") or 0), float(kb[name].get("total_ns") or 0)
@@ -31,7 +55,7 @@ def compare(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     total_a = sum(float(k.get("total_ns") or 0) for k in ka.values())
     total_b = sum(float(k.get("total_ns") or 0) for k in kb.values())
     return {
-        "a": (a.get("source") or {}).get("path"), "b": (b.get("source") or {}).get("path"),
+        "a": (a.get("source") or {}).get("path"), "b": (b.get("source") or {}).get("path"), "match": match,
         "kernels": both,
         "only_in_a": sorted(({"name": n, "calls": ka[n]["calls"], "total_ns": ka[n].get("total_ns")} for n in ka.keys() - kb.keys()),
                             key=lambda r: -float(r["total_ns"] or 0)),
