@@ -67,10 +67,6 @@ def measure(service: str, workload: list[str], *, backend: str | None, dry_run: 
     from profilectl.report import render
     from profilectl.request import Request, parse_env_assignments, resolve_workload
     from profilectl.runner import terminal_streams
-    if timeout is not None and timeout <= 0:
-        raise errors.UsageError("--timeout must be a positive number of seconds")
-    if repeat < 1 or warmup < 0:
-        raise errors.UsageError("--repeat must be at least 1 and --warmup at least 0")
     env = _probe()
     prefer_hip = env.first_gpu("amd") is not None and env.torch.backend != "rocm"
     argv, source = resolve_workload(workload, prefer_hip)
@@ -102,7 +98,6 @@ def docker(service: str, workload: list[str], vendor: str, build: bool) -> int:
     from profilectl import compose
     if vendor == "auto":
         vendor = _probe().vendor
-    workload = workload[1:] if workload[:1] == ["--"] else workload
     return compose.run_service(service, workload, None if vendor == "none" else vendor, build,
                                echo=lambda line: _console(stderr=True).print(line, markup=False, highlight=False))
 

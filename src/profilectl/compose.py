@@ -60,7 +60,7 @@ def device_gid(pattern: str) -> str | None:
     return None
 
 
-def compose_environment(traces: Path) -> dict[str, str]:
+def compose_environment() -> dict[str, str]:
     env = {"HOST_UID": str(os.getuid()), "HOST_GID": str(os.getgid())}
     if (gid := device_gid("/dev/kfd")):
         env["VIDEO_GID"] = gid
@@ -82,7 +82,7 @@ def run_service(service: str, workload: list[str], vendor: str | None, build: bo
     _, DockerException = _whales()
     traces = REPO / "traces"
     traces.mkdir(exist_ok=True)  # created by us, not by the engine as root
-    os.environ.update(compose_environment(traces))
+    os.environ.update(compose_environment())
     os.environ.setdefault("BUILDX_BUILDER", "default")  # a locally tagged base needs the default builder
     docker = client(vendor)
     try:

@@ -31,6 +31,3 @@ class UsageError(ProfilectlError):
 class UnavailableError(ProfilectlError):
     exit_code = UNAVAILABLE
 
-
-class ProfilerFailedError(ProfilectlError):
-    exit_code = PROFILER_FAILED

@@ -50,17 +50,16 @@ def run(request: Request, env: EnvReport, traces_root: Path, echo=(None, None)) 
     # Plan before creating the directory: an unavailable capability or a bad counter name leaves
     # no empty run directory behind. The name is claimed with exclusive creation; in the unlikely
     # event that another run took it meanwhile, plan again for a fresh name (counters validated once).
-    lister = list_counters
+    run_dir = runs.proposed_run_dir(traces_root, request.service)
+    plan = make_plan(request, env, run_dir, list_counters=list_counters)
     for _ in range(runs.CLAIM_ATTEMPTS):
-        run_dir = runs.proposed_run_dir(traces_root, request.service)
-        plan = make_plan(request, env, run_dir, list_counters=lister)
         if runs.claim(run_dir):
             break
-        lister, validated_notes = None, plan.notes
+        run_dir = runs.proposed_run_dir(traces_root, request.service)
+        notes, plan = plan.notes, make_plan(request, env, run_dir)
+        plan.notes = notes
     else:
         raise errors.UsageError(f"could not create a unique run directory in {traces_root}")
-    if lister is None:
-        plan.notes = validated_notes
     owner = runs.host_owner(traces_root)
     started = runs.now_utc()
     manifest = _manifest(plan, env, started)
@@ -147,7 +146,7 @@ def _tail(path: Path, limit: int = 200_000) -> str:
 
 
 def _verdict(plan: Plan, phase_rcs, collected, interrupted, timed_out, stderr_text, request):
-    main_backend, main_rc = phase_rcs[0] if phase_rcs else (plan.backend, None)
+    main_backend = phase_rcs[0][0] if phase_rcs else plan.backend
     if interrupted:
         name = signal.Signals(interrupted).name
         return "interrupted", errors.INTERRUPTED, f"interrupted by {name}; partial outputs kept"

@@ -16,15 +16,15 @@ from typing import Any
 
 from profilectl import countersets
 from profilectl.backends import BACKENDS, SERVICE_ORDER, Backend, Step
+from profilectl.backends.base import NO_VENDOR_GPU
+from profilectl.backends.rocprofv3 import preset_names
 from profilectl.errors import UnavailableError, UsageError
-from profilectl.formats.ncu import metric_base
 from profilectl.probe.facts import version_tuple
 from profilectl.probe.report import EnvReport, ServiceChoice, Verdict
 from profilectl.request import Request
 
 # Extra phases a service adds when their backend is available (profile: torch tables for PyTorch).
 SERVICE_EXTRAS = {"profile": ("torch",)}
-_NO_GPU_REASONS = ("no AMD GPU found", "no NVIDIA GPU found")
 
 
 @dataclass
@@ -73,7 +73,7 @@ def choose(service: str, env: EnvReport, request: Request) -> tuple[Backend | No
 def _most_relevant(fallbacks: list[dict[str, str]], env: EnvReport) -> Verdict:
     """The refusal that speaks about this machine (not 'no NVIDIA GPU' on an AMD host)."""
     for entry in fallbacks:
-        if entry["reason"] not in _NO_GPU_REASONS:
+        if entry.get("cause") != NO_VENDOR_GPU:
             return Verdict(False, entry["reason"], entry.get("fix"), cause=entry.get("cause"))
     if not env.gpus:
         return Verdict(False, "no GPU found: hardware counters need an AMD or NVIDIA GPU and its profiler",
@@ -83,9 +83,12 @@ def _most_relevant(fallbacks: list[dict[str, str]], env: EnvReport) -> Verdict:
 
 def validate_request(request: Request) -> None:
     """Mistakes in the request are usage errors (exit 2), found before the machine is judged."""
-    from profilectl import data
+    if request.timeout_s is not None and request.timeout_s <= 0:
+        raise UsageError("--timeout must be a positive number of seconds")
+    if request.repeat < 1 or request.warmup < 0:
+        raise UsageError("--repeat must be at least 1 and --warmup at least 0")
     if request.service == "trace":
-        presets = (data.load_yaml(data.find("tools/rocprofv3.yaml")) or {}).get("presets") or {}
+        presets = preset_names()
         if request.preset not in presets:
             close = difflib.get_close_matches(request.preset, list(presets), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
@@ -163,7 +166,7 @@ def _phase(backend: Backend, request: Request, env: EnvReport, run_dir: Path, ra
 
 def _resolve_counters(request: Request, env: EnvReport, backend: Backend, notes: list[str],
                       list_counters) -> tuple[dict[str, Any], dict[str, str]]:
-    vendor = "nvidia" if backend.name == "ncu" else "amd"
+    vendor = backend.vendor
     gpu = env.first_gpu(vendor)
     counter_set = countersets.load(request.counter_set, vendor, gpu.arch if gpu else None)
     if not counter_set.counters:
@@ -174,17 +177,14 @@ def _resolve_counters(request: Request, env: EnvReport, backend: Backend, notes:
         listing = list_counters(list_argv)
         available = backend.parse_counter_list(listing) if listing else set()
         if available:
-            key = metric_base if vendor == "nvidia" else None
             where = f"{gpu.name or gpu.arch} ({backend.name})" if gpu else backend.name
-            countersets.validate(counter_set.counters, available, where, key=key)
+            countersets.validate(counter_set.counters, available, where, key=backend.counter_key)
             notes.append(f"{len(counter_set.counters)} counters validated against the {len(available)} this GPU lists")
         else:
             notes.append("could not list this GPU's counters; names not validated before the run")
     elif list_counters is None:
         notes.append("counter names not validated (dry run)")
-    # Tools that take an input file re-run the application once per pass; ncu replays kernels itself.
-    request.passes = ((counter_set.explicit_passes or countersets.split_passes(counter_set.counters))
-                      if vendor == "amd" else [counter_set.counters])
+    request.passes = backend.counter_passes(counter_set)
     text = backend.input_file(request.passes)
     input_files = {"raw/input.txt": text} if text else {}
     info = {"name": counter_set.name, "source": counter_set.source, "counters": counter_set.counters,
@@ -205,8 +205,7 @@ def assess(env: EnvReport) -> None:
     env.capabilities["counters"] = counter_verdict
 
     trace = env.services["trace"]
-    gpu_tracer = trace.backend in ("rocprofv3", "rocprof") or (trace.backend == "torch" and env.torch.backend in ("rocm", "cuda"))
-    if gpu_tracer:
+    if trace.backend and BACKENDS[trace.backend].traces_gpu(env):
         env.capabilities["tracing"] = Verdict(True, trace.reason, backend=trace.backend)
     else:
         why = "no GPU found" if not env.gpus else "no GPU tracer (rocprofv3, rocprof, or PyTorch with GPU support) found"

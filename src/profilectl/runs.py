@@ -17,7 +17,6 @@ from typing import Any
 from profilectl.errors import UsageError
 
 MANIFEST_SCHEMA = 1
-STATUSES = ("running", "ok", "failed", "timeout", "interrupted", "no-output")
 TRACES_ENV = "PROFILECTL_TRACES_DIR"
 
 
@@ -119,13 +118,3 @@ def hand_over(path: Path, owner: tuple[int, int] | None) -> None:
             os.lchown(item, *owner)
         except OSError:
             pass
-
-
-def load_manifest(run_dir: Path) -> dict[str, Any]:
-    path = run_dir / "manifest.json"
-    try:
-        return json.loads(path.read_text())
-    except FileNotFoundError:
-        raise UsageError(f"{run_dir} is not a profilectl run directory (no manifest.json)") from None
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"{path}: unreadable manifest ({exc})") from None

@@ -15,6 +15,9 @@ from typing import ClassVar
 from profilectl.probe.report import EnvReport, Tool, Verdict
 from profilectl.request import Request
 
+VENDOR_NAMES = {"amd": "AMD", "nvidia": "NVIDIA"}
+NO_VENDOR_GPU = "no-vendor-gpu"  # the cause of "this backend's vendor has no GPU here"
+
 
 @dataclass
 class Step:
@@ -42,6 +45,8 @@ class Backend(ABC):
     # A profiler wraps the workload: its own failures (aborts, signals) are told apart from the
     # workload's. Timing and the torch wrapper run the workload itself.
     is_profiler: ClassVar[bool] = False
+    # The GPU vendor this tool profiles ("amd", "nvidia"); None: it runs anywhere.
+    vendor: ClassVar[str | None] = None
     # Environment for stable numbers, set by default (users override with --env KEY=VALUE).
     default_env: ClassVar[dict[str, str]] = {"PYTORCH_TUNABLEOP_ENABLED": "0"}
 
@@ -71,6 +76,14 @@ class Backend(ABC):
     def parse_counter_list(self, output: str) -> set[str]:
         return set()
 
+    def counter_key(self, name: str) -> str:
+        """A requested counter name as the tool's listing spells it (for validation)."""
+        return name
+
+    def counter_passes(self, counter_set) -> list[list[str]]:
+        """How the set's counters are collected: one pass, unless the tool re-runs the app per pass."""
+        return [counter_set.counters]
+
     def input_file(self, passes: list[list[str]]) -> str | None:
         """The counter input file for these passes, if the tool takes one."""
         return None
@@ -80,6 +93,24 @@ class Backend(ABC):
         if request.serialize:
             env.update({"HIP_LAUNCH_BLOCKING": "1", "CUDA_LAUNCH_BLOCKING": "1"})
         return env
+
+    def gpu_gate(self, env: EnvReport) -> Verdict | None:
+        """The refusal when this backend's GPU is absent or cannot be opened; None when it can run."""
+        if self.vendor is None:
+            return None
+        if env.first_gpu(self.vendor) is None:
+            return Verdict(False, f"no {VENDOR_NAMES[self.vendor]} GPU found", cause=NO_VENDOR_GPU)
+        devices = env.checks.get(f"{self.vendor}_devices")
+        return devices if devices is not None and not devices.available else None
+
+    def counter_gate(self, env: EnvReport) -> Verdict | None:
+        """The probe's refusal of hardware counters for this vendor (live probe first), if any."""
+        verdict = env.checks.get("live_counters") or env.checks.get(f"{self.vendor}_counters")
+        return verdict if verdict is not None and not verdict.available else None
+
+    def traces_gpu(self, env: EnvReport) -> bool:
+        """Does this backend's trace show GPU activity (kernels, copies) on this machine?"""
+        return self.vendor is not None and "trace" in self.services
 
     def unavailable_unless_service(self, request: Request) -> Verdict | None:
         if request.service not in self.services:

@@ -21,20 +21,17 @@ class NsightCompute(Backend):
     tool_name = "ncu"
     services = frozenset({"counters"})
     is_profiler = True
+    vendor = "nvidia"
 
     def available(self, env: EnvReport, request: Request) -> Verdict:
-        if (refusal := self.unavailable_unless_service(request)):
+        if (refusal := self.unavailable_unless_service(request) or self.gpu_gate(env)):
             return refusal
-        if env.first_gpu("nvidia") is None:
-            return Verdict(False, "no NVIDIA GPU found")
         if self.tool(env) is None:
             return Verdict(False, "ncu (Nsight Compute) not found",
                            "install Nsight Compute, or add /opt/nvidia/nsight-compute/<version> to PATH")
-        verdict = env.checks.get("live_counters") or env.checks.get("nvidia_counters")
-        if verdict is not None and not verdict.available:
-            return verdict
-        tool = self.tool(env)
-        return Verdict(True, f"Nsight Compute {tool.version or ''}".strip())
+        if (refusal := self.counter_gate(env)):
+            return refusal
+        return Verdict(True, f"Nsight Compute {self.tool(env).version or ''}".strip())
 
     def steps(self, request: Request, env: EnvReport, raw_dir: Path) -> list[Step]:
         metrics = ",".join(request.counters)
@@ -47,6 +44,9 @@ class NsightCompute(Backend):
 
     def parse_counter_list(self, output: str) -> set[str]:
         return reader.available_metrics(output)
+
+    def counter_key(self, name: str) -> str:
+        return reader.metric_base(name)  # --query-metrics lists bases; .sum/.avg/.pct roll up
 
     def collect(self, raw_dir: Path, request: Request, results: list[StepResult]) -> Collected:
         out = Collected()

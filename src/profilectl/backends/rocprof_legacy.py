@@ -7,21 +7,26 @@ results_<pid>.csv through its plugins.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from profilectl import countersets, data
 from profilectl.backends.base import Backend, Collected, Step, StepResult
-from profilectl.backends.rocprofv3 import amd_counter_verdict
-from profilectl.errors import UsageError
 from profilectl.formats import rocprof_legacy as reader
 from profilectl.probe.report import EnvReport, Tool, Verdict
 from profilectl.request import Request
+
+
+@functools.lru_cache(maxsize=None)
+def tool_facts() -> dict:
+    return data.load_yaml(data.find("tools/rocprof.yaml"))
 
 
 class LegacyRocprof(Backend):
     name = "rocprof"
     services = frozenset({"counters", "trace"})
     is_profiler = True
+    vendor = "amd"
 
     def tool(self, env: EnvReport) -> Tool | None:
         return env.tool("rocprof") or env.tool("rocprofv2")
@@ -30,20 +35,13 @@ class LegacyRocprof(Backend):
         return "v1" if env.tool("rocprof") else "v2"
 
     def available(self, env: EnvReport, request: Request) -> Verdict:
-        if (refusal := self.unavailable_unless_service(request)):
+        if (refusal := self.unavailable_unless_service(request) or self.gpu_gate(env)):
             return refusal
-        if env.first_gpu("amd") is None:
-            return Verdict(False, "no AMD GPU found")
-        devices = env.checks.get("amd_devices")
-        if devices is not None and not devices.available:
-            return devices
         tool = self.tool(env)
         if tool is None:
             return Verdict(False, "neither rocprof nor rocprofv2 found", "install rocprofiler (ROCm 5.x/6.x)")
-        if request.service == "counters":
-            verdict = amd_counter_verdict(env)
-            if not verdict.available:
-                return verdict
+        if request.service == "counters" and (refusal := self.counter_gate(env)):
+            return refusal
         return Verdict(True, f"{tool.name} (legacy) from ROCm {env.rocm.version or 'unknown'}")
 
     def steps(self, request: Request, env: EnvReport, raw_dir: Path) -> list[Step]:
@@ -51,10 +49,7 @@ class LegacyRocprof(Backend):
         generation = self.generation(env)
         argv = [tool.path]
         if request.service == "trace":
-            presets = data.load_yaml(data.find("tools/rocprof.yaml"))["presets"]
-            if request.preset not in presets:
-                raise UsageError(f"unknown preset {request.preset!r}; presets: {', '.join(presets)}")
-            argv += presets[request.preset][generation]
+            argv += tool_facts()["presets"][request.preset][generation]
             if generation == "v2":
                 argv += ["--plugin", "perfetto"]
         else:
@@ -65,11 +60,15 @@ class LegacyRocprof(Backend):
             argv += ["-d", str(raw_dir), "-o", "results"]
         return [Step(argv=argv + list(request.workload), label=tool.name)]
 
+    def counter_passes(self, counter_set) -> list[list[str]]:
+        # Each `pmc:` line is a pass that re-runs the application: as few as the blocks allow.
+        return counter_set.explicit_passes or countersets.split_passes(counter_set.counters)
+
     def input_file(self, passes: list[list[str]]) -> str:
         return countersets.pmc_text(passes)
 
     def list_counters_argv(self, env: EnvReport) -> list[str]:
-        flags = data.load_yaml(data.find("tools/rocprof.yaml"))["list_counters"][self.generation(env)]
+        flags = tool_facts()["list_counters"][self.generation(env)]
         return [self.tool(env).path, *flags]
 
     def parse_counter_list(self, output: str) -> set[str]:

@@ -9,6 +9,7 @@ from csv to rocpd in 7.0, so --output-format is always passed; files land in
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from profilectl import countersets, data
@@ -22,9 +23,15 @@ from profilectl.request import Request
 OLDEST_SUPPORTED = (6, 2)
 
 
+@functools.lru_cache(maxsize=None)
 def tool_facts() -> dict:
     path = data.find("tools/rocprofv3.yaml")
     return data.load_yaml(path) if path else {"options": {}, "output_formats": {}, "presets": {}}
+
+
+def preset_names() -> dict:
+    """The tracing presets (name -> options, env): one list for every tracing backend."""
+    return tool_facts().get("presets") or {}
 
 
 def rocm_release(env: EnvReport) -> tuple[int, ...]:
@@ -36,61 +43,44 @@ def has(kind: str, name: str, release: tuple[int, ...]) -> bool:
     return since is not None and release >= version_tuple(str(since))
 
 
-def amd_counter_verdict(env: EnvReport) -> Verdict:
-    """The live probe's answer when it ran, else the static checks of the probe."""
-    return env.checks.get("live_counters") or env.checks.get("amd_counters") or Verdict(
-        False, "the probe did not check AMD counters")
-
-
 class Rocprofv3(Backend):
     name = "rocprofv3"
     tool_name = "rocprofv3"
     services = frozenset({"counters", "trace"})
     is_profiler = True
+    vendor = "amd"
 
     def available(self, env: EnvReport, request: Request) -> Verdict:
-        if (refusal := self.unavailable_unless_service(request)):
+        if (refusal := self.unavailable_unless_service(request) or self.gpu_gate(env)):
             return refusal
-        if env.first_gpu("amd") is None:
-            return Verdict(False, "no AMD GPU found")
-        devices = env.checks.get("amd_devices")
-        if devices is not None and not devices.available:
-            return devices
         if self.tool(env) is None:
             return Verdict(False, "rocprofv3 not found (ships with ROCm 6.2 and later)",
                            "install rocprofiler-sdk, or add /opt/rocm/bin to PATH")
         release = rocm_release(env)
         if env.rocm.version and release < OLDEST_SUPPORTED:
             return Verdict(False, f"ROCm {env.rocm.version} predates a usable rocprofv3 (6.2)")
-        if request.service == "counters":
-            verdict = amd_counter_verdict(env)
-            if not verdict.available:
-                return verdict
+        if request.service == "counters" and (refusal := self.counter_gate(env)):
+            return refusal
         return Verdict(True, f"rocprofv3 from ROCm {env.rocm.version or 'unknown (assuming 6.2 options)'}")
 
-    def preset_options(self, request: Request, env: EnvReport) -> tuple[list[str], list[str], dict[str, str]]:
-        presets = tool_facts().get("presets") or {}
-        preset = presets.get(request.preset)
-        if preset is None:
-            from profilectl.errors import UsageError
-            raise UsageError(f"unknown preset {request.preset!r}; presets: {', '.join(presets)}")
+    def preset_options(self, request: Request, env: EnvReport) -> tuple[list[str], list[str]]:
+        """(options this release has, options it lacks) of the preset (validated by the plan)."""
         release = rocm_release(env)
-        kept = [o for o in preset["options"] if has("options", o, release)]
-        dropped = [o for o in preset["options"] if o not in kept]
-        return kept, dropped, dict(preset.get("env") or {})
+        options = preset_names()[request.preset]["options"]
+        kept = [o for o in options if has("options", o, release)]
+        return kept, [o for o in options if o not in kept]
 
     def plan_notes(self, request: Request, env: EnvReport) -> list[str]:
         if request.service != "trace":
             return []
-        _, dropped, _ = self.preset_options(request, env)
+        _, dropped = self.preset_options(request, env)
         release = ".".join(map(str, rocm_release(env)))
         return [f"preset {request.preset}: {', '.join(dropped)} not in ROCm {release}; left out"] if dropped else []
 
     def environment(self, request: Request) -> dict[str, str]:
         env = super().environment(request)
         if request.service == "trace":
-            preset = (tool_facts().get("presets") or {}).get(request.preset) or {}
-            env.update(preset.get("env") or {})
+            env.update(preset_names()[request.preset].get("env") or {})
         return env
 
     def steps(self, request: Request, env: EnvReport, raw_dir: Path) -> list[Step]:
@@ -98,7 +88,7 @@ class Rocprofv3(Backend):
         release = rocm_release(env)
         argv = [tool.path]
         if request.service == "trace":
-            options, _, _ = self.preset_options(request, env)
+            options, _ = self.preset_options(request, env)
             formats = ["csv"] + (["pftrace"] if has("output_formats", "pftrace", release) else [])
             argv += options + ["--stats"]
         else:
@@ -106,6 +96,10 @@ class Rocprofv3(Backend):
             formats = ["csv"]
         argv += ["--output-format", *formats, "-d", str(raw_dir), "--", *request.workload]
         return [Step(argv=argv, label=self.name)]
+
+    def counter_passes(self, counter_set) -> list[list[str]]:
+        # Each `pmc:` line is a pass that re-runs the application: as few as the blocks allow.
+        return counter_set.explicit_passes or countersets.split_passes(counter_set.counters)
 
     def input_file(self, passes: list[list[str]]) -> str:
         return countersets.pmc_text(passes)

@@ -32,6 +32,9 @@ class TorchProfiler(Backend):
         where = {"rocm": "ROCm GPU", "cuda": "CUDA GPU", "cpu": "CPU only"}.get(env.torch.backend or "", "?")
         return Verdict(True, f"torch.profiler (PyTorch {env.torch.version}, {where})")
 
+    def traces_gpu(self, env: EnvReport) -> bool:
+        return env.torch.backend in ("rocm", "cuda")
+
     def steps(self, request: Request, env: EnvReport, raw_dir: Path) -> list[Step]:
         python, *rest = request.workload
         argv = [python, str(WRAPPER), "--out", str(raw_dir / TRACE), "--", *rest]

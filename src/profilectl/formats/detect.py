@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from profilectl.formats import engine, ncu, rocprof_legacy, rocprofv3, rocprofv3_json, torch_trace
-from profilectl.formats.common import FormatError, KernelStats, kernel_rows, read_json
+from profilectl.formats.common import FormatError, KernelStats, kernel_rows
 
 
 @dataclass
@@ -172,7 +172,3 @@ def trace_file(sources: list[Source]) -> str | None:
         if source.kind == "chrome-trace":
             return str(source.files[0])
     return None
-
-
-def load_json(path: Path) -> dict:
-    return read_json(path)

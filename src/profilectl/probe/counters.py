@@ -90,7 +90,7 @@ def amd_device_access(env: EnvReport) -> Verdict:
 
 def amd_counter_support(env: EnvReport, machine: Machine) -> Verdict:
     """Hardware counters on the first AMD GPU, without running anything."""
-    gpu = next((g for g in env.gpus if g.vendor == "amd"), None)
+    gpu = env.first_gpu("amd")
     if gpu is None:
         return Verdict(False, "no AMD GPU found", cause="no-amd-gpu")
     facts = data.arch_facts("amd", gpu.arch)

@@ -10,7 +10,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 SCHEMA_VERSION = 1
-CAPABILITIES = ("tracing", "counters", "pc_sampling", "timing")
 
 
 @dataclass
@@ -97,10 +96,6 @@ class EnvReport:
         """The vendor of the first GPU: the one a run targets by default."""
         return self.gpus[0].vendor if self.gpus else None
 
-    @property
-    def primary_gpu(self) -> Gpu | None:
-        return self.gpus[0] if self.gpus else None
-
     def first_gpu(self, vendor: str) -> Gpu | None:
         return next((g for g in self.gpus if g.vendor == vendor), None)
 
@@ -109,19 +104,3 @@ class EnvReport:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "EnvReport":
-        return cls(
-            host=Host(**data["host"]),
-            gpus=[Gpu(**g) for g in data["gpus"]],
-            rocm=Rocm(**data["rocm"]),
-            tools={k: Tool(**v) for k, v in data["tools"].items()},
-            torch=Torch(**data["torch"]),
-            capabilities={k: Verdict(**v) for k, v in data["capabilities"].items()},
-            services={k: ServiceChoice(**v) for k, v in data.get("services", {}).items()},
-            checks={k: Verdict(**v) for k, v in data.get("checks", {}).items()},
-            notes=list(data.get("notes", [])),
-            probe_seconds=data.get("probe_seconds", 0.0),
-            schema_version=data.get("schema_version", SCHEMA_VERSION),
-        )

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from profilectl.formats import FormatError, detect
+from profilectl.formats.common import read_json
 from profilectl.report import cache, summary
 
 
@@ -17,18 +18,18 @@ def is_run_dir(path: Path) -> bool:
 def load(path: Path) -> dict[str, Any]:
     path = Path(path)
     if is_run_dir(path):
-        manifest = detect.load_json(path / "manifest.json")
+        manifest = read_json(path / "manifest.json")
         stored = path / "summary.json"
         if stored.is_file():
-            result = detect.load_json(stored)
+            result = read_json(stored)
         else:  # a run killed before it could summarise: read what its profiler left in raw/
-            result = _from_files(path / "raw") if (path / "raw").is_dir() else summary.build({}, {})
+            result = _from_files(path / "raw")
             result["notes"] = ["no summary.json (the run did not finish): summarised from raw/ now"]
         result["run"] = summary.run_story(manifest)
         result["source"] = {"kind": "profilectl-run", "path": str(path)}
         return result
     if path.is_dir():
-        runs_inside = [p for p in path.glob("*/manifest.json")]
+        runs_inside = list(path.glob("*/manifest.json"))
         if runs_inside:  # a traces folder: merging every run's raw files would mean nothing
             raise FormatError(f"{path} is a traces folder with {len(runs_inside)} runs: list them with "
                               f"`profilectl ls {path}` and report one run directory")
