@@ -17,9 +17,9 @@ from typing import Any
 from profilectl import countersets
 from profilectl.backends import BACKENDS, SERVICE_ORDER, Backend, Step
 from profilectl.backends.base import NO_VENDOR_GPU
+from profilectl.backends import rocprofv3
 from profilectl.backends.rocprofv3 import preset_names
 from profilectl.errors import UnavailableError, UsageError
-from profilectl.probe.facts import version_tuple
 from profilectl.probe.report import EnvReport, ServiceChoice, Verdict
 from profilectl.request import Request
 
@@ -225,10 +225,11 @@ def _pc_sampling(env: EnvReport) -> Verdict:
     if not methods:
         return Verdict(False, f"{gpu.arch} has no PC sampling support in rocprofv3",
                        "PC sampling needs gfx90a (host trap) or gfx942/gfx950 (host trap, stochastic)")
+    since = rocprofv3.tool_facts()["options"]["--pc-sampling-method"]  # profiling/tools/rocprofv3.yaml
     if env.tool("rocprofv3") is None:
-        return Verdict(False, "rocprofv3 not found", "install rocprofiler-sdk (ROCm 6.3+)")
-    if env.rocm.version and version_tuple(env.rocm.version)[:2] < (6, 3):
-        return Verdict(False, f"ROCm {env.rocm.version} has no PC sampling in rocprofv3", "use ROCm 6.3 or later")
+        return Verdict(False, "rocprofv3 not found", f"install rocprofiler-sdk (ROCm {since}+)")
+    if env.rocm.version and not rocprofv3.has("options", "--pc-sampling-method", rocprofv3.rocm_release(env)):
+        return Verdict(False, f"ROCm {env.rocm.version} has no PC sampling in rocprofv3", f"use ROCm {since} or later")
     counters = env.checks.get("amd_counters")
     if counters is not None and counters.cause == "missing-perfmon":
         return Verdict(False, counters.reason, counters.fix)

@@ -264,3 +264,12 @@ def test_launcher_names_a_missing_dependency_in_one_line():
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0
     assert "missing Python package(s)" in done.stderr and "pip install" in done.stderr
+
+
+@pytest.mark.parametrize("rocm, available", [("6.3.2", False), ("6.4.1", True)])
+def test_pc_sampling_follows_the_rocprofv3_option_table(machine, rocm, available):
+    mi300x(machine, rocm=rocm)
+    verdict = machine.probe().capabilities["pc_sampling"]
+    assert verdict.available is available
+    if not available:
+        assert "ROCm 6.4 or later" in verdict.fix
