@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
+from profilectl.formats import FormatError, detect
 from profilectl.probe.report import EnvReport, Tool, Verdict
 from profilectl.request import Request
 
@@ -116,6 +117,23 @@ class Backend(ABC):
         if request.service not in self.services:
             return Verdict(False, f"{self.name} does not provide the {request.service} service")
         return None
+
+
+def read_outputs(raw_dir: Path) -> Collected:
+    """A profiler's raw folder, read by the same readers as `profilectl report` (formats/detect),
+    so a run's tables and a report of the same files can never disagree."""
+    try:
+        sources = detect.detect(raw_dir)
+    except FormatError:  # nothing recognised (or no folder): the tool wrote no readable output
+        return Collected(produced_output=False)
+    out = Collected(tables=detect.read(sources))
+    traces = detect.trace_files(raw_dir, sources)
+    if traces:
+        out.trace_file = str(traces[0].relative_to(raw_dir.parent))
+        if len(traces) > 1:
+            out.notes.append(f"{len(traces)} Perfetto traces (one per process) under {raw_dir.name}/")
+    out.produced_output = bool(out.tables or traces)
+    return out
 
 
 @dataclass

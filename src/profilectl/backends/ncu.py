@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from profilectl.backends.base import Backend, Collected, Step, StepResult
+from profilectl.backends.base import Backend, Collected, Step, StepResult, read_outputs
 from profilectl.formats import ncu as reader
 from profilectl.probe.report import EnvReport, Verdict
 from profilectl.request import Request
@@ -49,23 +49,4 @@ class NsightCompute(Backend):
         return reader.metric_base(name)  # --query-metrics lists bases; .sum/.avg/.pct roll up
 
     def collect(self, raw_dir: Path, request: Request, results: list[StepResult]) -> Collected:
-        out = Collected()
-        path = raw_dir / OUTPUT
-        if path.exists() and path.stat().st_size:
-            out.tables["counters"] = reader.metrics(path)
-            durations = [r for r in out.tables["counters"] if r["counter"] == "gpu__time_duration.sum"]
-            if durations:
-                out.tables["kernels"] = _kernels_from_durations(durations)
-        out.produced_output = bool(out.tables.get("counters"))
-        return out
-
-
-def _kernels_from_durations(rows: list[dict]) -> list[dict]:
-    scale = {"nsecond": 1.0, "ns": 1.0, "usecond": 1e3, "us": 1e3, "msecond": 1e6, "ms": 1e6, "second": 1e9}
-    total = sum(r["value"] * scale.get(r.get("unit", "ns"), 1.0) for r in rows) or 1.0
-    kernels = []
-    for r in rows:
-        ns = r["value"] * scale.get(r.get("unit", "ns"), 1.0)
-        kernels.append({"name": r["kernel"], "calls": r["dispatches"], "total_ns": ns,
-                        "mean_ns": ns / max(r["dispatches"], 1), "percent": 100.0 * ns / total})
-    return sorted(kernels, key=lambda k: k["total_ns"], reverse=True)
+        return read_outputs(raw_dir)

@@ -11,8 +11,7 @@ import functools
 from pathlib import Path
 
 from profilectl import countersets, data
-from profilectl.backends.base import Backend, Collected, Step, StepResult
-from profilectl.formats import rocprof_legacy as reader
+from profilectl.backends.base import Backend, Collected, Step, StepResult, read_outputs
 from profilectl.probe.report import EnvReport, Tool, Verdict
 from profilectl.request import Request
 
@@ -81,19 +80,4 @@ class LegacyRocprof(Backend):
         return names
 
     def collect(self, raw_dir: Path, request: Request, results: list[StepResult]) -> Collected:
-        out = Collected()
-        result_files = sorted(raw_dir.rglob("results.csv")) + sorted(raw_dir.rglob("results_*.csv"))
-        for path in result_files:
-            kernels, counters = reader.results(path)
-            if kernels:
-                out.tables.setdefault("kernels", []).extend(kernels)
-            if counters:
-                out.tables.setdefault("counters", []).extend(counters)
-        stats = raw_dir / "results.stats.csv"
-        if stats.exists() and "kernels" not in out.tables:
-            out.tables["kernels"] = reader.stats_file(stats)
-        traces = sorted(raw_dir.rglob("results.json")) + sorted(raw_dir.rglob("*.pftrace"))
-        if traces:
-            out.trace_file = str(traces[0].relative_to(raw_dir.parent))
-        out.produced_output = bool(out.tables or traces)
-        return out
+        return read_outputs(raw_dir)

@@ -13,9 +13,8 @@ import functools
 from pathlib import Path
 
 from profilectl import countersets, data
-from profilectl.backends.base import Backend, Collected, Step, StepResult
+from profilectl.backends.base import Backend, Collected, Step, StepResult, read_outputs
 from profilectl.formats import rocprofv3 as reader
-from profilectl.formats.common import kernel_rows
 from profilectl.probe.facts import version_tuple
 from profilectl.probe.report import EnvReport, Verdict
 from profilectl.request import Request
@@ -111,27 +110,4 @@ class Rocprofv3(Backend):
         return reader.available_counters(output)
 
     def collect(self, raw_dir: Path, request: Request, results: list[StepResult]) -> Collected:
-        out = Collected()
-        kernels = reader.files(raw_dir, "kernel_trace")
-        if kernels:
-            merged, ranks = reader.merged_kernel_stats(kernels)
-            out.tables["kernels"] = kernel_rows(merged)
-            if len(ranks) > 1:  # one set of files per process: MPI ranks, multi-process launchers
-                out.tables["ranks"] = ranks
-        api = reader.files(raw_dir, "hip_api_trace") or reader.files(raw_dir, "hip_runtime_api_trace")
-        if api:
-            out.tables["api"] = reader.api_trace(api)
-        copies = reader.files(raw_dir, "memory_copy_trace")
-        if copies:
-            out.tables["memory_copies"] = reader.memory_copies(copies)
-        counter_files = reader.files(raw_dir, "counter_collection")
-        if counter_files:
-            out.tables["counters"] = reader.counter_collection(counter_files)
-        traces = sorted(raw_dir.rglob("*.pftrace"))
-        if traces:
-            out.trace_file = str(traces[0].relative_to(raw_dir.parent))
-            if len(traces) > 1:
-                out.notes.append(f"{len(traces)} Perfetto traces (one per process) under raw/")
-        out.produced_output = bool(out.tables or traces)
-        return out
-
+        return read_outputs(raw_dir)

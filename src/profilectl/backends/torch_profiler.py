@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from profilectl.backends.base import Backend, Collected, Step, StepResult
-from profilectl.formats import torch_trace
+from profilectl.backends.base import Backend, Collected, Step, StepResult, read_outputs
 from profilectl.probe.report import EnvReport, Verdict
 from profilectl.request import Request
 
@@ -41,11 +40,4 @@ class TorchProfiler(Backend):
         return [Step(argv=argv, label=self.name)]
 
     def collect(self, raw_dir: Path, request: Request, results: list[StepResult]) -> Collected:
-        out = Collected()
-        path = raw_dir / TRACE
-        if not path.exists():
-            out.produced_output = False
-            return out
-        out.tables = {k: v for k, v in torch_trace.tables(path).items() if v}
-        out.trace_file = str(path.relative_to(raw_dir.parent))
-        return out
+        return read_outputs(raw_dir)

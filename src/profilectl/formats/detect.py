@@ -67,6 +67,8 @@ def classify(path: Path) -> str | None:
         first = _first_line(path)
         if '"Metric Name"' in first or "Metric Name" in first.split(","):
             return "ncu-csv"
+    if name == "results.json":
+        return "rocprof-trace"  # legacy rocprof's Chrome trace: opened in Perfetto, not tabulated
     if name.endswith(".json") and rocprofv3_json.is_rocprofv3_json(path):
         return "rocprofv3-json"
     if name.endswith(".json") and _is_chrome_trace(path):
@@ -83,8 +85,6 @@ def detect(path: Path) -> list[Source]:
         kind = classify(candidate)
         if kind:
             by_kind.setdefault(kind, Source(kind, path)).files.append(candidate)
-    if "rocprof-results" in by_kind:
-        by_kind.pop("rocprof-stats", None)  # per-dispatch results supersede the pre-aggregated stats
     if not by_kind:
         what = "file" if path.is_file() else "directory"
         raise FormatError(f"{path}: no profiler output recognised in this {what} (rocprofv3 CSV or rocpd, "
@@ -135,10 +135,12 @@ def read(sources: list[Source]) -> dict[str, list[dict]]:
                 tables.setdefault("legacy_kernels", []).extend(kernels)
                 tables.setdefault("counters", []).extend(counters)
         elif source.kind == "rocprof-stats":
-            tables["kernels"] = rocprof_legacy.stats_file(files[0])
+            tables["legacy_stats"] = rocprof_legacy.stats_file(files[0])
         elif source.kind == "ncu-csv":
             for path in files:
-                tables.setdefault("counters", []).extend(ncu.metrics(path))
+                metrics = ncu.metrics(path)
+                tables.setdefault("counters", []).extend(metrics)
+                tables.setdefault("ncu_kernels", []).extend(ncu.kernels(metrics))
         elif source.kind == "rocprofv3-json":
             api_stats: dict[str, KernelStats] = {}
             for path in files:
@@ -153,11 +155,13 @@ def read(sources: list[Source]) -> dict[str, list[dict]]:
                 for name, rows in torch_trace.tables(path).items():
                     if rows:
                         tables[name] = rows
+    # Kernels from the most detailed source there is: per-dispatch records, then per-dispatch legacy
+    # results, then ncu durations, then legacy rocprof's pre-aggregated stats.
+    fallbacks = [tables.pop(k, []) for k in ("legacy_kernels", "ncu_kernels", "legacy_stats")]
     if kernel_stats:
         tables["kernels"] = kernel_rows(kernel_stats)
-    elif "legacy_kernels" in tables:
-        tables["kernels"] = tables.pop("legacy_kernels")
-    tables.pop("legacy_kernels", None)
+    elif "kernels" not in tables:
+        tables["kernels"] = next((rows for rows in fallbacks if rows), [])
     if copy_stats:
         tables["memory_copies"] = kernel_rows(copy_stats)
     if region_stats:
@@ -167,8 +171,14 @@ def read(sources: list[Source]) -> dict[str, list[dict]]:
     return {k: v for k, v in tables.items() if v}
 
 
-def trace_file(sources: list[Source]) -> str | None:
-    for source in sources:
-        if source.kind == "chrome-trace":
-            return str(source.files[0])
-    return None
+TRACE_KINDS = ("chrome-trace", "rocprof-trace")
+TRACE_SUFFIXES = (".pftrace",)
+
+
+def trace_files(path: Path, sources: list[Source]) -> list[Path]:
+    """Files under path that open in Perfetto: Chrome traces, legacy results.json, .pftrace."""
+    found = [f for s in sources if s.kind in TRACE_KINDS for f in s.files]
+    if path.is_dir():
+        found += sorted(p for p in path.rglob("*") if p.suffix in TRACE_SUFFIXES)
+    return found
+

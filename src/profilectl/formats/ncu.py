@@ -30,6 +30,22 @@ def metrics(path: Path) -> list[dict]:
             for (k, m), (v, n, u) in totals.items()]
 
 
+DURATION_METRIC = "gpu__time_duration.sum"
+_TO_NS = {"nsecond": 1.0, "ns": 1.0, "usecond": 1e3, "us": 1e3, "msecond": 1e6, "ms": 1e6, "second": 1e9}
+
+
+def kernels(metric_rows: list[dict]) -> list[dict]:
+    """A kernels table from the gpu__time_duration.sum metric, when it was collected."""
+    rows = [r for r in metric_rows if r["counter"] == DURATION_METRIC]
+    total = sum(r["value"] * _TO_NS.get(r.get("unit", "ns"), 1.0) for r in rows) or 1.0
+    out = []
+    for r in rows:
+        ns = r["value"] * _TO_NS.get(r.get("unit", "ns"), 1.0)
+        out.append({"name": r["kernel"], "calls": r["dispatches"], "total_ns": ns,
+                    "mean_ns": ns / max(r["dispatches"], 1), "percent": 100.0 * ns / total})
+    return sorted(out, key=lambda k: k["total_ns"], reverse=True)
+
+
 def available_metrics(query_output: str) -> set[str]:
     """Base metric names from `ncu --query-metrics` (a table: name, description, ...)."""
     names = set()

@@ -12,10 +12,6 @@ from profilectl.formats import engine
 from profilectl.formats.common import KernelStats, kernel_rows, number, read_csv
 
 
-def files(raw_dir: Path, kind: str) -> list[Path]:
-    return sorted(raw_dir.rglob(f"*{kind}.csv"))
-
-
 def interval_stats(path: Path, name_col: str, fast: bool | None = None) -> dict[str, KernelStats]:
     """Duration (End - Start) statistics per value of name_col, for any rocprofv3 trace file:
     polars for large files when installed, else the csv module (the same numbers)."""

@@ -51,4 +51,5 @@ def _summarise(path: Path, sources) -> dict[str, Any]:
     tables = detect.read(sources)
     source = {"kind": "+".join(s.kind for s in sources), "path": str(path),
               "files": [str(f) for s in sources for f in s.files]}
-    return summary.build(tables, source, perfetto_trace=detect.trace_file(sources))
+    traces = detect.trace_files(path, sources)
+    return summary.build(tables, source, perfetto_trace=str(traces[0]) if traces else None)
