@@ -29,7 +29,7 @@ def counters_by_kernel(rows: list[dict], derived: dict[str, str]) -> list[dict]:
 
 def build(tables: dict[str, list[dict]], source: dict[str, Any], derived: dict[str, str] | None = None,
           run: dict[str, Any] | None = None, perfetto_trace: str | None = None) -> dict[str, Any]:
-    kernels = tables.get("kernels") or tables.get("torch_kernels") or []
+    kernels = tables.get("kernels") or []
     by_kernel = tables.get("counters_by_kernel") or (
         counters_by_kernel(tables["counters"], derived or {}) if tables.get("counters") else [])
     return {
@@ -42,7 +42,7 @@ def build(tables: dict[str, list[dict]], source: dict[str, Any], derived: dict[s
         "kernels": kernels,
         "api": tables.get("api", []),
         "memory_copies": tables.get("memory_copies", []),
-        "operators": tables.get("operators") or tables.get("torch_operators") or [],
+        "operators": tables.get("operators", []),
         "counters_by_kernel": by_kernel,
         "derived": sorted((derived or {}).keys()),
         "ranks": tables.get("ranks", []),
