@@ -94,7 +94,7 @@ def validate_request(request: Request) -> None:
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise UsageError(f"unknown preset {request.preset!r}{hint}; presets: {', '.join(presets)}")
     if request.service == "counters":
-        countersets.locate(request.counter_set)
+        countersets.load(request.counter_set, None, None)  # exists and parses (YAML or pmc: lines)
     program = request.workload[0] if request.workload else ""
     found = shutil.which(program) if os.sep not in program else (program if os.access(program, os.X_OK) else None)
     if not found:

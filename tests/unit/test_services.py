@@ -260,12 +260,18 @@ def test_ncu_refusing_counters_is_diagnosed_exit_4(machine, tmp_path):
 
 @pytest.mark.parametrize("args, words", [
     (["counters", "--set", "basci"], "did you mean 'basic'"),
+    (["counters", "--set", "broken.yaml"], "not valid YAML"),
+    (["counters", "--set", "broken.txt"], "expected 'pmc:"),
     (["trace", "--preset", "lightwieght"], "did you mean 'lightweight'"),
     (["profile", "--", "no-such-program-xyz"], "was not found on PATH"),
     (["profile", "--timeout", "0"], "--timeout must be a positive"),
     (["profile", "--env", "NOEQUALS"], "KEY=VALUE"),
 ])
 def test_request_mistakes_are_usage_errors_before_the_machine_is_judged(machine, args, words):
+    if args[0] == "counters" and args[2].endswith((".yaml", ".txt")):
+        target = machine.root.parent / args[2]
+        target.write_text("amd:\n  counters: [SQ_WAVES\n" if target.suffix == ".yaml" else "pmc: SQ_WAVES\nSQ_BUSY\n")
+        args = [args[0], args[1], str(target)]
     # On this machine counters are unavailable (exit 3), but a mistake in the request comes first.
     done = cli(machine, *args)
     assert done.returncode == 2 and words in done.stderr and len(done.stderr.strip().splitlines()) == 1
