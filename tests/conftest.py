@@ -3,15 +3,11 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from fakes import FakeMachine  # noqa: E402
-
-SHARED_FIXTURES = REPO.parent / "shared" / "fixtures"
-if not SHARED_FIXTURES.is_dir():  # CI clones main with shared/ beside it; a checkout may keep it inside
-    SHARED_FIXTURES = REPO / "shared" / "fixtures"
+from support import FIXTURES  # noqa: E402
 
 
 @pytest.fixture
@@ -20,14 +16,13 @@ def machine(tmp_path):
 
 
 @pytest.fixture
-def shared_fixtures():
-    assert SHARED_FIXTURES.is_dir(), f"shared fixtures not found at {SHARED_FIXTURES}"
-    return SHARED_FIXTURES
+def fixtures():
+    return FIXTURES
 
 
 @pytest.fixture
 def device_fixtures():
-    return Path(__file__).resolve().parent / "fixtures" / "nvidia-h200-device"
+    return FIXTURES / "nvidia-h200-device"
 
 
 @pytest.fixture(autouse=True)

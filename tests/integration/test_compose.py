@@ -9,7 +9,8 @@ import time
 import pytest
 from python_on_whales.exceptions import DockerException
 
-from conftest import HOST_GID, HOST_UID, REPO, compose_argv
+from compose_support import HOST_GID, HOST_UID, compose_argv
+from support import REPO
 
 pytestmark = pytest.mark.integration
 PROFILING_CAPS = {"SYS_ADMIN", "PERFMON", "SYS_PTRACE"}
