@@ -100,8 +100,12 @@ class FakeMachine:
 
     # ------------------------------------------------------------ probing
     def probe(self, deep: bool = False):
+        """The EnvReport of this machine: its Facts and what each service would pick."""
+        from profilectl.envreport import EnvReport
+        from profilectl.plan import assess
         from profilectl.probe import probe
-        return probe(self.root, path=str(self.bin), deep=deep, env=dict(self.env))
+        facts = probe(self.root, path=str(self.bin), deep=deep, env=dict(self.env))
+        return EnvReport(facts, assess(facts))
 
     def path_with_bin(self) -> str:
         return f"{self.bin}{os.pathsep}{os.environ.get('PATH', '')}"

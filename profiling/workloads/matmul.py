@@ -1,7 +1,8 @@
 """Built-in workload: matrix multiplies and a memory copy, so every service runs with no argument.
 
 PyTorch on the GPU when there is one (ROCm or CUDA), PyTorch on the CPU otherwise, NumPy when
-PyTorch is absent. Prints one line of what it did; exits 0.
+PyTorch is absent, plain Python (a smaller problem) when both are. Prints one line of what it did;
+exits 0.
 
     python3 matmul.py [--size N] [--iters K] [--device auto|gpu|cpu] [--seconds S]
 --seconds keeps looping until that much time has passed (for long-run tests such as interruption).
@@ -36,6 +37,20 @@ def run_numpy(size, iters):
     return float(copy[0, 0])
 
 
+def run_python(size, iters):
+    """No NumPy either: a plain-Python matmul, capped so a bare interpreter still finishes quickly."""
+    import random
+
+    n = min(size, 96)
+    rng = random.Random(0)
+    a = [[rng.random() for _ in range(n)] for _ in range(n)]
+    b_t = [[rng.random() for _ in range(n)] for _ in range(n)]
+    c = None
+    for _ in range(iters):
+        c = [[sum(x * y for x, y in zip(row, col)) for col in b_t] for row in a]
+    return c[0][0], n
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=1024)
@@ -48,10 +63,16 @@ def main():
         import torch
     except ImportError:
         torch = None
+    try:
+        import numpy
+    except ImportError:
+        numpy = None
     gpu = torch is not None and torch.cuda.is_available() and args.device != "cpu"
     if args.device == "gpu" and not gpu:
         parser.error("--device gpu: no GPU visible to PyTorch")
-    engine = ("torch-gpu" if gpu else "torch-cpu") if torch is not None else "numpy-cpu"
+    engine = ("torch-gpu" if gpu else "torch-cpu") if torch is not None else \
+        "numpy-cpu" if numpy is not None else "python-cpu"
+    size = args.size
 
     deadline = time.monotonic() + args.seconds
     rounds = 0
@@ -59,14 +80,16 @@ def main():
     while True:
         if torch is not None:
             run_torch(torch, args.size, args.iters, "cuda" if gpu else "cpu")
-        else:
+        elif numpy is not None:
             run_numpy(args.size, args.iters)
+        else:
+            _, size = run_python(args.size, args.iters)
         rounds += 1
         if time.monotonic() >= deadline:
             break
     elapsed = time.perf_counter() - started
-    flops = 2.0 * args.size ** 3 * args.iters * rounds
-    print(f"matmul workload: engine={engine} size={args.size} iters={args.iters} rounds={rounds} "
+    flops = 2.0 * size ** 3 * args.iters * rounds
+    print(f"matmul workload: engine={engine} size={size} iters={args.iters} rounds={rounds} "
           f"time={elapsed:.4f}s rate={flops / elapsed / 1e9:.1f} GFLOP/s")
 
 

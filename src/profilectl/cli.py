@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import NoReturn
 
 from profilectl import __version__, commands, errors
 
@@ -15,15 +16,26 @@ BACKEND_HELP = "force one backend (rocprofv3, rocprof, ncu, torch, timing) inste
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2 (argparse prints the whole usage)
+    def error(self, message: str) -> NoReturn:  # one line, exit 2 (argparse prints the whole usage)
         self.exit(errors.USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def _measuring(sub, name: str, help_text: str) -> argparse.ArgumentParser:
+def _seconds(text: str) -> float:
+    """A positive, finite number of seconds (`nan` and `inf` would disable the timeout)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not (0 < value < float("inf")):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
+    return value
+
+
+def _measuring(sub: "argparse._SubParsersAction[_Parser]", name: str, help_text: str) -> argparse.ArgumentParser:
     p = sub.add_parser(name, help=help_text, description=help_text)
     p.add_argument("--backend", metavar="NAME", help=BACKEND_HELP)  # checked against the registry by the plan
     p.add_argument("--dry-run", action="store_true", help="print the plan and exact argv; run nothing")
-    p.add_argument("--timeout", type=float, metavar="SECONDS", help="stop the run (process group) after this long")
+    p.add_argument("--timeout", type=_seconds, metavar="SECONDS", help="stop the run (process group) after this long")
     p.add_argument("--json", action="store_true", help="print the result as JSON (workload output goes to stderr)")
     p.add_argument("--traces-dir", metavar="DIR", help="output root (default: $PROFILECTL_TRACES_DIR or ./traces)")
     p.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="set/override an environment variable")
@@ -124,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "docker":
             return commands.docker(args.service, args.workload, args.vendor, args.build)
     except errors.ProfilectlError as exc:
-        sys.stderr.write(f"profilectl: {exc}\n")
+        commands.say(" ".join(str(exc).split()))  # always one line
         return exc.exit_code
     except KeyboardInterrupt:
         sys.stderr.write("profilectl: interrupted\n")

@@ -1,4 +1,8 @@
-"""One function per CLI command: wire probe -> plan -> run -> read -> report, and render."""
+"""One function per CLI command: wire probe -> plan -> execute -> read -> report, and render.
+
+Heavier modules (the probe, the backends, rich) are imported inside the commands that use them,
+so `report --format json` on a finished run starts fast.
+"""
 
 from __future__ import annotations
 
@@ -6,30 +10,40 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from profilectl import errors, runs
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-# Heavier modules (the probe, backends, rich) are imported inside the commands that use them, so
-# `report --format json` on a finished run starts fast.
+    from profilectl.envreport import EnvReport
+    from profilectl.facts import Facts
 
 ROOT_ENV = "PROFILECTL_PROBE_ROOT"  # probe a different root file system (tests, chroots)
 REQUIRE_CHOICES = {"tracing": "tracing", "counters": "counters", "pc-sampling": "pc_sampling", "timing": "timing"}
 
 
-def _console(stderr: bool = False) -> "Console":
+def _console() -> "Console":
     from rich.console import Console
-    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+    return Console(highlight=False, soft_wrap=False)
 
 
-def _probe(root: str | None = None, path: str | None = None, deep: bool = False):
+def say(message: str) -> None:
+    """One line on stderr, never wrapped (rich would wrap at 80 columns off a terminal)."""
+    sys.stderr.write(f"profilectl: {message}\n")
+    sys.stderr.flush()
+
+
+def _probe(root: str | None = None, path: str | None = None, deep: bool = False) -> "Facts":
     from profilectl.probe import probe
     return probe(root or os.environ.get(ROOT_ENV) or "/", path=path, deep=deep)
+
+
+def _env_report(facts: "Facts") -> "EnvReport":
+    from profilectl.envreport import EnvReport
+    from profilectl.plan import assess
+    return EnvReport(facts, assess(facts))
 
 
 def _print_json(payload: Any) -> None:
@@ -43,18 +57,17 @@ def shown_path(run_dir: Path) -> str:
 
 
 def env_check(as_json: bool, deep: bool, require: str | None, root: str | None, path: str | None) -> int:
-    from profilectl.report import render
-    env = _probe(root, path, deep)
+    report = _env_report(_probe(root, path, deep))
     if as_json:
-        _print_json(env.to_dict())
+        _print_json(report.to_dict())
     else:
-        render.env_report(_console(), env)
+        from profilectl.report import render
+        render.env_report(_console(), report)
     if require:
-        verdict = env.capabilities[REQUIRE_CHOICES[require]]
+        verdict = report.assessment.capabilities[REQUIRE_CHOICES[require]]
         if not verdict.available:
             fix = f" Fix: {verdict.fix}" if verdict.fix else ""
-            _console(stderr=True).print(f"profilectl: {require} unavailable: {verdict.reason}.{fix}",
-                                        markup=False, highlight=False)
+            say(f"{require} unavailable: {verdict.reason}.{fix}")
             return errors.UNAVAILABLE
     return errors.OK
 
@@ -64,54 +77,58 @@ def measure(service: str, workload: list[str], *, backend: str | None, dry_run: 
             repeat: int = 5, warmup: int = 1, counter_set: str = "basic", fallback: bool = False,
             preset: str = "lightweight") -> int:
     from profilectl import execute
-    from profilectl.report import render
+    from profilectl.plan import make_plan
     from profilectl.request import Request, parse_env_assignments, resolve_workload
     from profilectl.runner import terminal_streams
-    env = _probe()
-    prefer_hip = env.first_gpu("amd") is not None and env.torch.backend != "rocm"
+    env_overrides = parse_env_assignments(env_items)
+    facts = _probe()
+    prefer_hip = facts.first_gpu("amd") is not None and facts.torch.backend != "rocm"
     argv, source = resolve_workload(workload, prefer_hip)
     request = Request(service=service, workload=argv, workload_source=source, backend=backend,
                       counter_set=counter_set, preset=preset, fallback=fallback, timeout_s=timeout,
-                      serialize=serialize, repeat=repeat, warmup=warmup,
-                      env_overrides=parse_env_assignments(env_items))
+                      serialize=serialize, repeat=repeat, warmup=warmup, env_overrides=env_overrides)
     traces_root = Path(traces_dir) if traces_dir else runs.default_traces_root()
+    proposed = runs.proposed_run_dir(traces_root, service)
+    plan = make_plan(request, facts, proposed, list_counters=None if dry_run else execute.list_counters)
     if dry_run:
-        plan = execute.dry_run(request, env, traces_root).to_dict()
         if as_json:
-            _print_json(plan)
+            _print_json(plan.to_dict())
         else:
+            from profilectl.report import render
             render.plan(_console(), plan)
         return errors.OK
-    echo = terminal_streams(quiet_stdout=as_json)
-    outcome = execute.run(request, env, traces_root, echo)
+    outcome = execute.run(plan, _env_report(facts), terminal_streams(quiet_stdout=as_json))
     if as_json:
         _print_json({"exit_code": outcome.exit_code, "status": outcome.status, "message": outcome.message,
-                     "run_dir": str(outcome.run_dir), "manifest": outcome.manifest, "summary": outcome.summary})
+                     "run_dir": str(outcome.run_dir), "manifest": outcome.manifest.to_dict(),
+                     "summary": outcome.summary.to_dict()})
     else:
+        from profilectl.report import render
         render.outcome(_console(), outcome.manifest, outcome.summary, shown_path(outcome.run_dir))
     if outcome.exit_code != errors.OK:
-        _console(stderr=True).print(f"profilectl: {outcome.status}: {outcome.message}", markup=False, highlight=False)
+        say(f"{outcome.status}: {outcome.message}")
     return outcome.exit_code
 
 
 def docker(service: str, workload: list[str], vendor: str, build: bool) -> int:
     from profilectl import compose
     if vendor == "auto":
-        vendor = _probe().vendor
-    return compose.run_service(service, workload, None if vendor == "none" else vendor, build,
-                               echo=lambda line: _console(stderr=True).print(line, markup=False, highlight=False))
+        vendor = _probe().vendor or "none"
+    return compose.run_service(service, workload, None if vendor == "none" else vendor, build, echo=say)
 
 
 def ls(traces_dir: str | None, as_json: bool) -> int:
-    from profilectl.report import render
     from profilectl.report.listing import list_runs
     root = Path(traces_dir) if traces_dir else runs.default_traces_root()
+    if root.is_file():
+        raise errors.UsageError(f"{root} is a file: ls lists the runs of a traces folder")
     if not root.is_dir():
         raise errors.UsageError(f"traces folder {root} does not exist")
     listed = list_runs(root)
     if as_json:
-        _print_json(listed)
+        _print_json([run.to_dict() for run in listed])
     else:
+        from profilectl.report import render
         render.runs_table(_console(), listed, str(root))
     return errors.OK
 
@@ -133,20 +150,21 @@ def report(path: str, fmt: str, output: str | None, top: int) -> int:
             Path(output).write_text(text)
         except OSError as exc:
             raise errors.UsageError(f"cannot write {output}: {exc.strerror}") from None
-        _console(stderr=True).print(f"profilectl: wrote {output}", markup=False, highlight=False)
+        say(f"wrote {output}")
     else:
         sys.stdout.write(text)
     return errors.OK
 
 
 def compare(path_a: str, path_b: str, fmt: str, top: int, match: str = "exact") -> int:
-    from profilectl.report import load, render
+    from profilectl.report import export, load
     from profilectl.report.compare import compare as compare_summaries
     result = compare_summaries(load.load(Path(path_a)), load.load(Path(path_b)), match)
     if fmt == "json":
-        _print_json(result)
+        _print_json(result.to_dict())
     elif fmt == "md":
-        sys.stdout.write(render.comparison_markdown(result, top))
+        sys.stdout.write(export.comparison_markdown(result, top))
     else:
+        from profilectl.report import render
         render.comparison(_console(), result, top)
     return errors.OK

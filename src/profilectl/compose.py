@@ -11,12 +11,13 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any, Callable
 
 from profilectl.errors import ProfilectlError, UsageError
 
-REPO = Path(__file__).resolve().parents[2]
-COMPOSE_FILE = REPO / "docker-compose.profiling.yml"
-OVERRIDES = {"amd": REPO / "docker" / "compose.amd.yml", "nvidia": REPO / "docker" / "compose.nvidia.yml"}
+COMPOSE_NAME = "docker-compose.profiling.yml"
+REPO_ENV = "PROFILECTL_REPO"
+OVERRIDES = {"amd": Path("docker/compose.amd.yml"), "nvidia": Path("docker/compose.nvidia.yml")}
 SERVICES = ("env-check", "profile", "counters", "trace")
 OFFLINE_HINT = ("build the offline base (docker/offline-base/build.sh) and set "
                 "PROFILECTL_BASE_IMAGE=profilectl-base:bookworm")
@@ -26,7 +27,25 @@ class DockerProblem(ProfilectlError):
     exit_code = 2
 
 
-def _whales():
+def project_dir() -> Path:
+    """The folder with the compose suite (docker-compose.profiling.yml, docker/, src/, profiling/):
+    $PROFILECTL_REPO, else the checkout this profilectl runs from, else the current folder or one
+    of its parents (as `docker compose` itself looks). An installed wheel carries no build context,
+    so it needs one of these."""
+    explicit = os.environ.get(REPO_ENV)
+    if explicit:
+        if not (Path(explicit) / COMPOSE_NAME).is_file():
+            raise UsageError(f"${REPO_ENV}={explicit} has no {COMPOSE_NAME}: point it at a profilectl checkout")
+        return Path(explicit)
+    checkout = Path(__file__).resolve().parents[2]
+    for candidate in (checkout, Path.cwd(), *Path.cwd().parents):
+        if (candidate / COMPOSE_NAME).is_file() and (candidate / "docker" / "Dockerfile").is_file():
+            return candidate
+    raise UsageError(f"`profilectl docker` needs the compose suite of a profilectl checkout ({COMPOSE_NAME}, "
+                     f"docker/): run it inside a checkout, or set {REPO_ENV}=/path/to/profilectl")
+
+
+def _whales() -> tuple[Any, Any]:
     try:
         from python_on_whales import DockerClient
         from python_on_whales.exceptions import DockerException
@@ -69,29 +88,30 @@ def compose_environment() -> dict[str, str]:
     return env
 
 
-def client(vendor: str | None):
+def client(repo: Path, vendor: str | None) -> Any:
     DockerClient, _ = _whales()
-    files = [COMPOSE_FILE] + ([OVERRIDES[vendor]] if vendor in OVERRIDES else [])
-    return DockerClient(compose_files=files, compose_project_directory=REPO)
+    files = [repo / COMPOSE_NAME] + ([repo / OVERRIDES[vendor]] if vendor in OVERRIDES else [])
+    return DockerClient(compose_files=files, compose_project_directory=repo)
 
 
 def run_service(service: str, workload: list[str], vendor: str | None, build: bool = False,
-                echo=print) -> int:
+                echo: Callable[[str], None] = print) -> int:
     if service not in SERVICES:
         raise UsageError(f"unknown service {service!r}; services: {', '.join(SERVICES)}")
+    repo = project_dir()
     _, DockerException = _whales()
-    traces = REPO / "traces"
-    traces.mkdir(exist_ok=True)  # created by us, not by the engine as root
+    traces = Path(os.environ.get("PROFILECTL_TRACES_HOST_DIR") or repo / "traces")
+    traces.mkdir(parents=True, exist_ok=True)  # created by us, as the user, not by the engine as root
     os.environ.update(compose_environment())
     os.environ.setdefault("BUILDX_BUILDER", "default")  # a locally tagged base needs the default builder
-    docker = client(vendor)
+    docker = client(repo, vendor)
     try:
         if not docker.compose.is_installed():
             raise DockerProblem("Docker Compose v2 is missing: install the compose plugin (tools/install-host-deps does)")
         config = docker.compose.config()
         image = config.services[service].image
         if build or not docker.image.exists(image):
-            echo(f"profilectl: building {image} (base {os.environ.get('PROFILECTL_BASE_IMAGE') or 'default ROCm image'})")
+            echo(f"building {image} (base {os.environ.get('PROFILECTL_BASE_IMAGE') or 'default ROCm image'})")
             docker.compose.build([service])
         command = list(config.services[service].command or [])
         if workload:
@@ -105,11 +125,11 @@ def run_service(service: str, workload: list[str], vendor: str | None, build: bo
         raise DockerProblem("the docker command is not installed") from None
     new = sorted(set(p.name for p in traces.iterdir()) - before)
     for name in new:
-        echo(f"profilectl: run directory {traces / name}")
+        echo(f"run directory {traces / name}")
     return code
 
 
-def _run(docker, service: str, command: list[str], DockerException) -> int:
+def _run(docker: Any, service: str, command: list[str], DockerException: Any) -> int:
     interactive = sys.stdout.isatty() and sys.stdin.isatty()
     try:
         if interactive:

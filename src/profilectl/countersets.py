@@ -14,23 +14,38 @@ import operator
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from profilectl import data
 from profilectl.errors import UsageError
 
 
-@dataclass
+@dataclass(frozen=True)
 class CounterSet:
+    """A counter set as its file says, resolved for one vendor and architecture."""
     name: str
     source: str
     description: str = ""
-    counters: list[str] = field(default_factory=list)
-    explicit_passes: list[list[str]] | None = None  # from a pmc: text file, kept as the user wrote it
+    counters: tuple[str, ...] = ()
+    explicit_passes: tuple[tuple[str, ...], ...] | None = None  # a pmc: text file's lines, as written
     derived: dict[str, str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class CounterPlan:
+    """What the plan decided for a counters run: the counters, how they are split into passes
+    (each pass re-runs the application on AMD), the derived metrics, and whether the names were
+    checked against the GPU's own list."""
+    name: str
+    source: str
+    counters: tuple[str, ...]
+    passes: tuple[tuple[str, ...], ...]
+    derived: dict[str, str] = field(default_factory=dict)
+    validated: bool = False
+
+
 def available_sets() -> list[str]:
-    names = set()
+    names: set[str] = set()
     for base in data.profiling_dirs():
         names.update(p.stem for p in (base / "counters").glob("*.yaml") if not p.name.startswith("_"))
     return sorted(names)
@@ -40,6 +55,8 @@ def locate(name_or_path: str) -> Path:
     """The file of a counter set given by name or path; UsageError with a suggestion if unknown."""
     path = Path(name_or_path)
     if path.suffix in (".yaml", ".yml", ".txt") or "/" in name_or_path:
+        if path.is_dir():
+            raise UsageError(f"counter set {name_or_path} is a folder: pass a YAML or pmc: text file, or a set name")
         if not path.is_file():
             raise UsageError(f"counter set file {name_or_path} does not exist")
         return path
@@ -52,8 +69,8 @@ def locate(name_or_path: str) -> Path:
     return found
 
 
-def _expand(names: list[str], l2_block: str) -> list[str]:
-    return [str(n).replace("{l2}", l2_block) for n in names]
+def _expand(names: list[str], l2_block: str) -> tuple[str, ...]:
+    return tuple(str(n).replace("{l2}", l2_block) for n in names)
 
 
 def load(name_or_path: str, vendor: str | None, arch: str | None) -> CounterSet:
@@ -76,30 +93,45 @@ def load(name_or_path: str, vendor: str | None, arch: str | None) -> CounterSet:
             if key == arch or (family and family.startswith(str(key))):
                 counters = list(override)
                 break
-    derived = {k: v.replace("{l2}", l2_block)
-               for k, v in ((doc.get("derived") or {}).get(vendor or "amd") or {}).items()}
+    derived_section = doc.get("derived") or {}
+    if not isinstance(derived_section, dict):
+        raise UsageError(f"{path}: 'derived' must map vendors to metric formulas")
+    derived = {str(k): str(v).replace("{l2}", l2_block)
+               for k, v in (derived_section.get(vendor or "amd") or {}).items()}
+    for metric, expression in derived.items():
+        problem = check_expression(expression)
+        if problem:
+            raise UsageError(f"{path}: derived metric {metric!r}: {problem}")
+    if not all(isinstance(c, (str, int, float)) for c in counters):
+        raise UsageError(f"{path}: counters must be a list of names")
     return CounterSet(name=path.stem, source=str(path), description=str(doc.get("description", "")),
                       counters=_expand(counters, l2_block), derived=derived)
 
 
 def _load_pmc_text(path: Path) -> CounterSet:
-    passes = []
-    for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+    passes: list[tuple[str, ...]] = []
+    try:
+        text = path.read_bytes().decode()
+    except UnicodeDecodeError:
+        raise UsageError(f"{path}: not a text file (expected 'pmc: COUNTER ...' lines)") from None
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read ({exc.strerror})") from None
+    for number, line in enumerate(text.splitlines(), 1):
         line = line.split("#", 1)[0].strip()
         if not line:
             continue
         if not line.startswith("pmc:"):
             raise UsageError(f"{path}:{number}: expected 'pmc: COUNTER ...', got {line[:40]!r}")
-        names = line[4:].replace(",", " ").split()
+        names = tuple(line[4:].replace(",", " ").split())
         if names:
             passes.append(names)
     if not passes:
         raise UsageError(f"{path}: no 'pmc:' line with counters")
-    return CounterSet(name=path.stem, source=str(path), counters=[c for p in passes for c in p],
-                      explicit_passes=passes)
+    return CounterSet(name=path.stem, source=str(path), counters=tuple(c for p in passes for c in p),
+                      explicit_passes=tuple(passes))
 
 
-def pmc_text(passes: list[list[str]]) -> str:
+def pmc_text(passes: tuple[tuple[str, ...], ...]) -> str:
     """The rocprof/rocprofv3 input file: one `pmc:` line per pass (each pass re-runs the app)."""
     return "".join(f"pmc: {' '.join(p)}\n" for p in passes)
 
@@ -109,10 +141,9 @@ def _block(counter: str) -> str | None:
     return match.group(1) if match else None
 
 
-def split_passes(counters: list[str]) -> list[list[str]]:
+def split_passes(counters: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
     """Greedy packing: each pass holds at most the per-block limit of counters of each block."""
-    limits_path = data.find("counters/_limits.yaml")
-    limits = data.load_yaml(limits_path) if limits_path else {}
+    limits = data.load_mapping("counters/_limits.yaml")
     default = int(limits.get("default", 4))
     blocks = {k: int(v) for k, v in (limits.get("blocks") or {}).items()}
     derived_limit = int(limits.get("derived_per_pass", 2))
@@ -128,27 +159,43 @@ def split_passes(counters: list[str]) -> list[list[str]]:
                 break
         else:
             passes.append(([counter], {key: 1}))
-    return [names for names, _ in passes]
+    return tuple(tuple(names) for names, _ in passes)
 
 
-def validate(counters: list[str], available: set[str], where: str, key=None) -> None:
+def validate(counters: tuple[str, ...], available: set[str], where: str,
+             key: Callable[[str], str] | None = None) -> None:
     """Raises UsageError naming every unknown counter, with a 'did you mean' for each.
 
     `key` maps a requested name to the form the listing uses (ncu lists metric bases)."""
-    key = key or (lambda name: name)
-    unknown = [c for c in counters if key(c) not in available]
+    spell = key or (lambda name: name)
+    unknown = [c for c in counters if spell(c) not in available]
     if not unknown:
         return
     parts = []
     for name in unknown:
-        close = difflib.get_close_matches(key(name), sorted(available), n=1, cutoff=0.6)
+        close = difflib.get_close_matches(spell(name), sorted(available), n=1, cutoff=0.6)
         parts.append(f"{name} (did you mean {close[0]}?)" if close else name)
     raise UsageError(f"{len(unknown)} counter(s) not available on {where}: {', '.join(parts)}")
 
 
 # ------------------------------------------------------------ derived metrics
-_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+_OPS: dict[type, Callable[..., float]] = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
         ast.Div: operator.truediv, ast.USub: operator.neg}
+
+
+def check_expression(expression: str) -> str | None:
+    """Why a derived-metric formula cannot be evaluated, or None when it is well formed."""
+    text = re.sub(r"[A-Za-z_][\w.]*", "x", expression)  # counter names may contain dots
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError as exc:
+        return f"not a valid formula ({exc.msg}): {expression!r}"
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Constant, ast.Name, ast.operator,
+                                 ast.unaryop, ast.Load)) or (isinstance(node, ast.BinOp) and type(node.op) not in _OPS) \
+                or (isinstance(node, ast.UnaryOp) and type(node.op) not in _OPS):
+            return f"only + - * / and parentheses are allowed: {expression!r}"
+    return None
 
 
 def evaluate(expression: str, values: dict[str, float]) -> float | None:

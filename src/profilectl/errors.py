@@ -1,4 +1,4 @@
-"""Exit codes (the contract in DESIGN.md) and the errors that carry them.
+"""Exit codes (the contract in README.md) and the errors that carry them.
 
 Every failure a user can cause or meet ends as one line on stderr and one of these codes; the CLI
 catches ProfilectlError at the top, so nothing below it prints tracebacks for expected failures.
@@ -31,3 +31,10 @@ class UsageError(ProfilectlError):
 class UnavailableError(ProfilectlError):
     exit_code = UNAVAILABLE
 
+
+class FormatError(UsageError):
+    """A file that cannot be read as what it claims to be: one line naming the file (and line)."""
+
+
+class DataError(UsageError):
+    """profilectl's own shipped data (profiling/) is missing or broken: an installation problem."""

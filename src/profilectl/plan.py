@@ -1,7 +1,9 @@
-"""service + request + EnvReport -> Plan: the backend, its exact argv, the fallbacks tried and why.
+"""plan(facts, request) -> Plan: everything decided before anything runs.
 
-The choice is generic: walk the service's backends in SERVICE_ORDER, take the first whose
-`available()` says yes, and keep every refusal as a recorded fallback. No backend is special-cased.
+The backend (the first available one of the service's SERVICE_ORDER, every refusal kept as a
+fallback), the resolved counter set and its passes, each phase's exact argv, environment and input
+files, and the run directory. No backend is special-cased, and nothing here writes into its input:
+the Plan is a new frozen value. `assess(facts)` is the same choice made for env-check.
 """
 
 from __future__ import annotations
@@ -12,167 +14,214 @@ import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from profilectl import countersets
-from profilectl.backends import BACKENDS, SERVICE_ORDER, Backend, Step
+from profilectl.backends import BACKENDS, SERVICE_ORDER, Backend, Job, Step
 from profilectl.backends.base import NO_VENDOR_GPU
-from profilectl.backends import rocprofv3
-from profilectl.backends.rocprofv3 import preset_names
+from profilectl.backends.rocprofv3 import INPUT_FILE, presets
+from profilectl.countersets import CounterPlan
+from profilectl.envreport import Assessment, Fallback, ServiceChoice
 from profilectl.errors import UnavailableError, UsageError
-from profilectl.probe.report import EnvReport, ServiceChoice, Verdict
+from profilectl.facts import Facts, Tool, Verdict
 from profilectl.request import Request
 
+PLAN_SCHEMA = 1
 # Extra phases a service adds when their backend is available (profile: torch tables for PyTorch).
 SERVICE_EXTRAS = {"profile": ("torch",)}
 
+ListCounters = Callable[[list[str]], "str | None"]
 
-@dataclass
+
+@dataclass(frozen=True)
 class Phase:
     backend: str
     raw_dir: str  # where this phase's tool writes, relative to the run directory
-    steps: list[Step]
+    steps: tuple[Step, ...]
     environment: dict[str, str]
-    input_files: dict[str, str] = field(default_factory=dict)  # path relative to run dir -> text
+    input_files: dict[str, str] = field(default_factory=dict)  # path relative to the run dir -> text
 
 
-@dataclass
+@dataclass(frozen=True)
 class Plan:
     service: str
     backend: str
     reason: str
-    fallbacks: list[dict[str, str]]
-    phases: list[Phase]
-    workload: list[str]
+    fallbacks: tuple[Fallback, ...]
+    phases: tuple[Phase, ...]
+    workload: tuple[str, ...]
     workload_source: str
     run_dir: str
-    tool: dict[str, Any] | None = None
-    counter_set: dict[str, Any] | None = None
-    notes: list[str] = field(default_factory=list)
-    request: Request | None = None
+    request: Request
+    tool: Tool | None = None
+    counter_set: CounterPlan | None = None
+    notes: tuple[str, ...] = ()
+    ran_as: str = ""  # the service whose commands run: `service`, or profile for counters --fallback
+    schema_version: int = PLAN_SCHEMA
+
+    @property
+    def argv(self) -> tuple[str, ...]:
+        """The main command (the first step of the first phase), as the manifest shows it."""
+        return self.phases[0].steps[0].argv if self.phases and self.phases[0].steps else ()
 
     def to_dict(self) -> dict[str, Any]:
-        out = dataclasses.asdict(self)
-        out.pop("request")
-        return out
+        return dataclasses.asdict(self)
 
 
-def choose(service: str, env: EnvReport, request: Request) -> tuple[Backend | None, Verdict, list[dict[str, str]]]:
-    """The first available backend for the service, the verdict, and the refusals before it."""
-    fallbacks: list[dict[str, str]] = []
+# ------------------------------------------------------------------ choosing a backend
+def _fallback(name: str, verdict: Verdict) -> Fallback:
+    return Fallback(backend=name, reason=verdict.reason, fix=verdict.fix, cause=verdict.cause)
+
+
+def choose(service: str, facts: Facts, request: Request) -> tuple[Backend | None, Verdict, tuple[Fallback, ...]]:
+    """The first available backend for the service, its verdict, and the refusals before it."""
+    fallbacks: list[Fallback] = []
     for name in SERVICE_ORDER[service]:
         backend = BACKENDS[name]
-        verdict = backend.available(env, request)
+        verdict = backend.available(facts, request)
         if verdict.available:
-            return backend, verdict, fallbacks
-        fallbacks.append({"backend": name, "reason": verdict.reason,
-                          **{k: v for k, v in (("fix", verdict.fix), ("cause", verdict.cause)) if v}})
-    return None, _most_relevant(fallbacks, env), fallbacks
+            return backend, verdict, tuple(fallbacks)
+        fallbacks.append(_fallback(name, verdict))
+    return None, _most_relevant(fallbacks, facts), tuple(fallbacks)
 
 
-def _most_relevant(fallbacks: list[dict[str, str]], env: EnvReport) -> Verdict:
+def _most_relevant(fallbacks: list[Fallback] | tuple[Fallback, ...], facts: Facts) -> Verdict:
     """The refusal that speaks about this machine (not 'no NVIDIA GPU' on an AMD host)."""
     for entry in fallbacks:
-        if entry.get("cause") != NO_VENDOR_GPU:
-            return Verdict(False, entry["reason"], entry.get("fix"), cause=entry.get("cause"))
-    if not env.gpus:
+        if entry.cause != NO_VENDOR_GPU:
+            return Verdict(False, entry.reason, entry.fix, cause=entry.cause)
+    if not facts.gpus:
         return Verdict(False, "no GPU found: hardware counters need an AMD or NVIDIA GPU and its profiler",
                        "run on a GPU host with the device grants (see README), or use `profile`")
-    return Verdict(False, fallbacks[0]["reason"] if fallbacks else "no backend")
+    return Verdict(False, fallbacks[0].reason if fallbacks else "no backend")
 
 
+# ------------------------------------------------------------------ the request alone
 def validate_request(request: Request) -> None:
     """Mistakes in the request are usage errors (exit 2), found before the machine is judged."""
-    if request.timeout_s is not None and request.timeout_s <= 0:
+    if request.timeout_s is not None and not (0 < request.timeout_s < float("inf")):
         raise UsageError("--timeout must be a positive number of seconds")
     if request.repeat < 1 or request.warmup < 0:
         raise UsageError("--repeat must be at least 1 and --warmup at least 0")
     if request.service == "trace":
-        presets = preset_names()
-        if request.preset not in presets:
-            close = difflib.get_close_matches(request.preset, list(presets), n=1)
+        known = presets()
+        if request.preset not in known:
+            close = difflib.get_close_matches(request.preset, list(known), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise UsageError(f"unknown preset {request.preset!r}{hint}; presets: {', '.join(presets)}")
+            raise UsageError(f"unknown preset {request.preset!r}{hint}; presets: {', '.join(known)}")
     if request.service == "counters":
         countersets.load(request.counter_set, None, None)  # exists and parses (YAML or pmc: lines)
     program = request.workload[0] if request.workload else ""
+    if not program:
+        raise UsageError("no workload program given")
     found = shutil.which(program) if os.sep not in program else (program if os.access(program, os.X_OK) else None)
-    if not found:
+    if not found or os.path.isdir(found):
         where = "is not an executable file" if os.sep in program else "was not found on PATH"
         raise UsageError(f"workload program {program!r} {where}")
 
 
-def make_plan(request: Request, env: EnvReport, run_dir: Path,
-              list_counters=None) -> Plan:
-    """Builds the plan. `list_counters(argv) -> str|None` lists the GPU's counters for validation;
+# ------------------------------------------------------------------ the plan
+def make_plan(request: Request, facts: Facts, run_dir: Path, list_counters: ListCounters | None = None) -> Plan:
+    """Builds the plan. `list_counters(argv) -> str | None` lists the GPU's counters for validation;
     None skips validation (dry runs run nothing)."""
     validate_request(request)
     if request.backend:
         if request.backend not in BACKENDS:
-            raise UsageError(f"unknown backend {request.backend!r}; backends: {', '.join(BACKENDS)}")
+            close = difflib.get_close_matches(request.backend, list(BACKENDS), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise UsageError(f"unknown backend {request.backend!r}{hint}; backends: {', '.join(BACKENDS)}")
         backend = BACKENDS[request.backend]
-        verdict = backend.available(env, request)
+        verdict = backend.available(facts, request)
         if not verdict.available:
             fix = f" Fix: {verdict.fix}" if verdict.fix else ""
             raise UnavailableError(f"backend {backend.name} cannot run {request.service} here: {verdict.reason}.{fix}")
-        fallbacks: list[dict[str, str]] = []
+        chosen: Backend = backend
+        fallbacks: tuple[Fallback, ...] = ()
         reason = f"forced with --backend; {verdict.reason}"
     else:
-        backend, verdict, fallbacks = choose(request.service, env, request)
+        found, verdict, fallbacks = choose(request.service, facts, request)
         reason = verdict.reason
-        if backend is None:
+        if found is None:
             if request.service == "counters" and request.fallback:
-                fallen = dataclasses.replace(request, service="profile")
-                plan = make_plan(fallen, env, run_dir, list_counters)
-                plan.fallbacks = fallbacks + [{"backend": "counters", "reason": verdict.reason,
-                                               "fix": verdict.fix or ""}] + plan.fallbacks
-                plan.reason = f"counters unavailable ({verdict.reason}); --fallback ran profile instead: {plan.reason}"
-                plan.service = "counters"
-                return plan
+                return _counters_fallback(request, facts, run_dir, list_counters, verdict, fallbacks)
             fix = f" Fix: {verdict.fix}" if verdict.fix else ""
             hint = " (or pass --fallback to run `profile` instead)" if request.service == "counters" else ""
             raise UnavailableError(f"{request.service} unavailable: {verdict.reason}.{fix}{hint}")
+        chosen = found
 
     notes: list[str] = []
-    counter_info = None
-    input_files: dict[str, str] = {}
+    counters = None
     if request.service == "counters":
-        counter_info, input_files = _resolve_counters(request, env, backend, notes, list_counters)
-    notes += backend.plan_notes(request, env)
-
-    phases = [_phase(backend, request, env, run_dir, "raw", input_files)]
+        counters, counter_notes = resolve_counters(request, facts, chosen, list_counters)
+        notes += counter_notes
+    notes += chosen.plan_notes(request, facts)
+    extras = []
     for extra in SERVICE_EXTRAS.get(request.service, ()):
         extra_backend = BACKENDS[extra]
-        extra_verdict = extra_backend.available(env, request)
-        if extra_verdict.available and extra_backend is not backend:
-            phases.append(_phase(extra_backend, request, env, run_dir, f"raw/{extra}", {}))
+        extra_verdict = extra_backend.available(facts, request)
+        if extra_verdict.available and extra_backend is not chosen:
+            extras.append(extra_backend)
             notes.append(f"also {extra}: {extra_verdict.reason}")
         else:
             notes.append(f"no {extra} phase: {extra_verdict.reason}")
-    tool = backend.tool(env)
-    return Plan(service=request.service, backend=backend.name, reason=reason, fallbacks=fallbacks,
-                phases=phases, workload=list(request.workload), workload_source=request.workload_source,
-                run_dir=str(run_dir), tool=dataclasses.asdict(tool) if tool else None,
-                counter_set=counter_info, notes=notes, request=request)
+    tool = chosen.tool(facts)
+    plan = Plan(service=request.service, backend=chosen.name, reason=reason, fallbacks=fallbacks, phases=(),
+                workload=request.workload, workload_source=request.workload_source, run_dir=str(run_dir),
+                request=request, tool=tool, counter_set=counters, notes=tuple(notes), ran_as=request.service)
+    return dataclasses.replace(plan, phases=_phases(plan, facts, chosen, extras, run_dir))
 
 
-def _phase(backend: Backend, request: Request, env: EnvReport, run_dir: Path, raw: str,
-           input_files: dict[str, str]) -> Phase:
+def _counters_fallback(request: Request, facts: Facts, run_dir: Path, list_counters: ListCounters | None,
+                       verdict: Verdict, fallbacks: tuple[Fallback, ...]) -> Plan:
+    """counters --fallback on a machine without counters: the profile service, said so."""
+    fallen = make_plan(dataclasses.replace(request, service="profile"), facts, run_dir, list_counters)
+    return dataclasses.replace(
+        fallen, service="counters", request=request,
+        fallbacks=fallbacks + (Fallback(backend="counters", reason=verdict.reason, fix=verdict.fix or ""),)
+        + fallen.fallbacks,
+        reason=f"counters unavailable ({verdict.reason}); --fallback ran profile instead: {fallen.reason}")
+
+
+def _phases(plan: Plan, facts: Facts, main: Backend, extras: list[Backend], run_dir: Path) -> tuple[Phase, ...]:
+    """Each phase's commands for this run directory (re-rendered, not re-decided, by `relocate`)."""
+    request = dataclasses.replace(plan.request, service=plan.ran_as)
+    phases = [_phase(main, request, facts, run_dir, "raw", plan.counter_set)]
+    phases += [_phase(extra, request, facts, run_dir, f"raw/{extra.name}", None) for extra in extras]
+    return tuple(phases)
+
+
+def _phase(backend: Backend, request: Request, facts: Facts, run_dir: Path, raw: str,
+           counters: CounterPlan | None) -> Phase:
     environment = backend.environment(request)
     environment.update(request.env_overrides)  # the user's word wins
-    return Phase(backend=backend.name, raw_dir=raw, steps=backend.steps(request, env, run_dir / raw),
-                 environment=environment, input_files=input_files)
+    input_files: dict[str, str] = {}
+    if counters is not None:
+        text = backend.input_file(counters.passes)
+        if text:
+            input_files[f"{raw}/{INPUT_FILE}"] = text
+    job = Job(request=request, facts=facts, raw_dir=run_dir / raw, counters=counters)
+    return Phase(backend=backend.name, raw_dir=raw, steps=backend.steps(job), environment=environment,
+                 input_files=input_files)
 
 
-def _resolve_counters(request: Request, env: EnvReport, backend: Backend, notes: list[str],
-                      list_counters) -> tuple[dict[str, Any], dict[str, str]]:
+def relocate(plan: Plan, facts: Facts, run_dir: Path) -> Plan:
+    """The same decisions for another run directory (the proposed name was taken meanwhile)."""
+    main = BACKENDS[plan.phases[0].backend]
+    extras = [BACKENDS[p.backend] for p in plan.phases[1:]]
+    moved = dataclasses.replace(plan, run_dir=str(run_dir))
+    return dataclasses.replace(moved, phases=_phases(moved, facts, main, extras, run_dir))
+
+
+def resolve_counters(request: Request, facts: Facts, backend: Backend,
+                     list_counters: ListCounters | None) -> tuple[CounterPlan, list[str]]:
     vendor = backend.vendor
-    gpu = env.first_gpu(vendor)
+    gpu = facts.first_gpu(vendor) if vendor else None
     counter_set = countersets.load(request.counter_set, vendor, gpu.arch if gpu else None)
     if not counter_set.counters:
         raise UsageError(f"counter set {counter_set.name} has no {vendor} counters")
-    request.counters = counter_set.counters
-    list_argv = backend.list_counters_argv(env)
+    notes = []
+    validated = False
+    list_argv = backend.list_counters_argv(facts)
     if list_counters is not None and list_argv:
         listing = list_counters(list_argv)
         available = backend.parse_counter_list(listing) if listing else set()
@@ -180,45 +229,48 @@ def _resolve_counters(request: Request, env: EnvReport, backend: Backend, notes:
             where = f"{gpu.name or gpu.arch} ({backend.name})" if gpu else backend.name
             countersets.validate(counter_set.counters, available, where, key=backend.counter_key)
             notes.append(f"{len(counter_set.counters)} counters validated against the {len(available)} this GPU lists")
+            validated = True
         else:
             notes.append("could not list this GPU's counters; names not validated before the run")
     elif list_counters is None:
         notes.append("counter names not validated (dry run)")
-    request.passes = backend.counter_passes(counter_set)
-    text = backend.input_file(request.passes)
-    input_files = {"raw/input.txt": text} if text else {}
-    info = {"name": counter_set.name, "source": counter_set.source, "counters": counter_set.counters,
-            "passes": request.passes, "derived": counter_set.derived}
-    return info, input_files
+    return CounterPlan(name=counter_set.name, source=counter_set.source, counters=counter_set.counters,
+                       passes=backend.counter_passes(counter_set), derived=counter_set.derived,
+                       validated=validated), notes
 
 
-def assess(env: EnvReport) -> None:
-    """Fills env.capabilities and env.services from the backends' own verdicts."""
-    sample = ["python3", "workload.py"]
+# ------------------------------------------------------------------ env-check's view
+def assess(facts: Facts) -> Assessment:
+    """What each service would pick on this machine, and each capability's verdict."""
+    sample = ("python3", "workload.py")
+    services = {}
     for service in SERVICE_ORDER:
-        backend, verdict, fallbacks = choose(service, env, Request(service=service, workload=sample))
-        env.services[service] = ServiceChoice(backend=backend.name if backend else None,
-                                              reason=verdict.reason, fallbacks=fallbacks)
-    counters = env.services["counters"]
-    counter_verdict = (Verdict(True, counters.reason, backend=counters.backend) if counters.backend else
-                       _most_relevant(counters.fallbacks, env))
-    env.capabilities["counters"] = counter_verdict
-
-    trace = env.services["trace"]
-    if trace.backend and BACKENDS[trace.backend].traces_gpu(env):
-        env.capabilities["tracing"] = Verdict(True, trace.reason, backend=trace.backend)
-    else:
-        why = "no GPU found" if not env.gpus else "no GPU tracer (rocprofv3, rocprof, or PyTorch with GPU support) found"
-        env.capabilities["tracing"] = Verdict(False, f"{why}; trace falls back to {trace.backend}",
-                                              "install ROCm's rocprofiler-sdk, or PyTorch built for your GPU",
-                                              backend=trace.backend)
-    env.capabilities["pc_sampling"] = _pc_sampling(env)
-    env.capabilities["timing"] = Verdict(True, "wall-clock timing needs no profiler", backend="timing")
+        backend, verdict, fallbacks = choose(service, facts, Request(service=service, workload=sample))
+        services[service] = ServiceChoice(backend=backend.name if backend else None, reason=verdict.reason,
+                                          fallbacks=fallbacks)
+    counters = services["counters"]
+    capabilities = {
+        "tracing": _tracing(facts, services["trace"]),
+        "counters": (Verdict(True, counters.reason, backend=counters.backend) if counters.backend else
+                     _most_relevant(counters.fallbacks, facts)),
+        "pc_sampling": _pc_sampling(facts),
+        "timing": Verdict(True, "wall-clock timing needs no profiler", backend="timing"),
+    }
+    return Assessment(capabilities=capabilities, services=services)
 
 
-def _pc_sampling(env: EnvReport) -> Verdict:
+def _tracing(facts: Facts, trace: ServiceChoice) -> Verdict:
+    if trace.backend and BACKENDS[trace.backend].traces_gpu(facts):
+        return Verdict(True, trace.reason, backend=trace.backend)
+    why = "no GPU found" if not facts.gpus else "no GPU tracer (rocprofv3, rocprof, or PyTorch with GPU support) found"
+    return Verdict(False, f"{why}; trace falls back to {trace.backend}",
+                   "install ROCm's rocprofiler-sdk, or PyTorch built for your GPU", backend=trace.backend)
+
+
+def _pc_sampling(facts: Facts) -> Verdict:
     from profilectl import data
-    gpu = env.first_gpu("amd")
+    from profilectl.backends import rocprofv3
+    gpu = facts.first_gpu("amd")
     if gpu is None:
         return Verdict(False, "PC sampling is offered by rocprofv3 on AMD Instinct GPUs only; none found")
     methods = data.arch_facts("amd", gpu.arch).get("pc_sampling") or []
@@ -226,11 +278,11 @@ def _pc_sampling(env: EnvReport) -> Verdict:
         return Verdict(False, f"{gpu.arch} has no PC sampling support in rocprofv3",
                        "PC sampling needs gfx90a (host trap) or gfx942/gfx950 (host trap, stochastic)")
     since = rocprofv3.tool_facts()["options"]["--pc-sampling-method"]  # profiling/tools/rocprofv3.yaml
-    if env.tool("rocprofv3") is None:
+    if facts.tool("rocprofv3") is None:
         return Verdict(False, "rocprofv3 not found", f"install rocprofiler-sdk (ROCm {since}+)")
-    if env.rocm.version and not rocprofv3.has("options", "--pc-sampling-method", rocprofv3.rocm_release(env)):
-        return Verdict(False, f"ROCm {env.rocm.version} has no PC sampling in rocprofv3", f"use ROCm {since} or later")
-    counters = env.checks.get("amd_counters")
+    if facts.rocm.version and not rocprofv3.has("options", "--pc-sampling-method", rocprofv3.rocm_release(facts)):
+        return Verdict(False, f"ROCm {facts.rocm.version} has no PC sampling in rocprofv3", f"use ROCm {since} or later")
+    counters = facts.checks.get("amd_counters")
     if counters is not None and counters.cause == "missing-perfmon":
         return Verdict(False, counters.reason, counters.fix)
     return Verdict(True, f"rocprofv3 PC sampling on {gpu.arch}: {', '.join(methods)}", backend="rocprofv3")

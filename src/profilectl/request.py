@@ -14,10 +14,10 @@ SERVICES = ("profile", "counters", "trace")
 WORKLOAD_ENV = "PROFILECTL_WORKLOAD"
 
 
-@dataclass
+@dataclass(frozen=True)
 class Request:
     service: str
-    workload: list[str]
+    workload: tuple[str, ...]
     workload_source: str = "argument"  # argument | environment | default
     backend: str | None = None  # forced with --backend
     counter_set: str = "basic"
@@ -28,9 +28,6 @@ class Request:
     repeat: int = 5
     warmup: int = 1
     env_overrides: dict[str, str] = field(default_factory=dict)
-    # Filled by the plan for the counters service: the set's counters for this GPU, in passes.
-    counters: list[str] = field(default_factory=list)
-    passes: list[list[str]] = field(default_factory=list)
 
     @property
     def is_python(self) -> bool:
@@ -43,27 +40,25 @@ def hip_workload() -> str | None:
     return str(candidate) if os.access(candidate, os.X_OK) else None
 
 
-def default_workload(prefer_hip: bool = False) -> list[str]:
+def default_workload(prefer_hip: bool = False) -> tuple[str, ...]:
     """The built-in workload: the HIP binary on an AMD GPU without ROCm PyTorch, else matmul.py."""
     hip = hip_workload() if prefer_hip else None
     if hip:
-        return [hip]
-    script = data.find("workloads/matmul.py")
-    if script is None:
-        raise UsageError("the built-in workload profiling/workloads/matmul.py is missing; pass a workload after --")
-    return ["python3", str(script)]
+        return (hip,)
+    return ("python3", str(data.require("workloads/matmul.py")))
 
 
-def resolve_workload(argv: list[str], prefer_hip: bool = False) -> tuple[list[str], str]:
+def resolve_workload(argv: list[str] | tuple[str, ...], prefer_hip: bool = False) -> tuple[tuple[str, ...], str]:
     """The workload argv: after `--` on the command line, else $PROFILECTL_WORKLOAD, else built-in."""
+    argv = list(argv)
     if argv and argv[0] == "--":
         argv = argv[1:]
     if argv:
-        return list(argv), "argument"
+        return tuple(argv), "argument"
     from_env = os.environ.get(WORKLOAD_ENV, "").strip()
     if from_env:
         try:
-            return shlex.split(from_env), "environment"
+            return tuple(shlex.split(from_env)), "environment"
         except ValueError as exc:
             raise UsageError(f"${WORKLOAD_ENV} is not a valid command line: {exc}") from None
     return default_workload(prefer_hip), "default"
@@ -73,7 +68,7 @@ def parse_env_assignments(items: list[str]) -> dict[str, str]:
     out = {}
     for item in items:
         key, sep, value = item.partition("=")
-        if not sep or not key or not key.replace("_", "a").isalnum():
+        if not sep or not key or not key.replace("_", "a").isalnum() or key[0].isdigit():
             raise UsageError(f"--env expects KEY=VALUE, got {item!r}")
         out[key] = value
     return out

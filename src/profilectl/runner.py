@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import signal
 import subprocess
@@ -17,7 +18,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from profilectl.backends.base import Step, StepResult
 
@@ -33,7 +34,7 @@ class Runner:
         self.interrupted: int | None = None  # the signal number received
         self.timed_out = False
         self._current: subprocess.Popen | None = None
-        self._previous_handlers: dict[int, object] = {}
+        self._previous_handlers: dict[int, Any] = {}
 
     # --------------------------------------------------------------- signals
     def __enter__(self) -> "Runner":
@@ -44,11 +45,11 @@ class Runner:
                 pass
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         for signum, handler in self._previous_handlers.items():
             signal.signal(signum, handler)
 
-    def _on_signal(self, signum, frame) -> None:
+    def _on_signal(self, signum: int, frame: object) -> None:
         self.interrupted = signum
         self._signal_group(signal.SIGINT if signum == signal.SIGINT else signal.SIGTERM)
 
@@ -115,7 +116,7 @@ class Runner:
             return process.wait()
 
 
-def _pump(source, log: BinaryIO, echo: BinaryIO | None) -> None:
+def _pump(source: io.BufferedReader, log: BinaryIO, echo: BinaryIO | None) -> None:
     for chunk in iter(lambda: source.read1(65536), b""):
         log.write(chunk)
         log.flush()

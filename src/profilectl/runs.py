@@ -6,17 +6,14 @@ if it exists), so two runs started in the same second never share a directory.
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 from profilectl.errors import UsageError
+from profilectl.manifest import OutputFile
 
-MANIFEST_SCHEMA = 1
 TRACES_ENV = "PROFILECTL_TRACES_DIR"
 
 
@@ -58,39 +55,22 @@ def claim(run_dir: Path) -> bool:
     return True
 
 
-def create_run_dir(traces_root: Path, service: str) -> Path:
+def create_run_dir(traces_root: Path, service: str, first: Path | None = None) -> Path:
+    """Claim a fresh run directory: `first` (a plan's proposed name) if still free, else a new name."""
+    candidate = first or proposed_run_dir(traces_root, service)
     for _ in range(CLAIM_ATTEMPTS):
-        candidate = proposed_run_dir(traces_root, service)
         if claim(candidate):
             return candidate
+        candidate = proposed_run_dir(traces_root, service)
     raise UsageError(f"could not create a unique run directory in {traces_root}")
 
 
-def write_json_atomic(path: Path, payload: Any, indent: int | None = 2) -> None:
-    """Write to a temp file in the same directory, fsync, then rename: readers never see half a file.
-
-    indent=None writes compact JSON with the C encoder (several times faster for large summaries)."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(payload, fh, indent=indent, default=str)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def output_files(run_dir: Path) -> list[dict[str, Any]]:
+def output_files(run_dir: Path) -> tuple[OutputFile, ...]:
     files = []
     for path in sorted(run_dir.rglob("*")):
         if path.is_file() and not path.name.startswith("."):
-            files.append({"path": str(path.relative_to(run_dir)), "bytes": path.stat().st_size})
-    return files
+            files.append(OutputFile(path=str(path.relative_to(run_dir)), bytes=path.stat().st_size))
+    return tuple(files)
 
 
 def host_owner(traces_root: Path) -> tuple[int, int] | None:

@@ -1,5 +1,7 @@
 """Counter sets as data: per-architecture names, pass splitting, validation, derived metrics."""
 
+import re
+
 import pytest
 
 from profilectl import countersets
@@ -37,7 +39,7 @@ def test_nvidia_metrics_are_valid_on_the_real_h200(device_fixtures):
 
 
 def test_split_passes_respects_block_limits():
-    counters = [f"TCC_C{i}" for i in range(6)] + [f"SQ_C{i}" for i in range(10)] + ["GRBM_GUI_ACTIVE"]
+    counters = tuple(f"TCC_C{i}" for i in range(6)) + tuple(f"SQ_C{i}" for i in range(10)) + ("GRBM_GUI_ACTIVE",)
     passes = countersets.split_passes(counters)
     assert sorted(c for p in passes for c in p) == sorted(counters)
     for p in passes:
@@ -52,14 +54,14 @@ def test_unknown_set_suggests_the_close_name():
 
 def test_validate_suggests_close_counter_names():
     with pytest.raises(UsageError, match=r"SQ_WAVEZ \(did you mean SQ_WAVES\?\)"):
-        countersets.validate(["SQ_WAVES", "SQ_WAVEZ"], {"SQ_WAVES", "SQ_INSTS_VALU"}, "gfx90a")
+        countersets.validate(("SQ_WAVES", "SQ_WAVEZ"), {"SQ_WAVES", "SQ_INSTS_VALU"}, "gfx90a")
 
 
 def test_pmc_text_file_keeps_its_passes(tmp_path):
     path = tmp_path / "my.txt"
     path.write_text("# two passes\npmc: SQ_WAVES SQ_INSTS_VALU\npmc: TCC_HIT, TCC_MISS\n")
     counter_set = countersets.load(str(path), "amd", "gfx942")
-    assert counter_set.explicit_passes == [["SQ_WAVES", "SQ_INSTS_VALU"], ["TCC_HIT", "TCC_MISS"]]
+    assert counter_set.explicit_passes == (("SQ_WAVES", "SQ_INSTS_VALU"), ("TCC_HIT", "TCC_MISS"))
 
 
 def test_bad_pmc_file_names_the_line(tmp_path):
@@ -87,3 +89,22 @@ def test_derived_metric_evaluation(expression, expected):
     values = {"TCC_HIT": 3.0, "TCC_MISS": 1.0, "dram__bytes_read.sum": 10.0, "dram__bytes_write.sum": 20.0,
               "SQ_WAVES": 5.0, "ZERO": 0.0}
     assert countersets.evaluate(expression, values) == expected
+
+
+@pytest.mark.parametrize("formula, words", [("100 * (TCC_HIT", "not a valid formula"),
+                                            ("TCC_HIT ** 2", "only + - * /"),
+                                            ("max(TCC_HIT, 1)", "only + - * /")])
+def test_a_broken_derived_metric_is_an_error_naming_it(tmp_path, formula, words):
+    path = tmp_path / "mine.yaml"
+    path.write_text(f"amd:\n  counters: [TCC_HIT]\nderived:\n  amd:\n    my metric: \"{formula}\"\n")
+    with pytest.raises(UsageError, match=re.escape(f"mine.yaml: derived metric 'my metric': {words}")):
+        countersets.load(str(path), "amd", "gfx942")
+
+
+def test_a_folder_or_binary_file_as_counter_set_is_one_clear_error(tmp_path):
+    with pytest.raises(UsageError, match="is a folder"):
+        countersets.load(str(tmp_path) + "/", "amd", "gfx942")
+    binary = tmp_path / "blob.txt"
+    binary.write_bytes(bytes(range(256)) * 4)
+    with pytest.raises(UsageError, match="not a text file"):
+        countersets.load(str(binary), "amd", "gfx942")

@@ -1,5 +1,6 @@
 """The probe on fake machines: every scenario the users meet, read the way the real tools print."""
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -7,7 +8,7 @@ import sys
 import pytest
 
 from fakes import CAPS_DOCKER_DEFAULT
-from profilectl.probe.facts import capability_names, gfx_name
+from profilectl.probe.sources import capability_names, gfx_name
 
 GFX942, GFX90A, GFX1151 = 90402, 90010, 110501
 
@@ -33,25 +34,25 @@ def test_capability_bits_from_capeff():
 
 def test_no_gpu_at_all(machine):
     env = machine.probe()
-    assert env.gpus == []
-    assert not env.capabilities["counters"].available
-    assert "no GPU found" in env.capabilities["counters"].reason
-    assert env.capabilities["timing"].available
-    assert env.services["profile"].backend == "timing"
-    assert env.services["trace"].backend == "timing"
-    assert [f["backend"] for f in env.services["counters"].fallbacks] == ["rocprofv3", "rocprof", "ncu"]
+    assert env.facts.gpus == ()
+    assert not env.assessment.capabilities["counters"].available
+    assert "no GPU found" in env.assessment.capabilities["counters"].reason
+    assert env.assessment.capabilities["timing"].available
+    assert env.assessment.services["profile"].backend == "timing"
+    assert env.assessment.services["trace"].backend == "timing"
+    assert [f.backend for f in env.assessment.services["counters"].fallbacks] == ["rocprofv3", "rocprof", "ncu"]
 
 
 def test_mi300x_rocm7_counters_available(machine):
     mi300x(machine)
     env = machine.probe()
-    assert [(g.arch, g.family, g.memory_bytes) for g in env.gpus] == [("gfx942", "CDNA3", 192 * 2**30)] * 2
-    assert env.rocm.version == "7.0.2" and env.rocm.root == "/opt/rocm"
-    assert env.tools["rocprofv3"].version == "1.0.0"
-    assert env.capabilities["counters"].available and env.capabilities["counters"].backend == "rocprofv3"
-    assert env.capabilities["tracing"].backend == "rocprofv3"
-    assert env.capabilities["pc_sampling"].available
-    assert env.services["counters"].backend == "rocprofv3"
+    assert [(g.arch, g.family, g.memory_bytes) for g in env.facts.gpus] == [("gfx942", "CDNA3", 192 * 2**30)] * 2
+    assert env.facts.rocm.version == "7.0.2" and env.facts.rocm.root == "/opt/rocm"
+    assert env.facts.tools["rocprofv3"].version == "1.0.0"
+    assert env.assessment.capabilities["counters"].available and env.assessment.capabilities["counters"].backend == "rocprofv3"
+    assert env.assessment.capabilities["tracing"].backend == "rocprofv3"
+    assert env.assessment.capabilities["pc_sampling"].available
+    assert env.assessment.services["counters"].backend == "rocprofv3"
 
 
 def test_gfx1151_counters_unavailable_with_rdna_reason(machine):
@@ -59,14 +60,14 @@ def test_gfx1151_counters_unavailable_with_rdna_reason(machine):
     machine.rocm("6.4.1")
     machine.tool("rocprofv3")
     env = machine.probe()
-    counters = env.capabilities["counters"]
-    assert env.gpus[0].arch == "gfx1151" and env.gpus[0].family == "RDNA3.5 APU"
+    counters = env.assessment.capabilities["counters"]
+    assert env.facts.gpus[0].arch == "gfx1151" and env.facts.gpus[0].family == "RDNA3.5 APU"
     assert not counters.available
     assert "gfx1151" in counters.reason and "aqlprofile API table load failed" in counters.reason
     assert counters.cause == "arch-unsupported"
     assert "profile" in counters.fix and "trace" in counters.fix
     # tracing still works on this GPU
-    assert env.capabilities["tracing"].available and env.capabilities["tracing"].backend == "rocprofv3"
+    assert env.assessment.capabilities["tracing"].available and env.assessment.capabilities["tracing"].backend == "rocprofv3"
 
 
 def test_only_legacy_rocprof_on_rocm_61_is_chosen(machine):
@@ -74,31 +75,31 @@ def test_only_legacy_rocprof_on_rocm_61_is_chosen(machine):
     machine.rocm("6.1.2")
     machine.tool("rocprof")
     env = machine.probe()
-    assert env.services["counters"].backend == "rocprof"
-    assert env.services["trace"].backend == "rocprof"
-    assert env.services["counters"].fallbacks[0]["backend"] == "rocprofv3"
-    assert "rocprofv3 not found" in env.services["counters"].fallbacks[0]["reason"]
+    assert env.assessment.services["counters"].backend == "rocprof"
+    assert env.assessment.services["trace"].backend == "rocprof"
+    assert env.assessment.services["counters"].fallbacks[0].backend == "rocprofv3"
+    assert "rocprofv3 not found" in env.assessment.services["counters"].fallbacks[0].reason
 
 
 def test_aqlprofile_only_versioned_gives_bare_name_cause_and_fix(machine):
     mi300x(machine, aqlprofile="versioned")
     env = machine.probe()
-    counters = env.capabilities["counters"]
+    counters = env.assessment.capabilities["counters"]
     assert not counters.available
     assert counters.cause == "aqlprofile-bare-name"
     assert "versioned" in counters.reason
     assert "ln -s libhsa-amd-aqlprofile64.so.1" in counters.fix
-    assert env.capabilities["tracing"].available  # tracing needs no aqlprofile
+    assert env.assessment.capabilities["tracing"].available  # tracing needs no aqlprofile
 
 
 def test_aqlprofile_outside_loader_path_suggests_ld_library_path(machine):
     mi300x(machine)
     (machine.root / "etc/ld.so.conf.d/10-rocm.conf").unlink()
-    counters = machine.probe().capabilities["counters"]
+    counters = machine.probe().assessment.capabilities["counters"]
     assert counters.cause == "aqlprofile-not-in-loader-path"
     assert counters.fix.startswith("export LD_LIBRARY_PATH=/opt/rocm/lib")
     machine.env["LD_LIBRARY_PATH"] = "/opt/rocm/lib"
-    assert machine.probe().capabilities["counters"].available
+    assert machine.probe().assessment.capabilities["counters"].available
 
 
 def test_container_without_sys_admin_or_perfmon(machine):
@@ -106,11 +107,11 @@ def test_container_without_sys_admin_or_perfmon(machine):
     machine.container()
     machine.status(CAPS_DOCKER_DEFAULT, uid=0)
     env = machine.probe()
-    assert env.host.in_container and env.host.container_evidence == "/.dockerenv"
-    counters = env.capabilities["counters"]
+    assert env.facts.host.in_container and env.facts.host.container_evidence == "/.dockerenv"
+    counters = env.assessment.capabilities["counters"]
     assert not counters.available and counters.cause == "missing-perfmon"
     assert "CAP_PERFMON" in counters.reason and "counters service" in counters.fix
-    assert env.capabilities["tracing"].available
+    assert env.assessment.capabilities["tracing"].available
 
 
 def test_nvidia_healthy_from_real_device_output(machine, device_fixtures):
@@ -120,21 +121,21 @@ def test_nvidia_healthy_from_real_device_output(machine, device_fixtures):
     machine.tool("ncu", (device_fixtures / "ncu-version.txt").read_text())
     machine.python_with_torch("2.11.0+cu130", hip=None, cuda="13.0")
     env = machine.probe()
-    gpu = env.gpus[0]
+    gpu = env.facts.gpus[0]
     assert (gpu.vendor, gpu.arch, gpu.name, gpu.family) == ("nvidia", "sm_90", "NVIDIA H200", "Hopper")
     assert gpu.memory_bytes == 143771 * 2**20
-    assert env.tools["ncu"].version == "2025.3.1.0"
-    assert env.host.nvidia_profiling_admin_only is False
-    assert env.torch.backend == "cuda"
-    assert env.services["counters"].backend == "ncu"
-    assert env.services["trace"].backend == "torch" and env.capabilities["tracing"].available
+    assert env.facts.tools["ncu"].version == "2025.3.1.0"
+    assert env.facts.host.nvidia_profiling_admin_only is False
+    assert env.facts.torch.backend == "cuda"
+    assert env.assessment.services["counters"].backend == "ncu"
+    assert env.assessment.services["trace"].backend == "torch" and env.assessment.capabilities["tracing"].available
 
 
 def test_nvidia_admin_only_refuses_unprivileged_user(machine):
     machine.nvidia("0, NVIDIA H100 80GB HBM3, 81559, 9.0", admin_only=1)
     machine.status(CAPS_DOCKER_DEFAULT, uid=1000)
     machine.tool("ncu", "Version 2025.3.1.0\n")
-    counters = machine.probe().capabilities["counters"]
+    counters = machine.probe().assessment.capabilities["counters"]
     assert not counters.available and counters.cause == "nvidia-counter-permission"
     assert "ERR_NVGPUCTRPERM" in counters.reason and "NVreg_RestrictProfilingToAdminUsers=0" in counters.fix
 
@@ -145,29 +146,29 @@ def test_nvidia_deep_probe_recognises_err_nvgpuctrperm(machine):
     machine.tool("ncu", "==PROF== Connected to process 42\n==ERROR== ERR_NVGPUCTRPERM - The user does not have "
                  "permission to access NVIDIA GPU Performance Counters on the target device 0.\n", exit_code=1)
     env = machine.probe(deep=True)
-    live = env.checks["live_counters"]
+    live = env.facts.checks["live_counters"]
     assert not live.available and live.cause == "nvidia-counter-permission"
-    assert not env.capabilities["counters"].available
-    assert env.services["counters"].backend is None
+    assert not env.assessment.capabilities["counters"].available
+    assert env.assessment.services["counters"].backend is None
 
 
-def test_amd_deep_probe_recognises_aqlprofile_abort(machine, shared_fixtures):
+def test_amd_deep_probe_recognises_aqlprofile_abort(machine, fixtures):
     mi300x(machine)
     script = machine.bin / "rocprofv3"
     script.write_text("#!/bin/sh\n/bin/echo 'aqlprofile API table load failed: HSA_STATUS_ERROR' >&2\n/bin/kill -ABRT $$\n")
     env = machine.probe(deep=True)
-    assert env.checks["amd_counters"].available  # the static checks saw nothing wrong ...
-    live = env.checks["live_counters"]  # ... the live probe did
+    assert env.facts.checks["amd_counters"].available  # the static checks saw nothing wrong ...
+    live = env.facts.checks["live_counters"]  # ... the live probe did
     assert not live.available and live.cause == "aqlprofile-load-failed"
-    assert env.capabilities["counters"].cause == "aqlprofile-load-failed"
+    assert env.assessment.capabilities["counters"].cause == "aqlprofile-load-failed"
 
 
-def test_amd_deep_probe_success_lists_counters(machine, shared_fixtures):
+def test_amd_deep_probe_success_lists_counters(machine, fixtures):
     mi300x(machine)
-    machine.tool("rocprofv3", (shared_fixtures / "rocprofv3-docs" / "list-avail.txt").read_text())
+    machine.tool("rocprofv3", (fixtures / "rocprofv3-docs" / "list-avail.txt").read_text())
     env = machine.probe(deep=True)
-    assert env.checks["live_counters"].available
-    assert env.capabilities["counters"].available
+    assert env.facts.checks["live_counters"].available
+    assert env.assessment.capabilities["counters"].available
 
 
 def test_rocminfo_when_no_kfd_sysfs(machine):
@@ -184,13 +185,13 @@ Agent 2
   Device Type:             GPU
 """)
     env = machine.probe()
-    assert [(g.arch, g.name, g.source) for g in env.gpus] == [("gfx90a", "AMD Instinct MI250X", "rocminfo")]
+    assert [(g.arch, g.name, g.source) for g in env.facts.gpus] == [("gfx90a", "AMD Instinct MI250X", "rocminfo")]
 
 
-def test_rocm_smi_counts_gpus_when_nothing_else(machine, shared_fixtures):
-    machine.tool("rocm-smi", (shared_fixtures / "rocprofv3-docs" / "rocm-smi.txt").read_text())
+def test_rocm_smi_counts_gpus_when_nothing_else(machine, fixtures):
+    machine.tool("rocm-smi", (fixtures / "rocprofv3-docs" / "rocm-smi.txt").read_text())
     env = machine.probe()
-    assert len(env.gpus) == 4 and all(g.vendor == "amd" and g.source == "rocm-smi" for g in env.gpus)
+    assert len(env.facts.gpus) == 4 and all(g.vendor == "amd" and g.source == "rocm-smi" for g in env.facts.gpus)
 
 
 def test_hanging_tool_does_not_hang_the_probe(machine):
@@ -199,8 +200,8 @@ def test_hanging_tool_does_not_hang_the_probe(machine):
     hang.write_text("#!/bin/sh\n/bin/sleep 30\n")
     hang.chmod(0o755)
     env = machine.probe()
-    assert env.probe_seconds < 10
-    assert env.tools["ncu"].version is None
+    assert env.facts.probe_seconds < 10
+    assert env.facts.tools["ncu"].version is None
 
 
 def _cli(*args, env=None):
@@ -239,37 +240,54 @@ def test_amd_gpu_in_sysfs_but_container_without_device_grant(machine):
     machine.tool("rocprofv3")
     machine.container()
     env = machine.probe()
-    assert env.gpus[0].arch == "gfx942"
-    tracing = env.capabilities["tracing"]
+    assert env.facts.gpus[0].arch == "gfx942"
+    tracing = env.assessment.capabilities["tracing"]
     assert not tracing.available
-    refusal = env.services["trace"].fallbacks[0]
-    assert refusal["cause"] == "no-kfd-device" and "compose.amd.yml" in refusal["fix"]
-    assert env.services["trace"].backend == "timing"
+    refusal = env.assessment.services["trace"].fallbacks[0]
+    assert refusal.cause == "no-kfd-device" and "compose.amd.yml" in refusal.fix
+    assert env.assessment.services["trace"].backend == "timing"
 
 
 def test_device_nodes_without_permission(machine):
     from profilectl.probe.counters import amd_device_access
     mi300x(machine)
     env = machine.probe()
-    assert env.checks["amd_devices"].available
-    env.host.uid = 1000  # as seen by a user outside the video/render groups
-    env.host.devices["kfd"]["accessible"] = False
-    verdict = amd_device_access(env)
+    assert env.facts.checks["amd_devices"].available
+    host = env.facts.host
+    kfd = dataclasses.replace(host.devices.kfd, accessible=False)
+    # as seen by a user outside the video/render groups
+    host = dataclasses.replace(host, uid=1000, devices=dataclasses.replace(host.devices, kfd=kfd))
+    verdict = amd_device_access(dataclasses.replace(env.facts, host=host))
     assert not verdict.available and verdict.cause == "no-device-permission"
     assert "uid 1000" in verdict.reason and "render" in verdict.fix
 
 
-def test_launcher_names_a_missing_dependency_in_one_line():
-    done = subprocess.run([sys.executable, "-S", "tools/profilectl", "env-check"], capture_output=True, text=True)
+def test_launcher_names_a_missing_dependency_in_one_line(tmp_path):
+    """A checkout without .venv, run by an interpreter without the dependencies (-S: no site)."""
+    from support import REPO
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools/profilectl").write_text((REPO / "tools/profilectl").read_text())
+    (tmp_path / "src").symlink_to(REPO / "src")
+    done = subprocess.run([sys.executable, "-S", str(tmp_path / "tools/profilectl"), "env-check"],
+                          capture_output=True, text=True)
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0
-    assert "missing Python package(s)" in done.stderr and "pip install" in done.stderr
+    assert "missing Python package(s)" in done.stderr and "tools/install-host-deps" in done.stderr
+
+
+def test_launcher_uses_the_checkouts_venv_when_this_interpreter_lacks_the_dependencies():
+    from support import REPO
+    if not (REPO / ".venv/bin/python").exists():
+        pytest.skip("no .venv in this checkout (tools/install-host-deps makes it)")
+    done = subprocess.run([sys.executable, "-S", str(REPO / "tools/profilectl"), "--version"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.startswith("profilectl "), done.stderr
 
 
 @pytest.mark.parametrize("rocm, available", [("6.3.2", False), ("6.4.1", True)])
 def test_pc_sampling_follows_the_rocprofv3_option_table(machine, rocm, available):
     mi300x(machine, rocm=rocm)
-    verdict = machine.probe().capabilities["pc_sampling"]
+    verdict = machine.probe().assessment.capabilities["pc_sampling"]
     assert verdict.available is available
     if not available:
         assert "ROCm 6.4 or later" in verdict.fix

@@ -9,9 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import REPO
-from profilectl.formats import FormatError, detect, engine, rocprofv3
+from support import REPO
+from profilectl.backends import READERS
+from profilectl.errors import FormatError
+from profilectl.formats import polars_csv, rocpd, rocprofv3
+from profilectl.formats.reader import recognised
 from profilectl.report import load
+from profilectl.report.summary import kernel_rows
 
 sys.path.insert(0, str(REPO / "bench"))
 import gen_trace  # noqa: E402  (the benchmark's rocpd writer doubles as the test database builder)
@@ -29,8 +33,8 @@ def report_json(path):
     return json.loads(done.stdout)
 
 
-def test_report_on_the_documented_rocprofv3_outputs(shared_fixtures):
-    summary = report_json(shared_fixtures / "rocprofv3-docs")
+def test_report_on_the_documented_rocprofv3_outputs(fixtures):
+    summary = report_json(fixtures / "rocprofv3-docs")
     names = {k["name"] for k in summary["kernels"]}
     assert "void addition_kernel<float>(float*, float const*, float const*, int, int)" in names
     assert {c["name"] for c in summary["memory_copies"]} == {"MEMORY_COPY_HOST_TO_DEVICE", "MEMORY_COPY_DEVICE_TO_HOST"}
@@ -38,10 +42,10 @@ def test_report_on_the_documented_rocprofv3_outputs(shared_fixtures):
     assert summary["totals"]["dispatches"] == sum(k["calls"] for k in summary["kernels"])
 
 
-def test_report_on_ncu_and_torch_files(shared_fixtures):
-    ncu = report_json(shared_fixtures / "nvidia-h200/ncu_metrics.csv")
+def test_report_on_ncu_and_torch_files(fixtures):
+    ncu = report_json(fixtures / "nvidia-h200/ncu_metrics.csv")
     assert {"sm__warps_launched.sum", "dram__bytes_read.sum"} <= set(ncu["counters_by_kernel"][0])
-    torch = report_json(shared_fixtures / "nvidia-h200/torch_profiler_trace.json")
+    torch = report_json(fixtures / "nvidia-h200/torch_profiler_trace.json")
     assert torch["kernels"][0]["calls"] == 5 and torch["operators"]
     assert torch["perfetto_trace"].endswith("torch_profiler_trace.json")
 
@@ -54,16 +58,16 @@ def test_report_on_legacy_results(tmp_path):
     assert {r["kernel"]: r["SQ_WAVES"] for r in summary["counters_by_kernel"]} == {"k1": 16.0, "k2": 4.0}
 
 
-def multi_rank_tree(root: Path, shared_fixtures) -> Path:
+def multi_rank_tree(root: Path, fixtures) -> Path:
     for host, pid in (("node1", 111), ("node1", 112), ("node2", 211)):
         (root / host).mkdir(parents=True, exist_ok=True)
-        shutil.copy(shared_fixtures / "rocprofv3-docs/kernel_trace.csv", root / host / f"{pid}_kernel_trace.csv")
+        shutil.copy(fixtures / "rocprofv3-docs/kernel_trace.csv", root / host / f"{pid}_kernel_trace.csv")
     return root
 
 
-def test_multi_rank_outputs_are_merged_and_reported_per_rank(tmp_path, shared_fixtures):
-    single = report_json(shared_fixtures / "rocprofv3-docs/kernel_trace.csv")
-    merged = report_json(multi_rank_tree(tmp_path / "out", shared_fixtures))
+def test_multi_rank_outputs_are_merged_and_reported_per_rank(tmp_path, fixtures):
+    single = report_json(fixtures / "rocprofv3-docs/kernel_trace.csv")
+    merged = report_json(multi_rank_tree(tmp_path / "out", fixtures))
     assert [r["rank"] for r in merged["ranks"]] == ["node1/111", "node1/112", "node2/211"]
     assert all(r["dispatches"] == single["totals"]["dispatches"] for r in merged["ranks"])
     first = {k["name"]: k for k in single["kernels"]}
@@ -72,13 +76,13 @@ def test_multi_rank_outputs_are_merged_and_reported_per_rank(tmp_path, shared_fi
         assert kernel["std_ns"] == pytest.approx(first[kernel["name"]]["std_ns"])  # identical ranks: same spread
 
 
-def test_fast_engine_and_csv_module_agree(tmp_path, shared_fixtures):
-    assert engine.fast_engine_available()
-    path = multi_rank_tree(tmp_path, shared_fixtures) / "node1/111_kernel_trace.csv"
-    fast, slow = rocprofv3.kernel_trace([path], fast=True), rocprofv3.kernel_trace([path], fast=False)
-    assert [k["name"] for k in fast] == [k["name"] for k in slow]
+def test_fast_engine_and_csv_module_agree(tmp_path, fixtures):
+    assert polars_csv.fast_engine_available()
+    path = multi_rank_tree(tmp_path, fixtures) / "node1/111_kernel_trace.csv"
+    fast, slow = (kernel_rows(rocprofv3.kernel_trace([path], fast=f)[0]) for f in (True, False))
+    assert [k.name for k in fast] == [k.name for k in slow]
     for a, b in zip(fast, slow):
-        assert a == pytest.approx(b)
+        assert a.calls == b.calls and (a.total_ns, a.mean_ns, a.std_ns) == pytest.approx((b.total_ns, b.mean_ns, b.std_ns))
     text = path.read_text()
     path.write_text(text[: text.index("\n", len(text) // 2) + 40])
     for fast_path in (True, False):
@@ -90,7 +94,7 @@ def test_rocpd_database(tmp_path):
     rng = np.random.default_rng(1)
     names = gen_trace.kernel_names(20, rng)
     gen_trace.write_rocpd(tmp_path / "4242_results.db", 5000, names, rng)
-    assert engine.is_rocpd(tmp_path / "4242_results.db")
+    assert rocpd.is_rocpd(tmp_path / "4242_results.db")
     summary = report_json(tmp_path)
     assert summary["source"]["kind"] == "rocpd"
     assert summary["totals"]["dispatches"] == 5000 and summary["totals"]["kernels"] <= 20
@@ -106,17 +110,17 @@ def test_not_a_rocpd_database(tmp_path):
     assert done.returncode == 2 and "no profiler output recognised" in done.stderr
 
 
-def test_bare_directory_summary_is_cached_outside_the_users_files(tmp_path, shared_fixtures, monkeypatch):
-    out = multi_rank_tree(tmp_path / "out", shared_fixtures)
+def test_bare_directory_summary_is_cached_outside_the_users_files(tmp_path, fixtures, monkeypatch):
+    out = multi_rank_tree(tmp_path / "out", fixtures)
     before = sorted(p.name for p in out.rglob("*"))
-    assert load.load(out)["cache_hit"] is False
-    assert load.load(out)["cache_hit"] is True
+    assert load.load(out).cache_hit is False
+    assert load.load(out).cache_hit is True
     assert sorted(p.name for p in out.rglob("*")) == before  # nothing written beside the user's files
     extra = out / "node3"
     extra.mkdir()
     shutil.copy(out / "node1/111_kernel_trace.csv", extra / "311_kernel_trace.csv")
     changed = load.load(out)
-    assert changed["cache_hit"] is False and len(changed["ranks"]) == 4
+    assert changed.cache_hit is False and len(changed.ranks) == 4
 
 
 def test_report_of_a_run_uses_its_stored_summary(machine, tmp_path):
@@ -135,19 +139,26 @@ def test_report_of_a_run_uses_its_stored_summary(machine, tmp_path):
     assert "fell back from counters" in table.stdout and "Timing (5 runs)" in table.stdout
 
 
-def test_killed_run_without_summary_is_summarised_from_raw(tmp_path, shared_fixtures):
+def start_manifest(service="trace", backend="rocprofv3", **extra):
+    """A manifest as execute writes it at the start of a run (status running)."""
+    return {"schema_version": 1, "profilectl_version": "0.1.0", "service": service, "backend": backend,
+            "reason": "r", "fallbacks": [], "tool": None, "argv": ["rocprofv3", "--", "app"], "phases": [],
+            "workload": ["app"], "workload_source": "argument", "counter_set": None, "gpu": None,
+            "started_at": "2026-11-21T00:00:00.000Z", "status": "running", **extra}
+
+
+def test_killed_run_without_summary_is_summarised_from_raw(tmp_path, fixtures):
     run = tmp_path / "20261121T000000Z-trace-abcdef"
     (run / "raw/host").mkdir(parents=True)
-    shutil.copy(shared_fixtures / "rocprofv3-docs/kernel_trace.csv", run / "raw/host/99_kernel_trace.csv")
-    (run / "manifest.json").write_text(json.dumps({"service": "trace", "backend": "rocprofv3", "status": "running",
-                                                   "reason": "r", "fallbacks": []}))
+    shutil.copy(fixtures / "rocprofv3-docs/kernel_trace.csv", run / "raw/host/99_kernel_trace.csv")
+    (run / "manifest.json").write_text(json.dumps(start_manifest()))
     summary = report_json(run)
     assert summary["run"]["status"] == "running" and summary["kernels"] and "did not finish" in summary["notes"][0]
 
 
-def test_html_report_is_self_contained(tmp_path, shared_fixtures):
+def test_html_report_is_self_contained(tmp_path, fixtures):
     out = tmp_path / "report.html"
-    done = cli("report", str(multi_rank_tree(tmp_path / "o", shared_fixtures)), "--format", "html", "-o", str(out))
+    done = cli("report", str(multi_rank_tree(tmp_path / "o", fixtures)), "--format", "html", "-o", str(out))
     assert done.returncode == 0, done.stderr
     html = out.read_text()
     assert html.count("<svg") >= 2 and 'aria-label="top kernels"' in html and 'aria-label="share of GPU time"' in html
@@ -155,15 +166,15 @@ def test_html_report_is_self_contained(tmp_path, shared_fixtures):
     assert "divide_kernel" in html and "Per rank" in html
 
 
-def test_markdown_and_csv_formats(shared_fixtures):
-    md = cli("report", str(shared_fixtures / "rocprofv3-docs"), "--format", "md").stdout
+def test_markdown_and_csv_formats(fixtures):
+    md = cli("report", str(fixtures / "rocprofv3-docs"), "--format", "md").stdout
     assert md.startswith("# rocprofv3-csv") and "| name | calls |" in md
-    csv_text = cli("report", str(shared_fixtures / "rocprofv3-docs"), "--format", "csv").stdout
+    csv_text = cli("report", str(fixtures / "rocprofv3-docs"), "--format", "csv").stdout
     assert csv_text.splitlines()[0] == "name,calls,total_ns,mean_ns,min_ns,max_ns,std_ns,percent"
 
 
-def test_compare_two_outputs(tmp_path, shared_fixtures):
-    a = shared_fixtures / "rocprofv3-docs/kernel_trace.csv"
+def test_compare_two_outputs(tmp_path, fixtures):
+    a = fixtures / "rocprofv3-docs/kernel_trace.csv"
     b_dir = tmp_path / "b"
     b_dir.mkdir()
     rows = a.read_text().splitlines()
@@ -212,18 +223,18 @@ def test_bad_report_input_is_one_line_exit_2(args, tmp_path):
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
 
 
-def test_truncated_file_is_a_one_line_error_naming_file_and_line(tmp_path, shared_fixtures):
-    text = (shared_fixtures / "rocprofv3-docs/kernel_trace.csv").read_text()
+def test_truncated_file_is_a_one_line_error_naming_file_and_line(tmp_path, fixtures):
+    text = (fixtures / "rocprofv3-docs/kernel_trace.csv").read_text()
     (tmp_path / "7_kernel_trace.csv").write_text(text[: text.index("\n", len(text) // 2) + 40])
     done = cli("report", str(tmp_path))
     assert done.returncode == 2 and "7_kernel_trace.csv:" in done.stderr and "truncated" in done.stderr
 
 
-def test_detect_ignores_unrelated_files(tmp_path, shared_fixtures):
-    shutil.copy(shared_fixtures / "rocprofv3-docs/kernel_trace.csv", tmp_path / "5_kernel_trace.csv")
+def test_detect_ignores_unrelated_files(tmp_path, fixtures):
+    shutil.copy(fixtures / "rocprofv3-docs/kernel_trace.csv", tmp_path / "5_kernel_trace.csv")
     (tmp_path / "notes.txt").write_text("hello")
     (tmp_path / "data.json").write_text('{"a": 1}')
-    assert [s.kind for s in detect.detect(tmp_path)] == ["rocprofv3-csv"]
+    assert [reader.kind for reader, _ in recognised(tmp_path, READERS)] == ["rocprofv3-csv"]
 
 
 def test_rocprofv3_json_output(tmp_path):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from support import REPO
 from fakes import CAPS_DOCKER_DEFAULT
 
 WORKLOAD = [sys.executable, str(REPO / "profiling/workloads/matmul.py"), "--size", "64", "--iters", "1"]
@@ -24,7 +24,7 @@ def list_avail(*sets):
 
 
 @pytest.fixture
-def amd(machine, tmp_path, shared_fixtures):
+def amd(machine, tmp_path, fixtures):
     """An MI300X (gfx942) with ROCm 7.0 and the rocprofv3 double."""
     machine.kfd_gpu(1, 90402)
     machine.rocm("7.0.2")
@@ -264,7 +264,9 @@ def test_ncu_refusing_counters_is_diagnosed_exit_4(machine, tmp_path):
     (["counters", "--set", "broken.txt"], "expected 'pmc:"),
     (["trace", "--preset", "lightwieght"], "did you mean 'lightweight'"),
     (["profile", "--", "no-such-program-xyz"], "was not found on PATH"),
-    (["profile", "--timeout", "0"], "--timeout must be a positive"),
+    (["profile", "--timeout", "0"], "--timeout: must be a positive"),
+    (["profile", "--timeout", "nan"], "--timeout: must be a positive"),
+    (["profile", "--timeout", "inf"], "--timeout: must be a positive"),
     (["profile", "--env", "NOEQUALS"], "KEY=VALUE"),
 ])
 def test_request_mistakes_are_usage_errors_before_the_machine_is_judged(machine, args, words):

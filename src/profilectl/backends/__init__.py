@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from profilectl.backends.base import Backend, Collected, Step, StepResult
+from profilectl.backends.base import Backend, Job, Step, StepResult
 from profilectl.backends.ncu import NsightCompute
 from profilectl.backends.rocprof_legacy import LegacyRocprof
 from profilectl.backends.rocprofv3 import Rocprofv3
 from profilectl.backends.timing import Timing
 from profilectl.backends.torch_profiler import TorchProfiler
+from profilectl.formats.reader import Reader
 
 BACKENDS: dict[str, Backend] = {b.name: b for b in
                                 (Rocprofv3(), LegacyRocprof(), NsightCompute(), TorchProfiler(), Timing())}
@@ -19,4 +20,10 @@ SERVICE_ORDER: dict[str, tuple[str, ...]] = {
     "profile": ("timing",),
 }
 
-__all__ = ["BACKENDS", "SERVICE_ORDER", "Backend", "Collected", "Step", "StepResult"]
+# Every registered reader, for `report` on a bare folder. A file goes to the first reader that
+# recognises it, so the readers that match by exact file name come before the generic Chrome-trace
+# reader (timing_trace.json is a Chrome trace too).
+READERS: tuple[Reader, ...] = tuple(sorted((r for b in BACKENDS.values() for r in b.readers),
+                                           key=lambda r: r.kind == "chrome-trace"))
+
+__all__ = ["BACKENDS", "READERS", "SERVICE_ORDER", "Backend", "Job", "Step", "StepResult"]

@@ -6,11 +6,9 @@ with ERR_NVGPUCTRPERM. --target-processes all follows child processes (python la
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from profilectl.backends.base import Backend, Collected, Step, StepResult, read_outputs
+from profilectl.backends.base import Backend, Job, Step
+from profilectl.facts import Facts, Verdict
 from profilectl.formats import ncu as reader
-from profilectl.probe.report import EnvReport, Verdict
 from profilectl.request import Request
 
 OUTPUT = "ncu_metrics.csv"
@@ -22,31 +20,30 @@ class NsightCompute(Backend):
     services = frozenset({"counters"})
     is_profiler = True
     vendor = "nvidia"
+    readers = (reader.NcuCsvReader(),)
 
-    def available(self, env: EnvReport, request: Request) -> Verdict:
-        if (refusal := self.unavailable_unless_service(request) or self.gpu_gate(env)):
+    def available(self, facts: Facts, request: Request) -> Verdict:
+        if (refusal := self.unavailable_unless_service(request) or self.gpu_gate(facts)):
             return refusal
-        if self.tool(env) is None:
+        tool = self.tool(facts)
+        if tool is None:
             return Verdict(False, "ncu (Nsight Compute) not found",
                            "install Nsight Compute, or add /opt/nvidia/nsight-compute/<version> to PATH")
-        if (refusal := self.counter_gate(env)):
+        if (refusal := self.counter_gate(facts)):
             return refusal
-        return Verdict(True, f"Nsight Compute {self.tool(env).version or ''}".strip())
+        return Verdict(True, f"Nsight Compute {tool.version or ''}".strip())
 
-    def steps(self, request: Request, env: EnvReport, raw_dir: Path) -> list[Step]:
-        metrics = ",".join(request.counters)
-        argv = [self.tool(env).path, "--target-processes", "all", "--metrics", metrics, "--csv",
-                "--log-file", str(raw_dir / OUTPUT), *request.workload]
-        return [Step(argv=argv, label=self.name)]
+    def steps(self, job: Job) -> tuple[Step, ...]:
+        metrics = ",".join(job.counters.counters if job.counters else ())
+        argv = (self.require_tool(job.facts).path, "--target-processes", "all", "--metrics", metrics, "--csv",
+                "--log-file", str(job.raw_dir / OUTPUT), *job.request.workload)
+        return (Step(argv=argv, label=self.name),)
 
-    def list_counters_argv(self, env: EnvReport) -> list[str]:
-        return [self.tool(env).path, "--query-metrics"]
+    def list_counters_argv(self, facts: Facts) -> list[str]:
+        return [self.require_tool(facts).path, "--query-metrics"]
 
     def parse_counter_list(self, output: str) -> set[str]:
         return reader.available_metrics(output)
 
     def counter_key(self, name: str) -> str:
         return reader.metric_base(name)  # --query-metrics lists bases; .sum/.avg/.pct roll up
-
-    def collect(self, raw_dir: Path, request: Request, results: list[StepResult]) -> Collected:
-        return read_outputs(raw_dir)

@@ -8,17 +8,20 @@ results_<pid>.csv through its plugins.
 from __future__ import annotations
 
 import functools
-from pathlib import Path
+from typing import Any
 
 from profilectl import countersets, data
-from profilectl.backends.base import Backend, Collected, Step, StepResult, read_outputs
-from profilectl.probe.report import EnvReport, Tool, Verdict
+from profilectl.backends.base import Backend, Job, Step
+from profilectl.backends.rocprofv3 import INPUT_FILE
+from profilectl.countersets import CounterSet
+from profilectl.facts import Facts, Tool, Verdict
+from profilectl.formats import rocprof_legacy as reader
 from profilectl.request import Request
 
 
 @functools.lru_cache(maxsize=None)
-def tool_facts() -> dict:
-    return data.load_yaml(data.find("tools/rocprof.yaml"))
+def tool_facts() -> dict[str, Any]:
+    return data.load_mapping("tools/rocprof.yaml")
 
 
 class LegacyRocprof(Backend):
@@ -26,49 +29,51 @@ class LegacyRocprof(Backend):
     services = frozenset({"counters", "trace"})
     is_profiler = True
     vendor = "amd"
+    readers = (reader.ResultsReader(), reader.StatsReader(), reader.TraceReader())
 
-    def tool(self, env: EnvReport) -> Tool | None:
-        return env.tool("rocprof") or env.tool("rocprofv2")
+    def tool(self, facts: Facts) -> Tool | None:
+        return facts.tool("rocprof") or facts.tool("rocprofv2")
 
-    def generation(self, env: EnvReport) -> str:
-        return "v1" if env.tool("rocprof") else "v2"
+    def generation(self, facts: Facts) -> str:
+        return "v1" if facts.tool("rocprof") else "v2"
 
-    def available(self, env: EnvReport, request: Request) -> Verdict:
-        if (refusal := self.unavailable_unless_service(request) or self.gpu_gate(env)):
+    def available(self, facts: Facts, request: Request) -> Verdict:
+        if (refusal := self.unavailable_unless_service(request) or self.gpu_gate(facts)):
             return refusal
-        tool = self.tool(env)
+        tool = self.tool(facts)
         if tool is None:
             return Verdict(False, "neither rocprof nor rocprofv2 found", "install rocprofiler (ROCm 5.x/6.x)")
-        if request.service == "counters" and (refusal := self.counter_gate(env)):
+        if request.service == "counters" and (refusal := self.counter_gate(facts)):
             return refusal
-        return Verdict(True, f"{tool.name} (legacy) from ROCm {env.rocm.version or 'unknown'}")
+        return Verdict(True, f"{tool.name} (legacy) from ROCm {facts.rocm.version or 'unknown'}")
 
-    def steps(self, request: Request, env: EnvReport, raw_dir: Path) -> list[Step]:
-        tool = self.tool(env)
-        generation = self.generation(env)
+    def steps(self, job: Job) -> tuple[Step, ...]:
+        tool = self.require_tool(job.facts)
+        generation = self.generation(job.facts)
+        raw = job.raw_dir
         argv = [tool.path]
-        if request.service == "trace":
-            argv += tool_facts()["presets"][request.preset][generation]
+        if job.request.service == "trace":
+            argv += tool_facts()["presets"][job.request.preset][generation]
             if generation == "v2":
                 argv += ["--plugin", "perfetto"]
         else:
-            argv += ["-i", str(raw_dir / "input.txt")]
+            argv += ["-i", str(raw / INPUT_FILE)]
         if generation == "v1":
-            argv += ["--stats", "--timestamp", "on", "-d", str(raw_dir), "-o", str(raw_dir / "results.csv")]
+            argv += ["--stats", "--timestamp", "on", "-d", str(raw), "-o", str(raw / "results.csv")]
         else:
-            argv += ["-d", str(raw_dir), "-o", "results"]
-        return [Step(argv=argv + list(request.workload), label=tool.name)]
+            argv += ["-d", str(raw), "-o", "results"]
+        return (Step(argv=tuple(argv + list(job.request.workload)), label=tool.name),)
 
-    def counter_passes(self, counter_set) -> list[list[str]]:
+    def counter_passes(self, counter_set: CounterSet) -> tuple[tuple[str, ...], ...]:
         # Each `pmc:` line is a pass that re-runs the application: as few as the blocks allow.
         return counter_set.explicit_passes or countersets.split_passes(counter_set.counters)
 
-    def input_file(self, passes: list[list[str]]) -> str:
+    def input_file(self, passes: tuple[tuple[str, ...], ...]) -> str:
         return countersets.pmc_text(passes)
 
-    def list_counters_argv(self, env: EnvReport) -> list[str]:
-        flags = tool_facts()["list_counters"][self.generation(env)]
-        return [self.tool(env).path, *flags]
+    def list_counters_argv(self, facts: Facts) -> list[str]:
+        flags = tool_facts()["list_counters"][self.generation(facts)]
+        return [self.require_tool(facts).path, *flags]
 
     def parse_counter_list(self, output: str) -> set[str]:
         # v1 prints "  gpu-agent0 : SQ_WAVES : Count number of waves..." lines.
@@ -78,6 +83,3 @@ class LegacyRocprof(Backend):
             if len(parts) >= 3 and parts[0].startswith("gpu-agent") and parts[1]:
                 names.add(parts[1].split("[")[0])
         return names
-
-    def collect(self, raw_dir: Path, request: Request, results: list[StepResult]) -> Collected:
-        return read_outputs(raw_dir)

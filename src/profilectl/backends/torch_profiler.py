@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from profilectl.backends.base import Backend, Collected, Step, StepResult, read_outputs
-from profilectl.probe.report import EnvReport, Verdict
+from profilectl.backends.base import Backend, Job, Step
+from profilectl.facts import Facts, Verdict
+from profilectl.formats.torch_trace import ChromeTraceReader
 from profilectl.request import Request
 
 WRAPPER = Path(__file__).with_name("torch_wrapper.py")
@@ -20,24 +21,22 @@ TRACE = "torch_trace.json"
 class TorchProfiler(Backend):
     name = "torch"
     services = frozenset({"trace", "profile"})
+    readers = (ChromeTraceReader(),)
 
-    def available(self, env: EnvReport, request: Request) -> Verdict:
+    def available(self, facts: Facts, request: Request) -> Verdict:
         if (refusal := self.unavailable_unless_service(request)):
             return refusal
         if not request.is_python:
             return Verdict(False, "the workload is not a Python program, so torch.profiler cannot wrap it")
-        if not env.torch.version:
+        if not facts.torch.version:
             return Verdict(False, "PyTorch is not installed for the workload's Python", "pip install torch")
-        where = {"rocm": "ROCm GPU", "cuda": "CUDA GPU", "cpu": "CPU only"}.get(env.torch.backend or "", "?")
-        return Verdict(True, f"torch.profiler (PyTorch {env.torch.version}, {where})")
+        where = {"rocm": "ROCm GPU", "cuda": "CUDA GPU", "cpu": "CPU only"}.get(facts.torch.backend or "", "?")
+        return Verdict(True, f"torch.profiler (PyTorch {facts.torch.version}, {where})")
 
-    def traces_gpu(self, env: EnvReport) -> bool:
-        return env.torch.backend in ("rocm", "cuda")
+    def traces_gpu(self, facts: Facts) -> bool:
+        return facts.torch.backend in ("rocm", "cuda")
 
-    def steps(self, request: Request, env: EnvReport, raw_dir: Path) -> list[Step]:
-        python, *rest = request.workload
-        argv = [python, str(WRAPPER), "--out", str(raw_dir / TRACE), "--", *rest]
-        return [Step(argv=argv, label=self.name)]
-
-    def collect(self, raw_dir: Path, request: Request, results: list[StepResult]) -> Collected:
-        return read_outputs(raw_dir)
+    def steps(self, job: Job) -> tuple[Step, ...]:
+        python, *rest = job.request.workload
+        argv = (python, str(WRAPPER), "--out", str(job.raw_dir / TRACE), "--", *rest)
+        return (Step(argv=argv, label=self.name),)

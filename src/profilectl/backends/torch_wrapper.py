@@ -10,7 +10,7 @@ import signal
 import sys
 
 
-def _exit_on_signal(signum, frame):
+def _exit_on_signal(signum: int, frame: object) -> None:
     # A timeout or Ctrl-C sends SIGTERM/SIGINT to the whole process group: unwind through the
     # profiler's `with` block so the partial trace is still exported.
     raise SystemExit(128 + signum)

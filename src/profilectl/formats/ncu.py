@@ -5,6 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from profilectl.formats.common import number, read_csv
+from profilectl.formats.reader import Reader, first_bytes
+from profilectl.formats.tables import DURATION_METRIC, CounterValue, KernelStats, StatsByName, Tables
+
+DURATION_METRIC_NAME = "gpu__time_duration.sum"
+_TO_NS = {"nsecond": 1.0, "ns": 1.0, "usecond": 1e3, "us": 1e3, "msecond": 1e6, "ms": 1e6, "second": 1e9}
 
 
 def additive(metric: str, unit: str) -> bool:
@@ -14,36 +19,47 @@ def additive(metric: str, unit: str) -> bool:
     return metric.endswith((".sum", ".max", ".min")) or "." not in metric
 
 
-def metrics(path: Path) -> list[dict]:
-    """One row per (kernel, metric): summed over launches for additive metrics (counts, bytes,
+def metrics(path: Path) -> tuple[CounterValue, ...]:
+    """One value per (kernel, metric): summed over launches for additive metrics (counts, bytes,
     durations), averaged for the rest (.pct, .ratio, .avg, per-second rates); launches counted."""
-    totals: dict[tuple[str, str], list] = {}
+    totals: dict[tuple[str, str], tuple[float, int, str]] = {}
     for line, row in read_csv(path, ("Kernel Name", "Metric Name", "Metric Value"), skip_prefix="=="):
         value_text = row["Metric Value"]
         if value_text in ("", "n/a"):
             continue
         key = (row["Kernel Name"], row["Metric Name"])
-        entry = totals.setdefault(key, [0.0, 0, row.get("Metric Unit", "")])
-        entry[0] += number(path, line, value_text)
-        entry[1] += 1
-    return [{"kernel": k, "counter": m, "value": v if additive(m, u) else v / n, "dispatches": n, "unit": u}
-            for (k, m), (v, n, u) in totals.items()]
+        value, count, unit = totals.get(key, (0.0, 0, row.get("Metric Unit", "") or ""))
+        totals[key] = (value + number(path, line, value_text), count + 1, unit)
+    return tuple(CounterValue(kernel=k, counter=m, value=v if additive(m, u) else v / n, dispatches=n, unit=u)
+                 for (k, m), (v, n, u) in totals.items())
 
 
-DURATION_METRIC = "gpu__time_duration.sum"
-_TO_NS = {"nsecond": 1.0, "ns": 1.0, "usecond": 1e3, "us": 1e3, "msecond": 1e6, "ms": 1e6, "second": 1e9}
+def kernels(values: tuple[CounterValue, ...]) -> StatsByName:
+    """Kernel times from the gpu__time_duration.sum metric, when it was collected (totals only:
+    ncu reports no per-launch spread here)."""
+    return {v.kernel: KernelStats.totals_only(v.dispatches, v.value * _TO_NS.get(v.unit, 1.0))
+            for v in values if v.counter == DURATION_METRIC_NAME}
 
 
-def kernels(metric_rows: list[dict]) -> list[dict]:
-    """A kernels table from the gpu__time_duration.sum metric, when it was collected."""
-    rows = [r for r in metric_rows if r["counter"] == DURATION_METRIC]
-    total = sum(r["value"] * _TO_NS.get(r.get("unit", "ns"), 1.0) for r in rows) or 1.0
-    out = []
-    for r in rows:
-        ns = r["value"] * _TO_NS.get(r.get("unit", "ns"), 1.0)
-        out.append({"name": r["kernel"], "calls": r["dispatches"], "total_ns": ns,
-                    "mean_ns": ns / max(r["dispatches"], 1), "percent": 100.0 * ns / total})
-    return sorted(out, key=lambda k: k["total_ns"], reverse=True)
+def is_ncu_csv(path: Path) -> bool:
+    if path.suffix != ".csv":
+        return False
+    for line in first_bytes(path).decode(errors="replace").splitlines():
+        if not line.startswith("=="):  # ncu interleaves ==PROF== lines
+            return '"Metric Name"' in line or "Metric Name" in line.split(",")
+    return False
+
+
+class NcuCsvReader(Reader):
+    kind = "ncu-csv"
+
+    def recognises(self, path: Path) -> bool:
+        return is_ncu_csv(path)
+
+    def read_file(self, path: Path) -> Tables:
+        values = metrics(path)
+        timed = kernels(values)
+        return Tables(kernels=timed, kernel_detail=DURATION_METRIC if timed else 0, counters=values)
 
 
 def available_metrics(query_output: str) -> set[str]:

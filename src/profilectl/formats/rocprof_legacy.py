@@ -1,10 +1,15 @@
-"""Legacy rocprof (v1) results.csv / results.stats.csv and rocprofv2 results_<pid>.csv."""
+"""Legacy rocprof (v1) results.csv / results.stats.csv / results.json, and rocprofv2's
+results_<pid>.csv."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from profilectl.formats.common import FormatError, KernelStats, csv_header, kernel_rows, number, read_csv
+from profilectl.errors import FormatError
+from profilectl.formats.common import csv_header, number, read_csv
+from profilectl.formats.reader import Reader
+from profilectl.formats.tables import (PER_DISPATCH, PRE_AGGREGATED, CounterValue, KernelStats, StatsByName,
+                                       Tables)
 
 # Per-dispatch columns that are not counters.
 _NON_COUNTER = {"Index", "KernelName", "Kernel_Name", "gpu-id", "queue-id", "queue-index", "pid", "tid",
@@ -15,8 +20,12 @@ _NON_COUNTER = {"Index", "KernelName", "Kernel_Name", "gpu-id", "queue-id", "que
                 "Kernel_Object", "Start_Timestamp", "End_Timestamp", "Correlation_ID"}
 
 
-def results(path: Path) -> tuple[list[dict], list[dict]]:
-    """(kernels, counters) from a v1 results.csv or v2 results_<pid>.csv."""
+def is_results_file(name: str) -> bool:
+    return name == "results.csv" or (name.startswith("results_") and name.endswith(".csv") and name[8:-4].isdigit())
+
+
+def results(path: Path) -> tuple[StatsByName, tuple[CounterValue, ...]]:
+    """(kernel statistics, counters) from a v1 results.csv or v2 results_<pid>.csv."""
     header = csv_header(path)
     name_col = "KernelName" if "KernelName" in header else "Kernel_Name"
     if name_col not in header:
@@ -24,28 +33,57 @@ def results(path: Path) -> tuple[list[dict], list[dict]]:
     begin, end = (("BeginNs", "EndNs") if "BeginNs" in header else
                   ("Start_Timestamp", "End_Timestamp") if "Start_Timestamp" in header else (None, None))
     counter_cols = [c for c in header if c not in _NON_COUNTER]
-    stats: dict[str, KernelStats] = {}
+    stats: StatsByName = {}
     totals: dict[tuple[str, str], list[float]] = {}
     for line, row in read_csv(path, [name_col]):
         name = row[name_col]
-        if begin:
+        if begin and end:
             stats.setdefault(name, KernelStats()).add(number(path, line, row[end]) - number(path, line, row[begin]))
         for col in counter_cols:
             if row.get(col) not in (None, ""):
                 entry = totals.setdefault((name, col), [0.0, 0])
                 entry[0] += number(path, line, row[col])
                 entry[1] += 1
-    counters = [{"kernel": k, "counter": c, "value": v, "dispatches": n} for (k, c), (v, n) in totals.items()]
-    return kernel_rows(stats), counters
+    counters = tuple(CounterValue(kernel=k, counter=c, value=v, dispatches=int(n)) for (k, c), (v, n) in totals.items())
+    return stats, counters
 
 
-def stats_file(path: Path) -> list[dict]:
+def stats_file(path: Path) -> StatsByName:
     """results.stats.csv: Name, Calls, TotalDurationNs, AverageNs, Percentage (already aggregated)."""
-    rows = []
+    stats: StatsByName = {}
     for line, row in read_csv(path, ("Name", "Calls", "TotalDurationNs")):
-        total = number(path, line, row["TotalDurationNs"])
         calls = int(number(path, line, row["Calls"]))
-        rows.append({"name": row["Name"], "calls": calls, "total_ns": total,
-                     "mean_ns": number(path, line, row["AverageNs"]) if row.get("AverageNs") else total / max(calls, 1),
-                     "percent": number(path, line, row["Percentage"]) if row.get("Percentage") else None})
-    return sorted(rows, key=lambda r: r["total_ns"], reverse=True)
+        stats[row["Name"]] = KernelStats.totals_only(calls, number(path, line, row["TotalDurationNs"]))
+    return stats
+
+
+class ResultsReader(Reader):
+    kind = "rocprof-results"
+
+    def recognises(self, path: Path) -> bool:
+        return is_results_file(path.name)
+
+    def read_file(self, path: Path) -> Tables:
+        kernels, counters = results(path)
+        return Tables(kernels=kernels, kernel_detail=PER_DISPATCH if kernels else 0, counters=counters)
+
+
+class StatsReader(Reader):
+    kind = "rocprof-stats"
+
+    def recognises(self, path: Path) -> bool:
+        return path.name == "results.stats.csv"
+
+    def read_file(self, path: Path) -> Tables:
+        return Tables(kernels=stats_file(path), kernel_detail=PRE_AGGREGATED)
+
+
+class TraceReader(Reader):
+    """v1's results.json (a Chrome trace of the run): opened in Perfetto, not tabulated."""
+    kind = "rocprof-trace"
+
+    def recognises(self, path: Path) -> bool:
+        return path.name == "results.json"
+
+    def read_file(self, path: Path) -> Tables:
+        return Tables(trace_files=(str(path),))

@@ -1,4 +1,5 @@
-"""rocprofv3 CSV output (<pid>_kernel_trace.csv, _counter_collection.csv, _hip_api_trace.csv, ...).
+"""rocprofv3 CSV output (<dir>/<hostname>/<pid>_kernel_trace.csv, _counter_collection.csv,
+_hip_api_trace.csv, _memory_copy_trace.csv ...), its Perfetto files, and its counter listing.
 
 Columns by name: 6.2 kernel traces lack Stream_Id/Thread_Id, and the 6.2 counter collection has 15
 columns instead of 19; only the columns read here are required.
@@ -8,30 +9,36 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from profilectl.formats import engine
-from profilectl.formats.common import KernelStats, kernel_rows, number, read_csv
+from profilectl.formats import polars_csv
+from profilectl.formats.common import number, read_csv
+from profilectl.formats.reader import Reader
+from profilectl.formats.tables import (PER_DISPATCH, CounterValue, KernelStats, RankRow, StatsByName, Tables,
+                                       merge_stats)
+
+KINDS = ("kernel_trace", "counter_collection", "hip_api_trace", "hip_runtime_api_trace", "memory_copy_trace")
+API_KINDS = ("hip_api_trace", "hip_runtime_api_trace")
 
 
-def interval_stats(path: Path, name_col: str, fast: bool | None = None) -> dict[str, KernelStats]:
+def kind_of(name: str) -> str | None:
+    """<pid>_kernel_trace.csv -> kernel_trace (a file renamed without its pid prefix still counts)."""
+    for kind in KINDS:
+        if name == f"{kind}.csv" or name.endswith(f"_{kind}.csv"):
+            return kind
+    return None
+
+
+def interval_stats(path: Path, name_col: str, fast: bool | None = None) -> StatsByName:
     """Duration (End - Start) statistics per value of name_col, for any rocprofv3 trace file:
     polars for large files when installed, else the csv module (the same numbers)."""
     if fast is None:
-        fast = path.stat().st_size >= engine.FAST_PATH_MIN_BYTES and engine.fast_engine_available()
+        fast = path.stat().st_size >= polars_csv.FAST_PATH_MIN_BYTES and polars_csv.fast_engine_available()
     if fast:
-        return engine.grouped_durations_csv(path, name_col, "Start_Timestamp", "End_Timestamp")
-    stats: dict[str, KernelStats] = {}
+        return polars_csv.grouped_durations_csv(path, name_col, "Start_Timestamp", "End_Timestamp")
+    stats: StatsByName = {}
     for line, row in read_csv(path, (name_col, "Start_Timestamp", "End_Timestamp")):
         duration = number(path, line, row["End_Timestamp"]) - number(path, line, row["Start_Timestamp"])
         stats.setdefault(row[name_col], KernelStats()).add(duration)
     return stats
-
-
-def _merged(paths: list[Path], name_col: str) -> list[dict]:
-    stats: dict[str, KernelStats] = {}
-    for path in paths:
-        for name, part in interval_stats(path, name_col).items():
-            stats.setdefault(name, KernelStats()).merge(part)
-    return kernel_rows(stats)
 
 
 def rank_of(path: Path) -> str:
@@ -40,36 +47,27 @@ def rank_of(path: Path) -> str:
     return f"{path.parent.name}/{pid}" if pid.isdigit() else path.stem
 
 
-def kernel_trace(paths: list[Path], fast: bool | None = None) -> list[dict]:
-    return kernel_rows(merged_kernel_stats(paths, fast)[0])
-
-
-def merged_kernel_stats(paths: list[Path], fast: bool | None = None) -> tuple[dict[str, KernelStats], list[dict]]:
-    """All files merged, and one summary row per rank (process)."""
-    merged: dict[str, KernelStats] = {}
-    ranks: dict[str, dict] = {}
+def kernel_trace(paths: list[Path], fast: bool | None = None) -> tuple[StatsByName, tuple[RankRow, ...]]:
+    """All kernel traces merged, and one summary row per rank (process)."""
+    merged: StatsByName = {}
+    ranks: dict[str, tuple[set[str], int, float]] = {}
     for path in paths:
         per_file = interval_stats(path, "Kernel_Name", fast)
-        rank = ranks.setdefault(rank_of(path), {"rank": rank_of(path), "kernels": set(), "dispatches": 0, "total_ns": 0.0})
-        for name, stats in per_file.items():
-            merged.setdefault(name, KernelStats()).merge(stats)
-            rank["kernels"].add(name)
-            rank["dispatches"] += stats.calls
-            rank["total_ns"] += stats.total
-    rank_rows = [{**r, "kernels": len(r["kernels"])} for r in ranks.values()]
-    return merged, sorted(rank_rows, key=lambda r: r["rank"])
+        merged = merge_stats(merged, per_file)
+        names, dispatches, total = ranks.get(rank_of(path), (set(), 0, 0.0))
+        ranks[rank_of(path)] = (names | set(per_file), dispatches + sum(s.calls for s in per_file.values()),
+                                total + sum(s.total for s in per_file.values()))
+    rows = tuple(RankRow(rank=rank, kernels=len(names), dispatches=dispatches, total_ns=total)
+                 for rank, (names, dispatches, total) in sorted(ranks.items()))
+    return merged, rows
 
 
-def api_trace(paths: list[Path]) -> list[dict]:
-    return _merged(paths, "Function")
+def named_intervals(paths: list[Path], name_col: str) -> StatsByName:
+    return merge_stats(*(interval_stats(path, name_col) for path in paths))
 
 
-def memory_copies(paths: list[Path]) -> list[dict]:
-    return _merged(paths, "Direction")
-
-
-def counter_collection(paths: list[Path]) -> list[dict]:
-    """One row per (kernel, counter): value summed over dispatches, and the dispatch count.
+def counter_collection(paths: list[Path]) -> tuple[CounterValue, ...]:
+    """One value per (kernel, counter): summed over dispatches, with the dispatch count.
 
     Each pass re-runs the application, so a kernel's dispatches appear once per pass; the counter
     values of a pass are summed over that pass's dispatches, and `dispatches` counts them.
@@ -77,11 +75,40 @@ def counter_collection(paths: list[Path]) -> list[dict]:
     totals: dict[tuple[str, str], list[float]] = {}
     for path in paths:
         for line, row in read_csv(path, ("Kernel_Name", "Counter_Name", "Counter_Value")):
-            key = (row["Kernel_Name"], row["Counter_Name"])
-            entry = totals.setdefault(key, [0.0, 0])
+            entry = totals.setdefault((row["Kernel_Name"], row["Counter_Name"]), [0.0, 0])
             entry[0] += number(path, line, row["Counter_Value"])
             entry[1] += 1
-    return [{"kernel": k, "counter": c, "value": v, "dispatches": n} for (k, c), (v, n) in totals.items()]
+    return tuple(CounterValue(kernel=k, counter=c, value=v, dispatches=int(n)) for (k, c), (v, n) in totals.items())
+
+
+class Rocprofv3CsvReader(Reader):
+    kind = "rocprofv3-csv"
+
+    def recognises(self, path: Path) -> bool:
+        return kind_of(path.name) is not None
+
+    def read(self, files: list[Path]) -> Tables:
+        by_kind: dict[str, list[Path]] = {}
+        for path in files:
+            by_kind.setdefault(kind_of(path.name) or "", []).append(path)
+        kernels, ranks = kernel_trace(by_kind["kernel_trace"]) if "kernel_trace" in by_kind else ({}, ())
+        api = [p for kind in API_KINDS for p in by_kind.get(kind, [])]
+        return Tables(kernels=kernels, kernel_detail=PER_DISPATCH if kernels else 0,
+                      api=named_intervals(api, "Function") if api else {},
+                      memory_copies=named_intervals(by_kind.get("memory_copy_trace", []), "Direction"),
+                      counters=counter_collection(by_kind.get("counter_collection", [])),
+                      ranks=ranks if len(ranks) > 1 else ())
+
+
+class PerfettoTraceReader(Reader):
+    """rocprofv3's --output-format pftrace files: opened in Perfetto, nothing to tabulate."""
+    kind = "perfetto-trace"
+
+    def recognises(self, path: Path) -> bool:
+        return path.suffix == ".pftrace"
+
+    def read_file(self, path: Path) -> Tables:
+        return Tables(trace_files=(str(path),))
 
 
 def available_counters(list_output: str) -> set[str]:

@@ -12,21 +12,21 @@ The whole document is loaded: JSON output is meant for small runs (use CSV or ro
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from profilectl.formats.common import FormatError, KernelStats, kernel_rows, read_json
+from profilectl.errors import FormatError
+from profilectl.files import read_json
+from profilectl.formats.reader import Reader, first_bytes
+from profilectl.formats.tables import PER_DISPATCH, KernelStats, Tables
 
 TOOL_KEY = "rocprofiler-sdk-tool"
 
 
 def is_rocprofv3_json(path: Path) -> bool:
-    try:
-        with open(path, errors="replace") as fh:
-            return f'"{TOOL_KEY}"' in fh.read(4096)
-    except OSError:
-        return False
+    return path.suffix == ".json" and f'"{TOOL_KEY}"'.encode() in first_bytes(path)
 
 
-def _load(path: Path) -> list[dict]:
+def _load(path: Path) -> list[dict[str, Any]]:
     doc = read_json(path)
     tools = doc.get(TOOL_KEY) if isinstance(doc, dict) else None
     if isinstance(tools, dict):
@@ -36,13 +36,13 @@ def _load(path: Path) -> list[dict]:
     return tools
 
 
-def _operation_names(tool: dict) -> list[dict]:
+def _operation_names(tool: dict[str, Any]) -> list[dict[str, Any]]:
     return ((tool.get("strings") or {}).get("buffer_records")) or []
 
 
-def _op_name(strings: list[dict], kind: int, operation: int, fallback: str) -> str:
+def _op_name(strings: list[dict[str, Any]], kind: int, operation: int, fallback: str) -> str:
     try:
-        return strings[kind]["operations"][operation]
+        return str(strings[kind]["operations"][operation])
     except (IndexError, KeyError, TypeError):
         return f"{fallback} {operation}"
 
@@ -70,11 +70,19 @@ def read(path: Path) -> tuple[dict[str, KernelStats], dict[str, KernelStats], di
             for r in records.get("memory_copy") or []:
                 name = _op_name(strings, r.get("kind"), r.get("operation"), "memory copy")
                 copies.setdefault(name, KernelStats()).add(float(r["end_timestamp"] - r["start_timestamp"]))
-    except (KeyError, TypeError) as exc:
+    except KeyError as exc:
         raise FormatError(f"{path}: rocprofv3 JSON record without {exc}") from None
+    except (TypeError, AttributeError, ValueError) as exc:
+        raise FormatError(f"{path}: malformed rocprofv3 JSON record ({exc})") from None
     return kernels, api, copies
 
 
-def tables(path: Path) -> dict[str, list[dict]]:
-    kernels, api, copies = read(path)
-    return {"kernels": kernel_rows(kernels), "api": kernel_rows(api), "memory_copies": kernel_rows(copies)}
+class Rocprofv3JsonReader(Reader):
+    kind = "rocprofv3-json"
+
+    def recognises(self, path: Path) -> bool:
+        return is_rocprofv3_json(path)
+
+    def read_file(self, path: Path) -> Tables:
+        kernels, api, copies = read(path)
+        return Tables(kernels=kernels, kernel_detail=PER_DISPATCH if kernels else 0, api=api, memory_copies=copies)

@@ -1,15 +1,19 @@
-"""torch.profiler Chrome-trace JSON (export_chrome_trace): kernels and operators."""
+"""torch.profiler Chrome-trace JSON (export_chrome_trace): kernels, copies and operators."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from profilectl.formats.common import FormatError, KernelStats, kernel_rows, read_json
+from profilectl.errors import FormatError
+from profilectl.files import read_json
+from profilectl.formats.reader import Reader, first_bytes
+from profilectl.formats.tables import PER_DISPATCH, KernelStats, StatsByName, Tables
 
 COPY_CATEGORIES = {"gpu_memcpy", "gpu_memset"}
 
 
-def load(path: Path) -> list[dict]:
+def load(path: Path) -> list[Any]:
     doc = read_json(path)
     events = doc.get("traceEvents") if isinstance(doc, dict) else doc
     if not isinstance(events, list):
@@ -17,20 +21,41 @@ def load(path: Path) -> list[dict]:
     return events
 
 
-def tables(path: Path) -> dict[str, list[dict]]:
+def read(path: Path) -> Tables:
     """Chrome traces carry microseconds; tables are in nanoseconds like every other reader."""
-    kernels: dict[str, KernelStats] = {}
-    copies: dict[str, KernelStats] = {}
-    ops: dict[str, KernelStats] = {}
+    kernels: StatsByName = {}
+    copies: StatsByName = {}
+    ops: StatsByName = {}
     for event in load(path):
         if not isinstance(event, dict) or event.get("ph") != "X" or "dur" not in event:
             continue
         category = event.get("cat")
-        duration_ns = float(event["dur"]) * 1000.0
-        if category == "kernel":
-            kernels.setdefault(event.get("name", "?"), KernelStats()).add(duration_ns)
-        elif category in COPY_CATEGORIES:
-            copies.setdefault(event.get("name", "?"), KernelStats()).add(duration_ns)
-        elif category == "cpu_op":
-            ops.setdefault(event.get("name", "?"), KernelStats()).add(duration_ns)
-    return {"kernels": kernel_rows(kernels), "memory_copies": kernel_rows(copies), "operators": kernel_rows(ops)}
+        target = kernels if category == "kernel" else copies if category in COPY_CATEGORIES else \
+            ops if category == "cpu_op" else None
+        if target is None:
+            continue
+        try:
+            duration_ns = float(event["dur"]) * 1000.0
+        except (TypeError, ValueError):
+            raise FormatError(f"{path}: event {event.get('name', '?')!r} has a non-numeric dur "
+                              f"{event['dur']!r}") from None
+        target.setdefault(str(event.get("name", "?")), KernelStats()).add(duration_ns)
+    return Tables(kernels=kernels, kernel_detail=PER_DISPATCH if kernels else 0, memory_copies=copies,
+                  operators=ops, trace_files=(str(path),))
+
+
+def is_chrome_trace(path: Path) -> bool:
+    if path.suffix != ".json":
+        return False
+    head = first_bytes(path)
+    return b'"traceEvents"' in head or head.lstrip().startswith(b"[")
+
+
+class ChromeTraceReader(Reader):
+    kind = "chrome-trace"
+
+    def recognises(self, path: Path) -> bool:
+        return is_chrome_trace(path)
+
+    def read_file(self, path: Path) -> Tables:
+        return read(path)

@@ -1,20 +1,21 @@
-"""probe: facts about this machine -> an EnvReport (also written as env.json in every run)."""
+"""probe: the machine -> Facts (what it is; what a service would pick is plan.assess's job)."""
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Mapping
 
 from profilectl.errors import UsageError
-from profilectl.probe import counters, facts, live
+from profilectl.facts import Facts, Verdict
+from profilectl.probe import counters, live, sources
 from profilectl.probe.diagnose import NVIDIA_PERMISSION
 from profilectl.probe.machine import Machine
-from profilectl.probe.report import EnvReport, Verdict
 
 
-def _nvidia_counter_check(report: EnvReport) -> Verdict:
-    if report.host.nvidia_profiling_admin_only and report.host.uid != 0 \
-            and "SYS_ADMIN" not in report.host.effective_capabilities:
+def _nvidia_counter_check(facts: Facts) -> Verdict:
+    host = facts.host
+    if host.nvidia_profiling_admin_only and host.uid != 0 and "SYS_ADMIN" not in host.effective_capabilities:
         return Verdict(False, "the NVIDIA driver restricts GPU performance counters to admin users "
                        "(RmProfilingAdminOnly=1) and this process is neither root nor CAP_SYS_ADMIN; "
                        "ncu would fail with ERR_NVGPUCTRPERM", NVIDIA_PERMISSION.fix, cause=NVIDIA_PERMISSION.cause)
@@ -22,7 +23,7 @@ def _nvidia_counter_check(report: EnvReport) -> Verdict:
 
 
 def probe(root: Path | str = "/", path: str | None = None, deep: bool = False,
-          env: dict[str, str] | None = None) -> EnvReport:
+          env: Mapping[str, str] | None = None) -> Facts:
     root = Path(root)
     if not root.is_dir():
         raise UsageError(f"root path {root} does not exist or is not a directory")
@@ -30,21 +31,22 @@ def probe(root: Path | str = "/", path: str | None = None, deep: bool = False,
     machine = Machine(root=root) if path is None else Machine(root=root, path=path)
     if env is not None:
         machine.env = env
-    rocm = facts.rocm(machine)
-    report = EnvReport(host=facts.host(machine), gpus=facts.gpus(machine), rocm=rocm,
-                       tools=facts.tools(machine, rocm.root), torch=facts.torch(machine), capabilities={})
-    if report.first_gpu("amd"):
-        report.checks["amd_devices"] = counters.amd_device_access(report)
-        report.checks["amd_counters"] = counters.amd_counter_support(report, machine)
-    if report.first_gpu("nvidia"):
-        report.checks["nvidia_counters"] = _nvidia_counter_check(report)
+    rocm = sources.rocm(machine)
+    base = Facts(host=sources.host(machine), gpus=sources.gpus(machine), rocm=rocm,
+                 tools=sources.tools(machine, rocm.root), torch=sources.torch(machine))
+    checks: dict[str, Verdict] = {}
+    notes: list[str] = []
+    if base.first_gpu("amd"):
+        checks["amd_devices"] = counters.amd_device_access(base)
+        checks["amd_counters"] = counters.amd_counter_support(base, machine)
+    if base.first_gpu("nvidia"):
+        checks["nvidia_counters"] = _nvidia_counter_check(base)
     if deep:
-        verdict = live.probe_counters(report, machine)
+        verdict = live.probe_counters(base, machine)
         if verdict is not None:
-            report.checks["live_counters"] = verdict
+            checks["live_counters"] = verdict
         else:
-            report.notes.append("--deep: no live counter probe possible here (needs a GPU, its profiler and PyTorch)")
-    from profilectl.plan import assess  # plan imports the backends, which read EnvReport
-    assess(report)
-    report.probe_seconds = round(time.monotonic() - started, 3)
-    return report
+            notes.append("--deep: no live counter probe possible here (needs a GPU, its profiler and PyTorch)")
+    import dataclasses
+    return dataclasses.replace(base, checks=checks, notes=tuple(notes),
+                               probe_seconds=round(time.monotonic() - started, 3))

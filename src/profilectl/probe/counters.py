@@ -15,7 +15,7 @@ import os
 
 from profilectl import data
 from profilectl.probe.machine import Machine
-from profilectl.probe.report import EnvReport, Verdict
+from profilectl.facts import Facts, Verdict
 
 AQLPROFILE = "libhsa-amd-aqlprofile64.so"
 _STANDARD_LIB_DIRS = ("/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/lib/x86_64-linux-gnu",
@@ -56,11 +56,11 @@ def aqlprofile_library(machine: Machine, rocm_root: str | None) -> Verdict:
                    "install the hsa-amd-aqlprofile package of your ROCm release", cause="aqlprofile-missing")
 
 
-def privileges(env: EnvReport) -> Verdict:
-    caps = set(env.host.effective_capabilities)
+def privileges(facts: Facts) -> Verdict:
+    caps = set(facts.host.effective_capabilities)
     if "PERFMON" in caps or "SYS_ADMIN" in caps:
         return Verdict(True, "holds " + " and ".join(sorted(caps & {"PERFMON", "SYS_ADMIN"})))
-    if env.host.in_container:
+    if facts.host.in_container:
         return Verdict(False, "in a container without CAP_PERFMON or CAP_SYS_ADMIN: the GPU cannot be "
                        "locked for counter collection",
                        "use the counters service (it runs as root with cap_add SYS_ADMIN)",
@@ -68,48 +68,48 @@ def privileges(env: EnvReport) -> Verdict:
     return Verdict(True, "not in a container; device access is decided by the render/video groups")
 
 
-def amd_device_access(env: EnvReport) -> Verdict:
+def amd_device_access(facts: Facts) -> Verdict:
     """Can this process open the GPU at all? sysfs shows the GPUs even in a container that was not
     granted them, so the device nodes decide."""
-    kfd = env.host.devices.get("kfd") or {}
-    render = env.host.devices.get("render") or []
-    if not kfd.get("exists"):
-        where = ("this container was not granted the GPU devices" if env.host.in_container
+    kfd = facts.host.devices.kfd
+    render = facts.host.devices.render
+    if not kfd.exists:
+        where = ("this container was not granted the GPU devices" if facts.host.in_container
                  else "the amdgpu kernel driver is not loaded")
-        fix = ("add docker/compose.amd.yml (devices /dev/kfd, /dev/dri)" if env.host.in_container
+        fix = ("add docker/compose.amd.yml (devices /dev/kfd, /dev/dri)" if facts.host.in_container
                else "load the amdgpu driver (modprobe amdgpu) or install the ROCm kernel driver")
         return Verdict(False, f"an AMD GPU is listed in sysfs but /dev/kfd does not exist: {where}", fix,
                        cause="no-kfd-device")
-    if not kfd.get("accessible") or (render and not any(r.get("accessible") for r in render)):
-        gids = sorted({str(n.get("gid")) for n in [kfd, *render] if n.get("gid") is not None})
-        return Verdict(False, f"/dev/kfd or /dev/dri/renderD* is not readable and writable by uid {env.host.uid}",
+    if not kfd.accessible or (render and not any(r.accessible for r in render)):
+        gids = sorted({str(n.gid) for n in [kfd, *render] if n.gid is not None})
+        return Verdict(False, f"/dev/kfd or /dev/dri/renderD* is not readable and writable by uid {facts.host.uid}",
                        f"add the user to the groups owning them (gid {', '.join(gids)}; usually video and render), "
                        "or in a container use group_add with those numeric GIDs", cause="no-device-permission")
     return Verdict(True, "/dev/kfd and the render nodes are accessible")
 
 
-def amd_counter_support(env: EnvReport, machine: Machine) -> Verdict:
+def amd_counter_support(facts: Facts, machine: Machine) -> Verdict:
     """Hardware counters on the first AMD GPU, without running anything."""
-    gpu = env.first_gpu("amd")
+    gpu = facts.first_gpu("amd")
     if gpu is None:
         return Verdict(False, "no AMD GPU found", cause="no-amd-gpu")
-    facts = data.arch_facts("amd", gpu.arch)
-    support = facts.get("counters")
+    arch = data.arch_facts("amd", gpu.arch)
+    support = arch.get("counters")
     if support == "no":
-        return Verdict(False, f"{gpu.arch} ({facts.get('family', 'unknown family')}) has no hardware counter "
+        return Verdict(False, f"{gpu.arch} ({arch.get('family', 'unknown family')}) has no hardware counter "
                        "support in aqlprofile; the profilers abort with 'aqlprofile API table load failed'",
                        "use `profile` (timing, torch.profiler) or `trace` (kernel and API tracing work here)",
                        cause="arch-unsupported")
-    library = aqlprofile_library(machine, env.rocm.root)
+    library = aqlprofile_library(machine, facts.rocm.root)
     if not library.available:
         return library
-    access = privileges(env)
+    access = privileges(facts)
     if not access.available:
         return access
     if support == "partial":
-        return Verdict(True, f"{gpu.arch} ({facts.get('family')}): counter support is partial; "
+        return Verdict(True, f"{gpu.arch} ({arch.get('family')}): counter support is partial; "
                        "run `env-check --deep` to test it live", cause="arch-partial")
     if not support:
         return Verdict(True, f"{gpu.arch or 'this GPU'} is not in profiling/gpus.yaml; counters may work",
                        "run `env-check --deep` to test it live", cause="arch-unknown")
-    return Verdict(True, f"{gpu.arch} ({facts.get('family')}) supports hardware counters; {library.reason}")
+    return Verdict(True, f"{gpu.arch} ({arch.get('family')}) supports hardware counters; {library.reason}")

@@ -11,14 +11,14 @@ import tempfile
 from pathlib import Path
 
 from profilectl.probe.diagnose import diagnose
-from profilectl.probe.machine import Machine
-from profilectl.probe.report import EnvReport, Verdict
+from profilectl.probe.machine import CommandResult, Machine
+from profilectl.facts import Facts, Verdict
 
 LIVE_TIMEOUT_S = 60.0
 TINY_TORCH_KERNEL = "import torch; x = torch.ones(1024, device='cuda'); (x * 2).sum().item()"
 
 
-def _verdict(result, what: str) -> Verdict:
+def _verdict(result: CommandResult, what: str) -> Verdict:
     found = diagnose(result.output, result.returncode)
     if found:
         return Verdict(False, f"{what}: {found.reason}", found.fix, cause=found.cause)
@@ -32,12 +32,13 @@ def _verdict(result, what: str) -> Verdict:
     return Verdict(True, f"{what} succeeded")
 
 
-def probe_counters(env: EnvReport, machine: Machine) -> Verdict | None:
-    python = env.torch.python or "python3"
-    if env.first_gpu("amd") and env.tool("rocprofv3"):
-        rocprofv3 = env.tool("rocprofv3").path
+def probe_counters(facts: Facts, machine: Machine) -> Verdict | None:
+    python = facts.torch.python or "python3"
+    rocprofv3_tool, ncu_tool = facts.tool("rocprofv3"), facts.tool("ncu")
+    if facts.first_gpu("amd") and rocprofv3_tool:
+        rocprofv3 = rocprofv3_tool.path
         listing = _verdict(machine.run([rocprofv3, "-L"], timeout_s=LIVE_TIMEOUT_S), "live probe `rocprofv3 -L`")
-        if not listing.available or env.torch.backend != "rocm":
+        if not listing.available or facts.torch.backend != "rocm":
             return listing
         # An input file rather than --pmc: `-i` with `pmc:` lines exists in every rocprofv3 release.
         with tempfile.TemporaryDirectory(prefix="profilectl-live-probe-") as tmp:
@@ -46,8 +47,8 @@ def probe_counters(env: EnvReport, machine: Machine) -> Verdict | None:
             result = machine.run([rocprofv3, "-i", str(input_file), "--output-format", "csv", "-d", tmp,
                                   "--", python, "-c", TINY_TORCH_KERNEL], timeout_s=LIVE_TIMEOUT_S)
         return _verdict(result, "live probe: SQ_WAVES on a tiny PyTorch kernel")
-    if env.first_gpu("nvidia") and env.tool("ncu") and env.torch.backend == "cuda":
-        result = machine.run([env.tool("ncu").path, "--metrics", "sm__warps_launched.sum",
+    if facts.first_gpu("nvidia") and ncu_tool and facts.torch.backend == "cuda":
+        result = machine.run([ncu_tool.path, "--metrics", "sm__warps_launched.sum",
                               "--target-processes", "all", python, "-c", TINY_TORCH_KERNEL],
                              timeout_s=LIVE_TIMEOUT_S)
         return _verdict(result, "live probe: ncu on a tiny PyTorch kernel")

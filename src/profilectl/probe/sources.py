@@ -10,6 +10,7 @@ Sources, in the order they are tried:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from profilectl import data
 from profilectl.probe.machine import Machine
-from profilectl.probe.report import Gpu, Host, Rocm, Tool, Torch
+from profilectl.facts import DeviceNode, Devices, Gpu, Host, Rocm, Tool, Torch
 
 # Linux capability bit numbers (include/uapi/linux/capability.h) that matter for profiling.
 CAPABILITY_BITS = {
@@ -54,7 +55,7 @@ def _kv_lines(text: str) -> dict[str, str]:
 
 
 def amd_gpus_from_kfd(machine: Machine) -> list[Gpu]:
-    gpus = []
+    gpus: list[Gpu] = []
     nodes = machine.glob("/sys/class/kfd/kfd/topology/nodes/*/properties")
     for props_path in sorted(nodes, key=lambda p: int(p.parent.name) if p.parent.name.isdigit() else 0):
         props = _kv_lines(props_path.read_text(errors="replace"))
@@ -75,7 +76,7 @@ def amd_gpus_from_rocminfo(machine: Machine) -> list[Gpu]:
     result = machine.run(["rocminfo"])
     if not result.ok:
         return []
-    gpus = []
+    gpus: list[Gpu] = []
     for block in re.split(r"\n\*{5,}\s*\n", result.stdout):
         if not re.search(r"Device Type:\s*GPU", block):
             continue
@@ -101,7 +102,7 @@ def nvidia_gpus(machine: Machine) -> list[Gpu]:
         result = machine.run(["nvidia-smi", "--query-gpu=index,name,memory.total,compute_cap",
                               "--format=csv,noheader,nounits"])
         if result.ok:
-            gpus = []
+            gpus: list[Gpu] = []
             for line in result.stdout.strip().splitlines():
                 fields = [f.strip() for f in line.split(",")]
                 if len(fields) < 4:
@@ -121,16 +122,15 @@ def nvidia_gpus(machine: Machine) -> list[Gpu]:
     return gpus
 
 
-def gpus(machine: Machine) -> list[Gpu]:
+def gpus(machine: Machine) -> tuple[Gpu, ...]:
     found = amd_gpus_from_kfd(machine) or amd_gpus_from_rocminfo(machine) or amd_gpus_from_rocm_smi(machine)
     found += nvidia_gpus(machine)
+    named = []
     for index, gpu in enumerate(found):
-        gpu.index = index
         facts = data.arch_facts(gpu.vendor, gpu.arch)
-        gpu.family = facts.get("family")
-        if not gpu.name and facts.get("product"):
-            gpu.name = facts["product"]
-    return found
+        named.append(dataclasses.replace(gpu, index=index, family=facts.get("family"),
+                                         name=gpu.name or facts.get("product")))
+    return tuple(named)
 
 
 # ---------------------------------------------------------------- ROCm
@@ -238,26 +238,25 @@ def host(machine: Machine) -> Host:
     kernel = (machine.read("/proc/sys/kernel/osrelease") or "").strip() or None
     hostname = (machine.read("/proc/sys/kernel/hostname") or "").strip() or socket.gethostname()
     return Host(hostname=hostname, kernel=kernel, in_container=evidence is not None,
-                container_evidence=evidence, uid=uid, effective_capabilities=caps,
+                container_evidence=evidence, uid=uid, effective_capabilities=tuple(caps),
                 perf_event_paranoid=int(paranoid_text) if re.fullmatch(r"-?\d+", paranoid_text) else None,
-                nvidia_profiling_admin_only=admin_only, devices=devices(machine, groups), groups=groups)
+                nvidia_profiling_admin_only=admin_only, devices=devices(machine), groups=tuple(groups))
 
 
-def devices(machine: Machine, groups: list[int]) -> dict[str, object]:
-    def node(absolute: str) -> dict[str, object]:
+def devices(machine: Machine) -> Devices:
+    def node(absolute: str) -> DeviceNode:
         path = machine.file(absolute)
         try:
             st = path.stat()
         except OSError:
-            return {"path": absolute, "exists": False, "accessible": False, "gid": None}
-        return {"path": absolute, "exists": True, "gid": st.st_gid,
-                "accessible": os.access(path, os.R_OK | os.W_OK)}
+            return DeviceNode(path=absolute, exists=False, accessible=False)
+        return DeviceNode(path=absolute, exists=True, gid=st.st_gid, accessible=os.access(path, os.R_OK | os.W_OK))
 
-    render = [node("/dev/" + str(p.relative_to(machine.file("/dev"))))
-              for p in machine.glob("/dev/dri/renderD*")]
-    nvidia = [node("/dev/" + p.name) for p in machine.glob("/dev/nvidia*") if p.name[6:].isdigit()
-              or p.name == "nvidiactl"]
-    return {"kfd": node("/dev/kfd"), "render": render, "nvidia": nvidia}
+    render = tuple(node("/dev/" + str(p.relative_to(machine.file("/dev"))))
+                   for p in machine.glob("/dev/dri/renderD*"))
+    nvidia = tuple(node("/dev/" + p.name) for p in machine.glob("/dev/nvidia*")
+                   if p.name[6:].isdigit() or p.name == "nvidiactl")
+    return Devices(kfd=node("/dev/kfd"), render=render, nvidia=nvidia)
 
 
 # ---------------------------------------------------------------- PyTorch

@@ -2,18 +2,20 @@
 
 Key: the resolved path and the (name, size, mtime) of every input file, so a changed, added or
 removed file invalidates the entry. Location: $PROFILECTL_CACHE_DIR, else $XDG_CACHE_HOME/profilectl,
-else ~/.cache/profilectl. A cache that cannot be written is skipped silently: it only saves time.
+else ~/.cache/profilectl. A cache that cannot be read or written is skipped: it only saves time.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
-from profilectl.runs import write_json_atomic
+from profilectl.errors import FormatError
+from profilectl.report.summary import Summary
+
+KEY_VERSION = "2"  # bumped when the summary layout changes, so old entries are not read
 
 
 def cache_dir() -> Path:
@@ -25,24 +27,25 @@ def cache_dir() -> Path:
 
 
 def key(path: Path, files: list[Path]) -> str:
-    digest = hashlib.sha256(str(path.resolve()).encode())
+    digest = hashlib.sha256(f"{KEY_VERSION}\0{path.resolve()}".encode())
     for file in sorted(files):
         st = file.stat()
         digest.update(f"\0{file.resolve()}\0{st.st_size}\0{st.st_mtime_ns}".encode())
     return digest.hexdigest()
 
 
-def cached(path: Path, files: list[Path], compute: Callable[[], dict[str, Any]]) -> tuple[dict[str, Any], bool]:
+def cached(path: Path, files: list[Path], compute: Callable[[], Summary]) -> tuple[Summary, bool]:
     """(summary, hit)."""
     entry = cache_dir() / "summaries" / f"{key(path, files)}.json"
-    try:
-        return json.loads(entry.read_text()), True
-    except (OSError, ValueError):
-        pass
+    if entry.is_file():
+        try:
+            return Summary.read(entry), True
+        except FormatError:
+            pass  # an entry from another version or a torn write: recompute
     summary = compute()
     try:
         entry.parent.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(entry, summary, indent=None)  # machine-read only: compact is faster
+        summary.write(entry)
     except OSError:
         pass
     return summary, False

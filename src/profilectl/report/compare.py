@@ -1,12 +1,16 @@
-"""Two runs kernel by kernel: time, calls, speedup, kernels only in one, totals.
+"""Two summaries kernel by kernel: time, calls, speedup, kernels only in one, totals.
 
-Works across backends and tools wherever kernel names match (rocprofv3 vs rocprof, or two ncu runs).
+Works across backends and tools wherever kernel names match (rocprofv3 vs rocprof, or two ncu runs);
+`--match base` matches by function name for tools that spell namespaces and templates differently.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from dataclasses import asdict, dataclass
+from typing import Any, Callable
+
+from profilectl.report.summary import KernelRow, Summary
 
 # The same kernel as different tools spell it: ncu and rocprofv3 print "<unnamed>" where
 # torch.profiler (CUPTI/roctracer demangling) prints "(anonymous namespace)".
@@ -32,36 +36,68 @@ def base_name(name: str) -> str:
     return qualified.split("::")[-1]
 
 
-def _keyed(kernels: list[dict], key) -> dict[str, dict]:
+@dataclass(frozen=True)
+class Matched:
+    name: str
+    calls_a: int
+    calls_b: int
+    total_ns_a: float
+    total_ns_b: float
+    delta_ns: float
+    speedup: float | None
+
+
+@dataclass(frozen=True)
+class OnlyIn:
+    name: str
+    calls: int
+    total_ns: float
+
+
+@dataclass(frozen=True)
+class Comparison:
+    a: str
+    b: str
+    match: str
+    kernels: tuple[Matched, ...]
+    only_in_a: tuple[OnlyIn, ...]
+    only_in_b: tuple[OnlyIn, ...]
+    gpu_time_ns_a: float
+    gpu_time_ns_b: float
+    speedup: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        # JSON layout kept from the first version: totals grouped.
+        out["totals"] = {"gpu_time_ns_a": out.pop("gpu_time_ns_a"), "gpu_time_ns_b": out.pop("gpu_time_ns_b"),
+                         "speedup": out.pop("speedup"), "matched": len(self.kernels),
+                         "kernels_a": len(self.kernels) + len(self.only_in_a),
+                         "kernels_b": len(self.kernels) + len(self.only_in_b)}
+        return out
+
+
+def _keyed(kernels: tuple[KernelRow, ...], key: Callable[[str], str]) -> dict[str, OnlyIn]:
     """Kernels by match key; kernels sharing a key (template instances) are added up."""
-    out: dict[str, dict] = {}
+    out: dict[str, OnlyIn] = {}
     for k in kernels:
-        entry = out.setdefault(key(k["name"]), {"name": key(k["name"]), "calls": 0, "total_ns": 0.0})
-        entry["calls"] += int(k.get("calls") or 0)
-        entry["total_ns"] += float(k.get("total_ns") or 0)
+        name = key(k.name)
+        before = out.get(name, OnlyIn(name=name, calls=0, total_ns=0.0))
+        out[name] = OnlyIn(name=name, calls=before.calls + k.calls, total_ns=before.total_ns + k.total_ns)
     return out
 
 
-def compare(a: dict[str, Any], b: dict[str, Any], match: str = "exact") -> dict[str, Any]:
+def compare(a: Summary, b: Summary, match: str = "exact") -> Comparison:
     key = base_name if match == "base" else canonical
-    ka = _keyed(a.get("kernels") or [], key)
-    kb = _keyed(b.get("kernels") or [], key)
-    both = []
-    for name in ka.keys() & kb.keys():
-        ta, tb = float(ka[name].get("total_ns") or 0), float(kb[name].get("total_ns") or 0)
-        both.append({"name": name, "calls_a": ka[name]["calls"], "calls_b": kb[name]["calls"], "total_ns_a": ta,
-                     "total_ns_b": tb, "delta_ns": tb - ta, "speedup": ta / tb if tb else None})
-    both.sort(key=lambda r: abs(r["delta_ns"]), reverse=True)
-    total_a = sum(float(k.get("total_ns") or 0) for k in ka.values())
-    total_b = sum(float(k.get("total_ns") or 0) for k in kb.values())
-    return {
-        "a": (a.get("source") or {}).get("path"), "b": (b.get("source") or {}).get("path"), "match": match,
-        "kernels": both,
-        "only_in_a": sorted(({"name": n, "calls": ka[n]["calls"], "total_ns": ka[n].get("total_ns")} for n in ka.keys() - kb.keys()),
-                            key=lambda r: -float(r["total_ns"] or 0)),
-        "only_in_b": sorted(({"name": n, "calls": kb[n]["calls"], "total_ns": kb[n].get("total_ns")} for n in kb.keys() - ka.keys()),
-                            key=lambda r: -float(r["total_ns"] or 0)),
-        "totals": {"gpu_time_ns_a": total_a, "gpu_time_ns_b": total_b,
-                   "speedup": total_a / total_b if total_b else None,
-                   "matched": len(both), "kernels_a": len(ka), "kernels_b": len(kb)},
-    }
+    ka, kb = _keyed(a.kernels, key), _keyed(b.kernels, key)
+    both = [Matched(name=n, calls_a=ka[n].calls, calls_b=kb[n].calls, total_ns_a=ka[n].total_ns,
+                    total_ns_b=kb[n].total_ns, delta_ns=kb[n].total_ns - ka[n].total_ns,
+                    speedup=ka[n].total_ns / kb[n].total_ns if kb[n].total_ns else None)
+            for n in ka.keys() & kb.keys()]
+    both.sort(key=lambda r: abs(r.delta_ns), reverse=True)
+    total_a = sum(k.total_ns for k in ka.values())
+    total_b = sum(k.total_ns for k in kb.values())
+    return Comparison(
+        a=a.source.path, b=b.source.path, match=match, kernels=tuple(both),
+        only_in_a=tuple(sorted((ka[n] for n in ka.keys() - kb.keys()), key=lambda r: -r.total_ns)),
+        only_in_b=tuple(sorted((kb[n] for n in kb.keys() - ka.keys()), key=lambda r: -r.total_ns)),
+        gpu_time_ns_a=total_a, gpu_time_ns_b=total_b, speedup=total_a / total_b if total_b else None)

@@ -1,25 +1,27 @@
-"""Summaries as JSON, CSV or Markdown text (the HTML report is in html.py)."""
+"""Summaries and comparisons as JSON, CSV or Markdown text (HTML is html.py, terminal render.py)."""
 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
-from typing import Any
+from typing import Any, Iterable, Sequence
+
+from profilectl.report.compare import Comparison
+from profilectl.report.summary import SECTIONS, KernelRow, Summary
 
 KERNEL_COLUMNS = ("name", "calls", "total_ns", "mean_ns", "min_ns", "max_ns", "std_ns", "percent")
-SECTIONS = (("kernels", "Top kernels"), ("api", "API calls"), ("memory_copies", "Memory copies"),
-            ("operators", "Operators"))
 
 
-def to_json(summary: dict[str, Any]) -> str:
+def json_text(payload: dict[str, Any]) -> str:
     """Readable and fast: one line per top-level key, one line per table row (each row encoded by
     the C encoder; json's indent= would force the pure-Python one, ~0.15 s for 3,000 kernels)."""
     def dump(value: Any) -> str:
         return json.dumps(value, default=str, ensure_ascii=False)
 
     lines = []
-    for key, value in summary.items():
+    for key, value in payload.items():
         if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
             rows = ",\n    ".join(dump(v) for v in value)
             lines.append(f"  {dump(key)}: [\n    {rows}\n  ]")
@@ -28,54 +30,76 @@ def to_json(summary: dict[str, Any]) -> str:
     return "{\n" + ",\n".join(lines) + "\n}\n"
 
 
-def to_csv(summary: dict[str, Any]) -> str:
+def to_json(summary: Summary) -> str:
+    return json_text(summary.to_dict())
+
+
+def to_csv(summary: Summary) -> str:
     """The kernels table (every kernel), one row each: the table people put in spreadsheets."""
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=KERNEL_COLUMNS, extrasaction="ignore")
     writer.writeheader()
-    writer.writerows(summary.get("kernels") or [])
+    writer.writerows(dataclasses.asdict(k) for k in summary.kernels)
     return out.getvalue()
 
 
 def _cell(value: Any) -> str:
+    if value is None:
+        return "–"
     if isinstance(value, float):
         return f"{value:,.1f}"
     return str(value).replace("|", "\\|")
 
 
-def to_markdown(summary: dict[str, Any], top: int = 10) -> str:
+def md_table(columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
+    """The one Markdown table writer: header, rule, escaped cells."""
+    lines = ["| " + " | ".join(columns) + " |", "| " + " | ".join("---" for _ in columns) + " |"]
+    lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows]
+    return lines + [""]
+
+
+def to_markdown(summary: Summary, top: int = 10) -> str:
     lines = []
-    run = summary.get("run")
+    run = summary.run
     if run:
-        lines += [f"# {run['service']} via {run['backend']} — {run['status']}", "", f"{run['reason']}", ""]
-        for fallback in run.get("fallbacks") or []:
-            lines.append(f"- fell back from **{fallback['backend']}**: {fallback['reason']}")
+        lines += [f"# {run.service} via {run.backend} — {run.status}", "", run.reason, ""]
+        lines += [f"- fell back from **{f.backend}**: {f.reason}" for f in run.fallbacks]
         lines.append("")
     else:
-        source = summary.get("source") or {}
-        lines += [f"# {source.get('kind', 'profile')}: {source.get('path', '')}", ""]
-    timing = summary.get("timing")
+        lines += [f"# {summary.source.kind}: {summary.source.path}", ""]
+    timing = summary.timing
     if timing:
-        lines += ["## Timing", "", "| runs | mean s | median s | p95 s | min s | max s | std s |",
-                  "| --- | --- | --- | --- | --- | --- | --- |",
-                  "| " + " | ".join([str(timing["runs"])] + [f"{timing[k + '_s']:.4f}" for k in
-                                                              ("mean", "median", "p95", "min", "max", "std")]) + " |", ""]
+        lines += ["## Timing", ""] + md_table(
+            ("runs", "mean s", "median s", "p95 s", "min s", "max s", "std s"),
+            [(timing.runs, *(f"{getattr(timing, k + '_s'):.4f}" for k in ("mean", "median", "p95", "min", "max", "std")))])
     for key, title in SECTIONS:
-        rows = summary.get(key) or []
+        rows: tuple[KernelRow, ...] = getattr(summary, key)
         if rows:
-            lines += [f"## {title}", "", "| " + " | ".join(KERNEL_COLUMNS) + " |",
-                      "| " + " | ".join("---" for _ in KERNEL_COLUMNS) + " |"]
-            lines += ["| " + " | ".join(_cell(r.get(c, "")) for c in KERNEL_COLUMNS) + " |" for r in rows[:top]]
+            lines += [f"## {title}", ""] + md_table(KERNEL_COLUMNS, ([getattr(r, c) for c in KERNEL_COLUMNS]
+                                                                    for r in rows[:top]))
+    if summary.counters_by_kernel:
+        columns = list(dict.fromkeys(k for r in summary.counters_by_kernel for k in r))
+        lines += ["## Counters per kernel", ""] + md_table(columns, ([r.get(c) for c in columns]
+                                                                     for r in summary.counters_by_kernel[:top]))
+    if summary.ranks:
+        lines += ["## Per rank", ""] + md_table(("rank", "kernels", "dispatches", "total_ns"),
+                                                ((r.rank, r.kernels, r.dispatches, r.total_ns) for r in summary.ranks))
+    return "\n".join(lines)
+
+
+def _speedup(value: float | None) -> str:
+    return f"{value:.2f}×" if value else "-"
+
+
+def comparison_markdown(result: Comparison, top: int = 15) -> str:
+    lines = [f"# {result.a} vs {result.b}", "",
+             f"GPU time {result.gpu_time_ns_a:.0f} ns → {result.gpu_time_ns_b:.0f} ns, speedup {_speedup(result.speedup)}",
+             ""]
+    lines += md_table(("kernel", "calls A", "calls B", "total A ns", "total B ns", "speedup"),
+                      ((r.name, r.calls_a, r.calls_b, f"{r.total_ns_a:.0f}", f"{r.total_ns_b:.0f}", _speedup(r.speedup))
+                       for r in result.kernels[:top]))
+    for label, only in (("Only in A", result.only_in_a), ("Only in B", result.only_in_b)):
+        if only:
+            lines += [f"## {label}", ""] + [f"- {r.name} ({r.calls} calls, {r.total_ns:.0f} ns)" for r in only[:top]]
             lines.append("")
-    counters = summary.get("counters_by_kernel") or []
-    if counters:
-        columns = list(dict.fromkeys(k for r in counters for k in r))
-        lines += ["## Counters per kernel", "", "| " + " | ".join(columns) + " |",
-                  "| " + " | ".join("---" for _ in columns) + " |"]
-        lines += ["| " + " | ".join(_cell(r.get(c, "")) for c in columns) + " |" for r in counters[:top]]
-        lines.append("")
-    if summary.get("ranks"):
-        lines += ["## Per rank", "", "| rank | kernels | dispatches | total_ns |", "| --- | --- | --- | --- |"]
-        lines += [f"| {r['rank']} | {r['kernels']} | {r['dispatches']} | {r['total_ns']:.0f} |" for r in summary["ranks"]]
-        lines.append("")
     return "\n".join(lines)

@@ -6,10 +6,12 @@ plus "other"). Tables: the same sections as the terminal report.
 
 from __future__ import annotations
 
+import dataclasses
 from html import escape
-from typing import Any
+from typing import Any, Sequence
 
-from profilectl.report.export import KERNEL_COLUMNS, SECTIONS
+from profilectl.report.export import KERNEL_COLUMNS
+from profilectl.report.summary import SECTIONS, KernelRow, Summary
 
 PALETTE = ("#3366cc", "#dc3912", "#ff9900", "#109618", "#990099", "#0099c6", "#dd4477", "#66aa00", "#b82e2e",
            "#316395", "#994499")
@@ -22,29 +24,29 @@ def _short(name: str, width: int = 70) -> str:
     return name if len(name) <= width else name[: width - 1] + "…"
 
 
-def bar_chart(rows: list[dict], top: int) -> str:
+def bar_chart(rows: Sequence[KernelRow], top: int) -> str:
     rows = rows[:top]
     if not rows:
         return ""
-    biggest = max(float(r.get("total_ns") or 0) for r in rows) or 1.0
+    biggest = max(r.total_ns for r in rows) or 1.0
     height = 22 * len(rows) + 10
     bars = []
     for i, row in enumerate(rows):
-        width = 500 * float(row.get("total_ns") or 0) / biggest
+        width = 500 * row.total_ns / biggest
         y = 5 + 22 * i
-        label = escape(_short(row["name"], 52))
+        label = escape(_short(row.name, 52))
         bars.append(f'<rect x="420" y="{y}" width="{width:.1f}" height="16" fill="{PALETTE[i % len(PALETTE)]}">'
-                    f'<title>{escape(row["name"])}</title></rect>'
+                    f'<title>{escape(row.name)}</title></rect>'
                     f'<text x="414" y="{y + 12}" text-anchor="end">{label}</text>'
-                    f'<text x="{424 + width:.1f}" y="{y + 12}">{float(row.get("percent") or 0):.1f} %</text>')
+                    f'<text x="{424 + width:.1f}" y="{y + 12}">{row.percent:.1f} %</text>')
     return f'<svg role="img" aria-label="top kernels" width="1000" height="{height}">{"".join(bars)}</svg>'
 
 
-def share_chart(rows: list[dict], top: int) -> str:
-    total = sum(float(r.get("total_ns") or 0) for r in rows)
+def share_chart(rows: Sequence[KernelRow], top: int) -> str:
+    total = sum(r.total_ns for r in rows)
     if total <= 0:
         return ""
-    parts = [(r["name"], float(r.get("total_ns") or 0)) for r in rows[:top]]
+    parts = [(r.name, r.total_ns) for r in rows[:top]]
     rest = total - sum(v for _, v in parts)
     if rest > 0:
         parts.append(("other kernels", rest))
@@ -60,7 +62,7 @@ def share_chart(rows: list[dict], top: int) -> str:
             f'<ul style="list-style:none;padding:0">{"".join(legend)}</ul>')
 
 
-def _table(rows: list[dict], columns, top: int) -> str:
+def _table(rows: Sequence[dict[str, Any]], columns: Sequence[str], top: int) -> str:
     head = "".join(f"<th>{escape(str(c))}</th>" for c in columns)
     body = []
     for row in rows[:top]:
@@ -78,34 +80,35 @@ def _table(rows: list[dict], columns, top: int) -> str:
     return f"<table><tr>{head}</tr>{''.join(body)}</table>"
 
 
-def to_html(summary: dict[str, Any], top: int = 15) -> str:
-    run = summary.get("run")
-    source = summary.get("source") or {}
-    title = f"{run['service']} via {run['backend']} — {run['status']}" if run else f"{source.get('kind')}: {source.get('path')}"
+def to_html(summary: Summary, top: int = 15) -> str:
+    run = summary.run
+    source = summary.source
+    title = f"{run.service} via {run.backend} — {run.status}" if run else f"{source.kind}: {source.path}"
     parts = [f"<h1>{escape(title)}</h1>"]
     if run:
-        parts.append(f"<p class=meta>{escape(run.get('reason') or '')}</p>")
-        if run.get("fallbacks"):
-            parts.append("<ul>" + "".join(f"<li>fell back from <b>{escape(f['backend'])}</b>: {escape(f['reason'])}</li>"
-                                          for f in run["fallbacks"]) + "</ul>")
-    totals = summary.get("totals") or {}
-    if totals.get("dispatches"):
-        parts.append(f"<p class=meta>{totals['dispatches']:,} dispatches of {totals['kernels']:,} kernels, "
-                     f"{totals['gpu_time_ns'] / 1e6:,.3f} ms of GPU time</p>")
-    kernels = summary.get("kernels") or []
-    if kernels:
-        parts += ["<h2>Top kernels by total time</h2>", bar_chart(kernels, top),
-                  "<h2>Share of GPU time</h2>", share_chart(kernels, 10)]
-    timing = summary.get("timing")
-    if timing:
+        parts.append(f"<p class=meta>{escape(run.reason)}</p>")
+        if run.fallbacks:
+            parts.append("<ul>" + "".join(f"<li>fell back from <b>{escape(f.backend)}</b>: {escape(f.reason)}</li>"
+                                          for f in run.fallbacks) + "</ul>")
+    totals = summary.totals
+    if totals.dispatches:
+        parts.append(f"<p class=meta>{totals.dispatches:,} dispatches of {totals.kernels:,} kernels, "
+                     f"{totals.gpu_time_ns / 1e6:,.3f} ms of GPU time</p>")
+    if summary.kernels:
+        parts += ["<h2>Top kernels by total time</h2>", bar_chart(summary.kernels, top),
+                  "<h2>Share of GPU time</h2>", share_chart(summary.kernels, 10)]
+    if summary.timing:
+        timing = dataclasses.asdict(summary.timing)
         parts += ["<h2>Timing</h2>", _table([timing], list(timing), 1)]
     for key, heading in SECTIONS:
-        if summary.get(key):
-            parts += [f"<h2>{heading}</h2>", _table(summary[key], KERNEL_COLUMNS, top)]
-    counters = summary.get("counters_by_kernel") or []
+        rows: tuple[KernelRow, ...] = getattr(summary, key)
+        if rows:
+            parts += [f"<h2>{heading}</h2>", _table([dataclasses.asdict(r) for r in rows[:top]], KERNEL_COLUMNS, top)]
+    counters = summary.counters_by_kernel
     if counters:
         parts += ["<h2>Counters per kernel</h2>", _table(counters, list(dict.fromkeys(k for r in counters for k in r)), top)]
-    if summary.get("ranks"):
-        parts += ["<h2>Per rank</h2>", _table(summary["ranks"], ["rank", "kernels", "dispatches", "total_ns"], 1000)]
+    if summary.ranks:
+        parts += ["<h2>Per rank</h2>", _table([dataclasses.asdict(r) for r in summary.ranks],
+                                              ["rank", "kernels", "dispatches", "total_ns"], 1000)]
     return (f"<!DOCTYPE html><html><head><meta charset=utf-8><title>{escape(title)}</title><style>{STYLE}</style>"
             f"</head><body>{''.join(parts)}</body></html>\n")

@@ -1,0 +1,114 @@
+"""Facts: what the machine is (the probe's output), never what a service would choose.
+
+Frozen values. The JSON layout is part of the EnvReport contract (README.md); `Facts.to_dict` and
+`load_typed(Facts, ...)` are its only writer and reader.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Can something be done here: yes or no, why, and the fix a user can apply."""
+    available: bool
+    reason: str
+    fix: str | None = None
+    backend: str | None = None  # the backend that would provide it
+    cause: str | None = None  # short machine-readable cause, e.g. "aqlprofile-bare-name"
+
+
+@dataclass(frozen=True)
+class Gpu:
+    index: int
+    vendor: str  # "amd" | "nvidia"
+    arch: str | None  # gfx942, gfx1151, sm_90 ...
+    name: str | None = None
+    memory_bytes: int | None = None
+    family: str | None = None  # CDNA3, RDNA3.5, Hopper ... from profiling/gpus.yaml
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    path: str
+    version: str | None = None
+
+
+@dataclass(frozen=True)
+class DeviceNode:
+    path: str
+    exists: bool
+    accessible: bool
+    gid: int | None = None
+
+
+@dataclass(frozen=True)
+class Devices:
+    kfd: DeviceNode
+    render: tuple[DeviceNode, ...] = ()
+    nvidia: tuple[DeviceNode, ...] = ()
+
+
+@dataclass(frozen=True)
+class Host:
+    hostname: str | None
+    kernel: str | None
+    in_container: bool
+    container_evidence: str | None
+    uid: int
+    effective_capabilities: tuple[str, ...]
+    perf_event_paranoid: int | None
+    nvidia_profiling_admin_only: bool | None
+    devices: Devices
+    groups: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Rocm:
+    version: str | None
+    root: str | None
+    source: str | None
+
+
+@dataclass(frozen=True)
+class Torch:
+    version: str | None
+    backend: str | None  # "rocm" | "cuda" | "cpu"
+    path: str | None = None
+    python: str | None = None
+
+
+@dataclass(frozen=True)
+class Facts:
+    host: Host
+    gpus: tuple[Gpu, ...]
+    rocm: Rocm
+    tools: dict[str, Tool]
+    torch: Torch
+    # Counter checks that backends consult: the static checks per vendor ("amd_devices",
+    # "amd_counters", "nvidia_counters"), and the live probe's result with --deep ("live_counters").
+    checks: dict[str, Verdict] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+    probe_seconds: float = 0.0
+    schema_version: int = SCHEMA_VERSION
+
+    @property
+    def vendor(self) -> str | None:
+        """The vendor of the first GPU: the one a run targets by default."""
+        return self.gpus[0].vendor if self.gpus else None
+
+    def first_gpu(self, vendor: str) -> Gpu | None:
+        return next((g for g in self.gpus if g.vendor == vendor), None)
+
+    def tool(self, name: str | None) -> Tool | None:
+        return self.tools.get(name) if name else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)

@@ -1,0 +1,90 @@
+"""The reader interface: each backend names the readers of the files its tool writes.
+
+A reader recognises its files by name and first bytes (cheap: `report` on a folder asks every
+registered reader about every file) and turns a group of them into Tables.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import ClassVar, Sequence
+
+from profilectl.errors import FormatError
+from profilectl.formats.tables import Source, Tables, merge_all
+
+
+class Reader(ABC):
+    kind: ClassVar[str]  # names the source in reports ("rocprofv3-csv", "chrome-trace" ...)
+
+    @abstractmethod
+    def recognises(self, path: Path) -> bool:
+        """Is this file one this reader's tool writes?"""
+
+    def read(self, files: list[Path]) -> Tables:
+        """Tables from every recognised file (one tool's files of one run: processes, passes)."""
+        return merge_all(self.read_file(path) for path in files)
+
+    def read_file(self, path: Path) -> Tables:
+        """One file's tables; readers that need all files at once override `read` instead."""
+        raise NotImplementedError(f"{type(self).__name__} reads its files together")
+
+
+def first_bytes(path: Path, size: int = 4096) -> bytes:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(size)
+    except OSError:
+        return b""
+
+
+def claim(files: Sequence[Path], readers: Sequence[Reader]) -> list[tuple[Reader, list[Path]]]:
+    """Each file goes to the first reader that recognises it."""
+    claimed: dict[int, list[Path]] = {}
+    for path in files:
+        for index, reader in enumerate(readers):
+            if reader.recognises(path):
+                claimed.setdefault(index, []).append(path)
+                break
+    return [(readers[i], paths) for i, paths in sorted(claimed.items())]
+
+
+def candidate_files(path: Path) -> list[Path]:
+    if not path.exists():
+        raise FormatError(f"{path} does not exist")
+    if path.is_file():
+        return [path]
+    return sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
+
+
+Groups = list[tuple[Reader, list[Path]]]
+
+
+def recognised(path: Path, readers: Sequence[Reader]) -> Groups:
+    """The files under path that `readers` recognise, grouped by reader; FormatError when none."""
+    groups = claim(candidate_files(path), readers)
+    if not groups:
+        what = "file" if path.is_file() else "directory"
+        kinds = ", ".join(dict.fromkeys(r.kind for r in readers))
+        raise FormatError(f"{path}: no profiler output recognised in this {what} (readers: {kinds})")
+    return groups
+
+
+def read_groups(groups: Groups) -> Tables:
+    parts = []
+    for reader, files in groups:
+        tables = reader.read(files)
+        parts.append(Tables(sources=(Source(reader.kind, tuple(str(f) for f in files)),)).merge(tables))
+    return merge_all(parts)
+
+
+def read_path(path: Path, readers: Sequence[Reader], required: bool = True) -> Tables:
+    """Every file under path that one of `readers` recognises, read and merged. Nothing recognised
+    is a FormatError when `required`, else empty Tables (a profiler that wrote nothing)."""
+    try:
+        groups = recognised(path, readers)
+    except FormatError:
+        if required or not path.exists():
+            raise
+        return Tables()
+    return read_groups(groups)
