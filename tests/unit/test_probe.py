@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from fakes import CAPS_DOCKER_DEFAULT
+from support import REPO
 from profilectl.probe.sources import capability_names, gfx_name
 
 GFX942, GFX90A, GFX1151 = 90402, 90010, 110501
@@ -264,7 +265,6 @@ def test_device_nodes_without_permission(machine):
 
 def test_launcher_names_a_missing_dependency_in_one_line(tmp_path):
     """A checkout without .venv, run by an interpreter without the dependencies (-S: no site)."""
-    from support import REPO
     (tmp_path / "tools").mkdir()
     (tmp_path / "tools/profilectl").write_text((REPO / "tools/profilectl").read_text())
     (tmp_path / "src").symlink_to(REPO / "src")
@@ -275,10 +275,9 @@ def test_launcher_names_a_missing_dependency_in_one_line(tmp_path):
     assert "missing Python package(s)" in done.stderr and "tools/install-host-deps" in done.stderr
 
 
+@pytest.mark.skipif(not (REPO / ".venv/bin/python").exists(),
+                    reason="no .venv in this checkout (tools/install-host-deps makes it)")
 def test_launcher_uses_the_checkouts_venv_when_this_interpreter_lacks_the_dependencies():
-    from support import REPO
-    if not (REPO / ".venv/bin/python").exists():
-        pytest.skip("no .venv in this checkout (tools/install-host-deps makes it)")
     done = subprocess.run([sys.executable, "-S", str(REPO / "tools/profilectl"), "--version"],
                           capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.startswith("profilectl "), done.stderr
