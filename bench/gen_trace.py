@@ -1,18 +1,27 @@
 #!/usr/bin/env python3
-"""Generates a large rocprofv3 output for the reading benchmarks.
+"""Generates large profiler outputs for the reading benchmarks (bench/ingest.py runs it).
 
 - kernel_trace.csv in the real ROCm 7.0 column layout (the header of rocprofiler-sdk's documented
   sample), N dispatches of a few thousand distinct kernels with long C++ template names and
   Zipf-like popularity;
 - optionally a rocpd SQLite database of the same dispatches, with the tables the rocpd views
-  (`kernels`, `top_kernels`) read: rocpd_string, rocpd_info_kernel_symbol, rocpd_kernel_dispatch.
+  (`kernels`, `top_kernels`) read: rocpd_string, rocpd_info_kernel_symbol, rocpd_kernel_dispatch;
+- optionally one of each per rank (`--ranks N`: N processes' files side by side, the dispatches
+  split between them);
+- optionally a torch.profiler Chrome trace of about E events in kineto's layout (`--chrome E`,
+  `--gzip` for a .json.gz too): a transformer-like step of nested operators (linear, attention
+  calling itself through the dispatcher, add_, copy_), their runtime calls, kernels, copies and
+  flow events.
 
-    python3 bench/gen_trace.py OUT_DIR [--dispatches 10000000] [--kernels 3000] [--rocpd]
+    python3 bench/gen_trace.py OUT_DIR [--dispatches 10000000] [--kernels 3000] [--rocpd] [--no-csv]
+                               [--ranks N] [--chrome EVENTS] [--gzip]
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
+import random
 import sqlite3
 import sys
 import time
@@ -100,26 +109,219 @@ def write_rocpd(path: Path, n: int, names: list[str], rng: np.random.Generator) 
     db.close()
 
 
+# ---------------------------------------------------------------------------------------------
+# torch.profiler Chrome traces (kineto's layout)
+
+PID, TID, GPU_TID = 834304, 834304, 7
+BASE_NS = 4_444_282_165_212_637  # kineto writes CLOCK_MONOTONIC-based microseconds with 3 decimals
+SHAPES = ('"Input Dims": [[8, 512, 4096], [4096, 4096], [4096], [], [8, 512, 4096]], "Input type": '
+          '["c10::BFloat16", "c10::BFloat16", "c10::BFloat16", "Scalar", "c10::BFloat16"], "Input Strides": '
+          '[[2097152, 4096, 1], [4096, 1], [1], [], [2097152, 4096, 1]], "Concrete Inputs": ["", "", "", "1", ""]')
+
+
+def _us(ns: int) -> str:
+    return f"{ns // 1000}.{ns % 1000:03d}"
+
+
+def _cpu_event(cat: str, name: str, start: int, dur: int, ext: int, seq: int) -> str:
+    return (f'  {{\n    "ph": "X", "cat": "{cat}", "name": "{name}", "pid": {PID}, "tid": {TID},\n'
+            f'    "ts": {_us(start)}, "dur": {_us(dur)},\n    "args": {{\n'
+            f'      "External id": {ext},"Record function id": 0, {SHAPES}, "Sequence number": {seq}, '
+            f'"Fwd thread id": 0, "Ev Idx": {seq}\n    }}\n  }}')
+
+
+def _runtime_event(name: str, start: int, dur: int, ext: int, corr: int) -> str:
+    return (f'  {{\n    "ph": "X", "cat": "cuda_runtime", "name": "{name}", "pid": {PID}, "tid": {TID},\n'
+            f'    "ts": {_us(start)}, "dur": {_us(dur)},\n    "args": {{\n'
+            f'      "External id": {ext},      "cbid": 211, "correlation": {corr}\n    }}\n  }}')
+
+
+def _gpu_event(cat: str, name: str, start: int, dur: int, ext: int, corr: int) -> str:
+    return (f'  {{\n    "ph": "X", "cat": "{cat}", "name": "{name}", "pid": 0, "tid": {GPU_TID},\n'
+            f'    "ts": {_us(start)}, "dur": {_us(dur)},\n    "args": {{\n'
+            f'      "External id": {ext},      "queued": 0, "device": 0, "context": 1,      "stream": {GPU_TID}, '
+            f'"correlation": {corr},      "registers per thread": 254,      "shared memory": 67584,      '
+            f'"blocks per SM": 3.878788,      "warps per SM": 31.030304,      "grid": [16, 32, 1],      '
+            f'"block": [256, 1, 1],      "est. achieved occupancy %": 0\n    }}\n  }}')
+
+
+def _flows(start: int, gpu_start: int, corr: int) -> list[str]:
+    return [f'  {{\n    "ph": "s", "id": {corr}, "pid": {PID}, "tid": {TID}, "ts": {_us(start)},\n'
+            f'    "cat": "ac2g", "name": "ac2g"\n  }}',
+            f'  {{\n    "ph": "f", "id": {corr}, "pid": 0, "tid": {GPU_TID}, "ts": {_us(gpu_start)},\n'
+            f'    "cat": "ac2g", "name": "ac2g", "bp": "e"\n  }}']
+
+
+GEMMS = [f"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize{t}x128x64_warpgroupsize2x1x1_execute_segment_k_off_kernel__5x_cublas"
+         for t in (64, 128, 256)]
+ELEMENTWISE = [f"void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<{t}>, "
+               f"at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<{t}>, at::detail::Array<char*, 3>)"
+               for t in ("float", "c10::BFloat16", "c10::Half")]
+FLASH = "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, cutlass::bfloat16_t, Flash_kernel_traits<128, 128, 64, 4, cutlass::bfloat16_t> >, false, true, false, false, true, true, false, false>(pytorch_flash::Flash_fwd_params)"
+
+
+def _layer(rng: random.Random, t: int, ext: int, seq: int, corr: int, gpu_t: int,
+           cpu: list[tuple[int, str]], gpu: list[str]) -> tuple[int, int, int, int, int]:
+    """One transformer-like layer: linear (t, transpose, addmm + a GEMM), scaled_dot_product_attention
+    calling itself through the dispatcher (one child of the same name: torch merges the pair), add_,
+    copy_ (a memcpy) and aten::is_leaf (which torch leaves out of key_averages)."""
+    def op(name: str, start: int, dur: int, cat: str = "cpu_op") -> None:
+        nonlocal ext, seq
+        ext += 1
+        seq += 1
+        cpu.append((start, _cpu_event(cat, name, start, dur, ext, seq)))
+
+    def launch(name: str, start: int, kernel: str, cat: str = "kernel", api: str = "cudaLaunchKernel") -> int:
+        nonlocal corr, gpu_t
+        corr += 1
+        dur = rng.randint(3_000, 9_000)
+        gpu_t = max(gpu_t, start + dur) + rng.randint(500, 3_000)
+        kernel_dur = rng.randint(5_000, 400_000)
+        gpu.append(_runtime_event(api, start, dur, ext, corr))
+        gpu.append(_gpu_event(cat, kernel, gpu_t, kernel_dur, ext, corr))
+        gpu.extend(_flows(start, gpu_t, corr))
+        gpu_t += kernel_dur
+        return dur
+
+    # aten::linear > aten::t > aten::transpose > aten::as_strided ; aten::addmm > cudaLaunchKernel
+    start = t
+    t += 1_000
+    t_start = t
+    t += 800
+    op("aten::as_strided", t + 300, 900)
+    op("aten::transpose", t, 1_600)
+    t += 2_000
+    op("aten::t", t_start, t - t_start)
+    t += 500
+    addmm_start = t
+    t += 2_000
+    t += launch("aten::addmm", t, rng.choice(GEMMS)) + 1_500
+    op("aten::addmm", addmm_start, t - addmm_start)
+    t += 700
+    op("aten::linear", start, t - start)
+    t += 1_000
+    # scaled_dot_product_attention > scaled_dot_product_attention > _flash_attention_forward > empty, launch
+    sdpa = t
+    t += 1_200
+    inner = t
+    t += 900
+    fwd = t
+    t += 600
+    op("aten::empty", t, 1_400)
+    t += 2_000
+    t += launch("aten::_flash_attention_forward", t, FLASH) + 800
+    op("aten::_flash_attention_forward", fwd, t - fwd)
+    t += 400
+    op("aten::scaled_dot_product_attention", inner, t - inner)
+    t += 700
+    op("aten::scaled_dot_product_attention", sdpa, t - sdpa)
+    t += 800
+    # add_ > launch ; copy_ > cudaMemcpyAsync (a copy) ; is_leaf
+    add = t
+    t += 900
+    t += launch("aten::add_", t, rng.choice(ELEMENTWISE)) + 600
+    op("aten::add_", add, t - add)
+    t += 500
+    copy = t
+    t += 1_100
+    t += launch("aten::copy_", t, "Memcpy DtoD (Device -> Device)", "gpu_memcpy", "cudaMemcpyAsync") + 900
+    op("aten::copy_", copy, t - copy)
+    t += 300
+    op("aten::is_leaf", t, 200)
+    t += 1_000
+    return t, ext, seq, corr, gpu_t
+
+
+def _step(seed: int, step: int, layers: int, t: int, ext: int, seq: int, corr: int,
+          gpu_t: int) -> tuple[list[str], list[str], tuple[int, int, int, int, int]]:
+    rng = random.Random(seed * 1_000_003 + step)
+    cpu: list[tuple[int, str]] = []
+    gpu: list[str] = []
+    start = t
+    t += 5_000
+    for _ in range(layers):
+        t, ext, seq, corr, gpu_t = _layer(rng, t, ext, seq, corr, gpu_t, cpu, gpu)
+    t += 5_000
+    ext += 1
+    cpu.append((start, _cpu_event("user_annotation", f"ProfilerStep#{step}", start, t - start, ext, 0)))
+    cpu.sort()  # kineto lists a thread's CPU events by start time; GPU activities follow in their own order
+    return [text for _, text in cpu], gpu, (t + 20_000, ext, seq, corr, gpu_t)
+
+
+EVENTS_PER_LAYER = 28  # 12 CPU ops; 4 launches, each a runtime call, a GPU activity and 2 flow events
+
+
+def write_chrome(path: Path, events: int, seed: int = 7, compress: bool = False) -> int:
+    """A torch.profiler trace of about `events` events in kineto's layout: CPU ops first (by start
+    time), then runtime calls, kernels, copies and flow events, then the metadata. Returns the
+    number of events written."""
+    layers = 40
+    per_step = layers * EVENTS_PER_LAYER + 1
+    steps = max(1, events // per_step)
+    opener = (lambda p: gzip.open(p, "wt", compresslevel=1)) if compress else (lambda p: open(p, "w"))
+    written = 0
+    with opener(path) as fh:
+        fh.write('{\n  "schemaVersion": 1,\n  "deviceProperties": [\n    {\n      "id": 0, "name": "NVIDIA H200", '
+                 '"totalGlobalMem": 150109880320,\n      "computeMajor": 9, "computeMinor": 0\n    }\n  ],\n'
+                 '  "displayTimeUnit": "ms",\n  "baseTimeNanoseconds": 1790857026000000000,\n  "traceEvents": [\n')
+        first = True
+        for phase in (0, 1):
+            state = (BASE_NS, 0, 0, 0, BASE_NS)
+            for step in range(steps):
+                cpu, gpu, state = _step(seed, step, layers, *state)
+                chunk = cpu if phase == 0 else gpu
+                if chunk:
+                    fh.write(("" if first else ",\n") + ",\n".join(chunk))
+                    first = False
+                    written += len(chunk)
+        fh.write(',\n  {\n    "name": "process_name", "ph": "M", "ts": 4444282165212.637, "pid": 834304, "tid": 0,\n'
+                 '    "args": {\n      "name": "python3 train.py"\n    }\n  },\n'
+                 '  {\n    "ph": "X", "cat": "Trace", "ts": 4444282165212.637, "dur": 193570.497,\n'
+                 '    "pid": "Spans", "tid": "PyTorch Profiler",\n    "name": "PyTorch Profiler (0)",\n'
+                 '    "args": {\n      "Op count": 0\n    }\n  },\n'
+                 '  {\n    "name": "Record Window End", "ph": "i", "s": "g",\n    "pid": "", "tid": "", '
+                 '"ts": 4444282359091.792\n  }\n  ],\n  "traceName": "/root/out/torch_trace.json"\n}\n')
+    return written + 3
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path)
     parser.add_argument("--dispatches", type=int, default=10_000_000)
     parser.add_argument("--kernels", type=int, default=3000)
     parser.add_argument("--rocpd", action="store_true", help="also write results.db (rocpd)")
+    parser.add_argument("--no-csv", action="store_true", help="no kernel_trace.csv")
+    parser.add_argument("--ranks", type=int, default=1, help="split the dispatches over this many processes")
+    parser.add_argument("--chrome", type=int, default=0, metavar="EVENTS", help="also a torch Chrome trace")
+    parser.add_argument("--gzip", action="store_true", help="the Chrome trace as .json.gz too")
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
     host = args.out / "bench-host"
     host.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(args.seed)
     names = kernel_names(args.kernels, rng)
-    started = time.perf_counter()
-    write_csv(host / "834304_kernel_trace.csv", args.dispatches, names, rng)
-    print(f"kernel_trace.csv: {args.dispatches:,} dispatches, "
-          f"{(host / '834304_kernel_trace.csv').stat().st_size / 2**30:.2f} GiB in {time.perf_counter() - started:.0f} s")
-    if args.rocpd:
+    per_rank = args.dispatches // args.ranks
+    for rank in range(args.ranks):
+        pid = 834304 + rank
+        if not args.no_csv:
+            started = time.perf_counter()
+            write_csv(host / f"{pid}_kernel_trace.csv", per_rank, names, rng)
+            print(f"{pid}_kernel_trace.csv: {per_rank:,} dispatches, "
+                  f"{(host / f'{pid}_kernel_trace.csv').stat().st_size / 2**30:.2f} GiB in "
+                  f"{time.perf_counter() - started:.0f} s")
+        if args.rocpd:
+            started = time.perf_counter()
+            write_rocpd(host / f"{pid}_results.db", per_rank, names, rng)
+            print(f"{pid}_results.db: {(host / f'{pid}_results.db').stat().st_size / 2**30:.2f} GiB in "
+                  f"{time.perf_counter() - started:.0f} s")
+    if args.chrome:
         started = time.perf_counter()
-        write_rocpd(host / "834304_results.db", args.dispatches, names, rng)
-        print(f"results.db: {(host / '834304_results.db').stat().st_size / 2**30:.2f} GiB in {time.perf_counter() - started:.0f} s")
+        trace = args.out / "torch_trace.json"
+        written = write_chrome(trace, args.chrome, args.seed)
+        print(f"torch_trace.json: {written:,} events, {trace.stat().st_size / 2**30:.2f} GiB in "
+              f"{time.perf_counter() - started:.0f} s")
+        if args.gzip:
+            write_chrome(args.out / "torch_trace.json.gz", args.chrome, args.seed, compress=True)
     return 0
 
 

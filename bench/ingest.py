@@ -1,18 +1,24 @@
 #!/usr/bin/env python3
-"""Reading at scale: 10 million dispatches as rocprofv3 CSV (ROCm 7.0 layout) and as rocpd.
+"""Reading at scale: profilectl beside the alternatives, in one interleaved run.
 
-In one run, each measurement in its own process (wall time and that process's peak RSS, from
-wait4): profilectl's first ingest of the bare output directory, profilectl's re-report of the same
-directory (summary cache) and of a finished run (stored summary.json), a polars streaming group-by
-of the same file (the reference the first ingest must not be slower than), DuckDB's read_csv
-group-by, and pandas read_csv + groupby as the baseline. Targets on a 2-core machine: first ingest
-<= polars streaming, re-report < 0.5 s, peak RSS < 512 MB.
+Generates (once, into --workdir, with bench/gen_trace.py) and reads:
+- csv:    a rocprofv3 kernel_trace.csv of --dispatches dispatches (ROCm 7.0 layout);
+- rocpd:  a rocpd database of the same dispatches;
+- torch:  a torch.profiler Chrome trace of --events events (kineto's layout), as .json and .json.gz;
+- ranks:  --ranks processes' files of --rank-dispatches each, beside one file of all of them
+          (CSV and rocpd): reading one file per rank must not cost more than 1.5x one big file;
+- start:  `env-check --json` and `report` of a finished run (fixed cost: imports, start-up).
 
-    python3 bench/ingest.py [--dispatches 10000000] [--workdir /tmp/profilectl-bench] [--skip pandas,duckdb]
-                            [--repeat 3]
+Each measurement is its own process: wall seconds and that process's peak RSS (wait4, children
+included). Every figure is the median of --repeat rounds; within a round the measurements run one
+after the other, so slow spells of a shared machine hit every line alike. The slowest baselines
+(pandas, pyarrow, json + pandas) run in the first round only. Ratios are to profilectl's first
+ingest of the same input. Results are checked: every kernel's calls and total time from profilectl
+equal polars' (CSV), SQLite's (rocpd) and ijson's / orjson's (torch).
 
-Each figure is the median of --repeat rounds; within a round the measurements run one after the
-other, so slow spells of a shared machine hit every line alike.
+    python3 bench/ingest.py [--dispatches 10000000] [--events 2000000] [--ranks 8]
+                            [--rank-dispatches 1000000] [--repeat 3] [--only csv,rocpd,torch,ranks,start]
+                            [--skip pandas,pyarrow,duckdb,json] [--workdir /tmp/profilectl-bench]
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
+import platform
 import statistics
 import subprocess
 import sys
@@ -29,15 +35,17 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "bench"))
 PROFILECTL = [sys.executable, str(REPO / "tools" / "profilectl")]
 
+# Reference scripts: argv[1] the input, argv[2] where to write {kernel: [calls, total_ns]}.
 POLARS = """
-import polars as pl, sys
+import json, polars as pl, sys
 d = pl.col("End_Timestamp") - pl.col("Start_Timestamp")
 out = (pl.scan_csv(sys.argv[1]).group_by("Kernel_Name")
-       .agg(pl.len(), d.sum().alias("t"), d.min().alias("lo"), d.max().alias("hi"), d.std().alias("s"))
+       .agg(pl.len().alias("n"), d.sum().alias("t"), d.min().alias("lo"), d.max().alias("hi"), d.std().alias("s"))
        .collect(engine="streaming"))
-print(out.height)
+json.dump({k: [n, t] for k, n, t in out.select("Kernel_Name", "n", "t").iter_rows()}, open(sys.argv[2], "w"))
 """
 DUCKDB = """
 import duckdb, sys
@@ -46,90 +54,313 @@ d = "(End_Timestamp - Start_Timestamp)"
 print(len(con.execute(f"SELECT Kernel_Name, count(*), sum({d}), min({d}), max({d}), stddev_pop({d}) "
                       "FROM read_csv(?) GROUP BY 1", [sys.argv[1]]).fetchall()))
 """
+PYARROW = """
+import pyarrow.csv as pc, pyarrow.compute as c, sys
+t = pc.read_csv(sys.argv[1])
+t = t.append_column("d", c.subtract(t["End_Timestamp"], t["Start_Timestamp"]))
+print(t.group_by("Kernel_Name").aggregate([("d", "count"), ("d", "sum"), ("d", "min"), ("d", "max"), ("d", "stddev")]).num_rows)
+"""
 PANDAS = """
 import pandas as pd, sys
 df = pd.read_csv(sys.argv[1])
 df["d"] = df.End_Timestamp - df.Start_Timestamp
 print(len(df.groupby("Kernel_Name")["d"].agg(["count", "sum", "min", "max", "std"])))
 """
+# rocpd's own views name each dispatch through the symbol table and group by that name
+# (the `kernels` / `top_kernels` views): the same work, as one SQL statement.
+ROCPD_VIEW_SQL = """
+import json, sqlite3, sys
+db = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True)
+rows = db.execute('SELECT S.display_name, count(*), sum(K."end" - K.start), min(K."end" - K.start), '
+                  'max(K."end" - K.start) FROM rocpd_kernel_dispatch K JOIN rocpd_info_kernel_symbol S '
+                  'ON S.id = K.kernel_id AND S.guid = K.guid GROUP BY S.display_name ORDER BY 3 DESC').fetchall()
+json.dump({k: [n, t] for k, n, t, _, _ in rows}, open(sys.argv[2], "w"))
+"""
+# Chrome traces: kernel durations per name, in integer ns as profilectl keeps them.
+_TORCH_AGG = """
+def add(out, e):
+    if isinstance(e, dict) and e.get("ph") == "X" and e.get("cat") == "kernel" and "dur" in e:
+        s = out.setdefault(e.get("name", "?"), [0, 0]); s[0] += 1; s[1] += round(float(e["dur"]) * 1000)
+"""
+IJSON = _TORCH_AGG + """
+import ijson, json, sys
+out = {}
+with open(sys.argv[1], "rb") as fh:
+    for e in ijson.items(fh, "traceEvents.item", use_float=True):
+        add(out, e)
+json.dump(out, open(sys.argv[2], "w"))
+"""
+ORJSON = _TORCH_AGG + """
+import orjson, json, sys
+out = {}
+for e in orjson.loads(open(sys.argv[1], "rb").read())["traceEvents"]:
+    add(out, e)
+json.dump(out, open(sys.argv[2], "w"))
+"""
+STDLIB_JSON = _TORCH_AGG + """
+import json, sys
+out = {}
+for e in json.load(open(sys.argv[1], "rb"))["traceEvents"]:
+    add(out, e)
+json.dump(out, open(sys.argv[2], "w"))
+"""
+JSON_PANDAS = """
+import json, pandas as pd, sys
+df = pd.DataFrame(json.load(open(sys.argv[1], "rb"))["traceEvents"])
+k = df[(df.ph == "X") & (df.cat == "kernel")]
+print(len(k.groupby("name")["dur"].agg(["count", "sum"])))
+"""
+ORJSON_PANDAS = JSON_PANDAS.replace("import json,", "import orjson,").replace(
+    'json.load(open(sys.argv[1], "rb"))', 'orjson.loads(open(sys.argv[1], "rb").read())')
+BYTE_SCAN = """
+import sys
+with open(sys.argv[1], "rb", buffering=0) as fh:
+    buf = bytearray(1 << 24)
+    while fh.readinto(buf):
+        pass
+"""
+GZIP_SCAN = """
+import gzip, sys
+with gzip.open(sys.argv[1], "rb") as fh:
+    while fh.read(1 << 24):
+        pass
+"""
 
 
-def measure(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
-    """(wall seconds, peak RSS MiB) of one child process."""
+def measure(argv: list[str], env: dict[str, str] | None = None, stdout: Path | None = None) -> tuple[float, float]:
+    """(wall seconds, peak RSS MiB of the process and its children) of one child process."""
+    out = open(stdout, "wb") if stdout else subprocess.DEVNULL
     started = time.perf_counter()
-    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    process = subprocess.Popen(argv, stdout=out, stderr=subprocess.PIPE, env=env)
     _, status, usage = os.wait4(process.pid, 0)
     wall = time.perf_counter() - started
+    if stdout:
+        out.close()  # type: ignore[union-attr]
     if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"failed: {' '.join(argv)}: {process.stderr.read().decode()[-400:]}")
+        raise SystemExit(f"failed: {' '.join(argv)}: {process.stderr.read().decode()[-600:]}")  # type: ignore[union-attr]
     return wall, usage.ru_maxrss / 1024
+
+
+def python(script: str, *args: str) -> list[str]:
+    return [sys.executable, "-c", script, *args]
+
+
+def installed(module: str) -> bool:
+    import importlib.util
+    return importlib.util.find_spec(module) is not None
+
+
+def generate(data: Path, args: argparse.Namespace, wanted: set[str]) -> dict[str, Path]:
+    """The inputs, generated once per size (reused by later runs of the bench)."""
+    gen = [sys.executable, str(REPO / "bench" / "gen_trace.py")]
+    paths = {"csv": data / f"csv-{args.dispatches}", "rocpd": data / f"rocpd-{args.dispatches}",
+             "torch": data / f"torch-{args.events}", "ranks-csv": data / f"ranks-csv-{args.ranks}x{args.rank_dispatches}",
+             "one-csv": data / f"one-csv-{args.ranks * args.rank_dispatches}",
+             "ranks-rocpd": data / f"ranks-rocpd-{args.ranks}x{args.rank_dispatches}",
+             "one-rocpd": data / f"one-rocpd-{args.ranks * args.rank_dispatches}"}
+    jobs = {"csv": ["--dispatches", str(args.dispatches)],
+            "rocpd": ["--dispatches", str(args.dispatches), "--rocpd", "--no-csv"],
+            "torch": ["--chrome", str(args.events), "--gzip", "--no-csv", "--dispatches", "0"],
+            "ranks-csv": ["--dispatches", str(args.ranks * args.rank_dispatches), "--ranks", str(args.ranks)],
+            "ranks-rocpd": ["--dispatches", str(args.ranks * args.rank_dispatches), "--ranks", str(args.ranks),
+                            "--rocpd", "--no-csv"],
+            }
+    needed = {"csv": "csv" in wanted, "rocpd": "rocpd" in wanted, "torch": "torch" in wanted,
+              **{k: "ranks" in wanted for k in ("ranks-csv", "one-csv", "ranks-rocpd", "one-rocpd")}}
+    for key, folder in paths.items():
+        done = folder / ".complete"
+        if needed[key] and not done.exists():
+            if key in jobs:
+                subprocess.run([*gen, str(folder), *jobs[key]], check=True)
+            else:  # one file holding exactly the ranks' dispatches, so the two readings must agree
+                join(sorted(paths[key.replace("one", "ranks")].rglob("*_kernel_trace.csv" if key == "one-csv"
+                                                                     else "*_results.db")), folder, key)
+            done.touch()
+    return paths
+
+
+def join(parts: list[Path], folder: Path, key: str) -> None:
+    (folder / "bench-host").mkdir(parents=True, exist_ok=True)
+    if key == "one-csv":
+        with open(folder / "bench-host" / "834304_kernel_trace.csv", "wb") as out:
+            for index, part in enumerate(parts):
+                with open(part, "rb") as fh:
+                    header = fh.readline()
+                    if index == 0:
+                        out.write(header)
+                    while block := fh.read(1 << 24):
+                        out.write(block)
+        return
+    import shutil
+    import sqlite3
+    target = folder / "bench-host" / "834304_results.db"
+    shutil.copy(parts[0], target)
+    db = sqlite3.connect(target)
+    db.execute("PRAGMA journal_mode = OFF")
+    for part in parts[1:]:
+        db.execute("ATTACH ? AS part", (str(part),))
+        db.execute('INSERT INTO rocpd_kernel_dispatch (guid, nid, pid, tid, agent_id, kernel_id, dispatch_id, queue_id, '
+                   'stream_id, start, "end", region_name_id, event_id) SELECT guid, nid, pid, tid, agent_id, kernel_id, '
+                   'dispatch_id, queue_id, stream_id, start, "end", region_name_id, event_id FROM part.rocpd_kernel_dispatch')
+        db.commit()
+        db.execute("DETACH part")
+    db.close()
+
+
+def warm(folder: Path) -> None:
+    """Page cache warm for every tool alike."""
+    for path in folder.rglob("*"):
+        if path.is_file():
+            with open(path, "rb") as fh:
+                while fh.read(1 << 24):
+                    pass
+
+
+def kernels_of_report(path: Path) -> dict[str, tuple[int, int]]:
+    return {k["name"]: (k["calls"], round(k["total_ns"])) for k in json.loads(path.read_text())["kernels"]}
+
+
+def kernels_of_reference(path: Path) -> dict[str, tuple[int, int]]:
+    return {name: (int(n), round(total)) for name, (n, total) in json.loads(path.read_text()).items()}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dispatches", type=int, default=10_000_000)
+    parser.add_argument("--events", type=int, default=2_000_000, help="events of the torch Chrome trace")
+    parser.add_argument("--ranks", type=int, default=8)
+    parser.add_argument("--rank-dispatches", type=int, default=1_000_000)
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "profilectl-bench")
-    parser.add_argument("--skip", default="", help="comma list of: pandas, duckdb, polars")
+    parser.add_argument("--only", default="csv,rocpd,torch,ranks,start")
+    parser.add_argument("--skip", default="", help="comma list of: pandas, pyarrow, duckdb, json, ijson, orjson")
     parser.add_argument("--repeat", type=int, default=3, help="rounds; each figure is the median")
     args = parser.parse_args()
+    wanted = set(filter(None, args.only.split(",")))
     skip = set(filter(None, args.skip.split(",")))
-    data = args.workdir / f"{args.dispatches}"
-    csv_dir, host = data / "csv", "bench-host"
-    trace = csv_dir / host / "834304_kernel_trace.csv"
-    rocpd_dir = data / "rocpd"
-    if not trace.exists() or not (rocpd_dir / "834304_results.db").exists():
-        subprocess.run([sys.executable, str(REPO / "bench/gen_trace.py"), str(data / "gen"), "--dispatches",
-                        str(args.dispatches), "--rocpd"], check=True)
-        (csv_dir / host).mkdir(parents=True, exist_ok=True)
-        rocpd_dir.mkdir(parents=True, exist_ok=True)
-        shutil.move(str(data / "gen" / host / "834304_kernel_trace.csv"), trace)
-        shutil.move(str(data / "gen" / host / "834304_results.db"), rocpd_dir / "834304_results.db")
-    print(f"{args.dispatches:,} dispatches: kernel_trace.csv {trace.stat().st_size / 2**30:.2f} GiB, "
-          f"results.db {(rocpd_dir / '834304_results.db').stat().st_size / 2**30:.2f} GiB; {os.cpu_count()} cores")
+    paths = generate(args.workdir, args, wanted)
+    print(f"machine: {platform.node()}, {os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}, "
+          f"{platform.platform()}")
+    for key, folder in paths.items():
+        if folder.exists():
+            size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file() and not p.name.startswith("."))
+            print(f"  {key}: {size / 2**30:.2f} GiB in {folder}")
 
-    # Every measurement reads the same files: warm the page cache first so none pays the disk alone.
-    for path in (trace, rocpd_dir / "834304_results.db"):
-        with open(path, "rb") as fh:
-            while fh.read(1 << 24):
-                pass
-    rounds: dict[str, list[tuple[float, float]]] = {}
+    csv_file = next(iter(sorted(paths["csv"].rglob("*_kernel_trace.csv"))), None)
+    db_file = next(iter(sorted(paths["rocpd"].rglob("*_results.db"))), None)
+    trace, trace_gz = paths["torch"] / "torch_trace.json", paths["torch"] / "torch_trace.json.gz"
+    rounds: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    checks: list[str] = []
+    work = Path(tempfile.mkdtemp(prefix="profilectl-bench-"))
+    gz_dir = work / "gz"
+    if "torch" in wanted:
+        gz_dir.mkdir()
+        (gz_dir / "torch_trace.json.gz").symlink_to(trace_gz)
+        json_dir = work / "json"
+        json_dir.mkdir()
+        (json_dir / "torch_trace.json").symlink_to(trace)
 
-    def record(label: str, figures: tuple[float, float]) -> None:
-        rounds.setdefault(label, []).append(figures)
+    def record(section: str, label: str, figures: tuple[float, float]) -> None:
+        rounds.setdefault((section, label), []).append(figures)
 
-    with tempfile.TemporaryDirectory() as tmp:
-        # A finished run: what `profilectl trace` leaves (manifest.json + summary.json).
-        run = Path(tmp) / "20261121T000000Z-trace-bench00"
-        run.mkdir()
-        summary = subprocess.run(PROFILECTL + ["report", str(csv_dir), "--format", "json"],
-                                 env=dict(os.environ, PROFILECTL_CACHE_DIR=str(Path(tmp) / "seed")),
-                                 capture_output=True, text=True, check=True).stdout
-        (run / "summary.json").write_text(summary)
-        (run / "manifest.json").write_text(json.dumps({"service": "trace", "backend": "rocprofv3", "status": "ok",
-                                                       "reason": "bench", "fallbacks": [], "workload": ["bench"]}))
-        for round_number in range(args.repeat):
-            env = dict(os.environ, PROFILECTL_CACHE_DIR=str(Path(tmp) / f"cache{round_number}"))  # cold cache
+    def report(path: Path, cache: Path, out: Path | None = None) -> tuple[float, float]:
+        env = dict(os.environ, PROFILECTL_CACHE_DIR=str(cache))
+        return measure([*PROFILECTL, "report", str(path), "--format", "json"], env, out)
 
-            def report(path: Path) -> list[str]:
-                return PROFILECTL + ["report", str(path), "--format", "json", "-o", os.devnull]
+    # a finished run (a real one: `profile` of a trivial program), for the fixed cost of `report`
+    subprocess.run([*PROFILECTL, "profile", "--repeat", "2", "--warmup", "0", "--traces-dir", str(work / "traces"),
+                    "--json", "--", sys.executable, "-c", "pass"], capture_output=True, check=True,
+                   env=dict(os.environ, PROFILECTL_CACHE_DIR=str(work / "seed")))
+    run = next((work / "traces").glob("*-profile-*"))
+    tiny = work / "tiny"
+    (tiny / "h").mkdir(parents=True)
+    (tiny / "h" / "1_kernel_trace.csv").write_text(
+        (REPO / "tests/fixtures/rocprofv3-docs/kernel_trace.csv").read_text())
+    subprocess.run([*PROFILECTL, "report", str(tiny), "--format", "json"], capture_output=True, check=True,
+                   env=dict(os.environ, PROFILECTL_CACHE_DIR=str(work / "seed")))
+    for folder in ("csv", "rocpd", "torch", "ranks-csv", "one-csv", "ranks-rocpd", "one-rocpd"):
+        if paths[folder].exists():
+            warm(paths[folder])
 
-            record("profilectl first ingest (CSV)", measure(report(csv_dir), env))
-            if "polars" not in skip:
-                record("polars streaming group-by (reference)", measure([sys.executable, "-c", POLARS, str(trace)]))
-            record("profilectl re-report, bare dir (CSV)", measure(report(csv_dir), env))
-            record("profilectl re-report, finished run", measure(report(run), env))
-            record("profilectl first ingest (rocpd)", measure(report(rocpd_dir), env))
-            record("profilectl re-report, bare dir (rocpd)", measure(report(rocpd_dir), env))
-            if "duckdb" not in skip:
-                record("duckdb read_csv group-by", measure([sys.executable, "-c", DUCKDB, str(trace)]))
-    if "pandas" not in skip:  # once: it takes ~30 s and ~8 GB
-        record("pandas read_csv + groupby (baseline, 1 run)", measure([sys.executable, "-c", PANDAS, str(trace)]))
-    results = [(label, statistics.median(w for w, _ in figures), max(r for _, r in figures))
-               for label, figures in rounds.items()]
-    print(f"{'measurement (median of ' + str(args.repeat) + ' rounds)':<44} {'wall s':>8} {'peak RSS MiB':>13}")
-    for name, wall, rss in results:
-        print(f"{name:<44} {wall:>8.2f} {rss:>13.0f}")
-    return 0
+    for round_number in range(args.repeat):
+        first = round_number == 0
+        cache = work / f"cache{round_number}"  # cold: every first ingest reads the files
+        if "csv" in wanted and csv_file:
+            out = work / "csv-profilectl.json"
+            record("csv", "profilectl first ingest", report(paths["csv"], cache, out))
+            ref = work / "csv-polars.json"
+            record("csv", "polars streaming group-by", measure(python(POLARS, str(csv_file), str(ref))))
+            if first:
+                checks.append(f"csv: profilectl == polars for every kernel's calls and total: "
+                              f"{kernels_of_report(out) == kernels_of_reference(ref)}")
+            record("csv", "profilectl re-report (cached)", report(paths["csv"], cache))
+            if "duckdb" not in skip and installed("duckdb"):
+                record("csv", "duckdb read_csv group-by", measure(python(DUCKDB, str(csv_file))))
+            record("csv", "byte scan", measure(python(BYTE_SCAN, str(csv_file))))
+            if first and "pyarrow" not in skip and installed("pyarrow"):
+                record("csv", "pyarrow read_csv + group_by (1 run)", measure(python(PYARROW, str(csv_file))))
+            if first and "pandas" not in skip and installed("pandas"):
+                record("csv", "pandas read_csv + groupby (1 run)", measure(python(PANDAS, str(csv_file))))
+        if "rocpd" in wanted and db_file:
+            out = work / "rocpd-profilectl.json"
+            record("rocpd", "profilectl first ingest", report(paths["rocpd"], cache, out))
+            ref = work / "rocpd-sqlite.json"
+            record("rocpd", "sqlite3, rocpd's view SQL (group by name)", measure(python(ROCPD_VIEW_SQL, str(db_file), str(ref))))
+            if first:
+                checks.append(f"rocpd: profilectl == SQLite view SQL for every kernel's calls and total: "
+                              f"{kernels_of_report(out) == kernels_of_reference(ref)}")
+            record("rocpd", "byte scan", measure(python(BYTE_SCAN, str(db_file))))
+        if "torch" in wanted:
+            out = work / "torch-profilectl.json"
+            record("torch", "profilectl first ingest (.json)", report(work / "json", cache, out))
+            record("torch", "profilectl first ingest (.json.gz)", report(gz_dir, cache, work / "torch-gz.json"))
+            ref = work / "torch-ijson.json"
+            if "ijson" not in skip and installed("ijson"):
+                record("torch", "ijson streaming (yajl2_c)", measure(python(IJSON, str(trace), str(ref))))
+            if "orjson" not in skip and installed("orjson"):
+                record("torch", "orjson whole file", measure(python(ORJSON, str(trace), str(work / "torch-orjson.json"))))
+                ref = work / "torch-orjson.json"
+            if first and "json" not in skip:
+                record("torch", "json (stdlib) whole file (1 run)",
+                       measure(python(STDLIB_JSON, str(trace), str(work / "torch-json.json"))))
+                if "pandas" not in skip and installed("pandas"):
+                    record("torch", "json + pandas (1 run)", measure(python(JSON_PANDAS, str(trace))))
+                    if installed("orjson"):
+                        record("torch", "orjson + pandas (1 run)", measure(python(ORJSON_PANDAS, str(trace))))
+            record("torch", "byte scan (.json)", measure(python(BYTE_SCAN, str(trace))))
+            record("torch", "gunzip scan (.json.gz)", measure(python(GZIP_SCAN, str(trace_gz))))
+            if first and ref.exists():
+                same = kernels_of_report(out) == kernels_of_reference(ref) == kernels_of_report(work / "torch-gz.json")
+                checks.append(f"torch: profilectl (.json and .json.gz) == {ref.stem.split('-')[1]} for every kernel's "
+                              f"calls and total: {same}")
+        if "ranks" in wanted:
+            for kind in ("csv", "rocpd"):
+                one = work / f"one-{kind}.json"
+                record("ranks", f"profilectl, one {kind} file of {args.ranks * args.rank_dispatches:,}",
+                       report(paths[f"one-{kind}"], cache, one))
+                many = work / f"ranks-{kind}.json"
+                record("ranks", f"profilectl, {args.ranks} {kind} files of {args.rank_dispatches:,}",
+                       report(paths[f"ranks-{kind}"], cache, many))
+                if first:
+                    checks.append(f"ranks {kind}: {args.ranks} files == one file for every kernel's calls and total: "
+                                  f"{kernels_of_report(one) == kernels_of_report(many)}")
+        if "start" in wanted:
+            record("start", "python -c pass (interpreter alone)", measure([sys.executable, "-c", "pass"]))
+            record("start", "profilectl env-check --json", measure([*PROFILECTL, "env-check", "--json"]))
+            record("start", "profilectl report, finished run (json)", report(run, cache))
+            record("start", "profilectl report, cached bare dir (json)", report(tiny, work / "seed"))
+
+    print(f"\n{'section':<7} {'measurement (median of ' + str(args.repeat) + ' interleaved rounds)':<52} "
+          f"{'wall s':>8} {'peak RSS MiB':>13} {'ratio':>7}")
+    base: dict[str, float] = {}
+    for (section, label), figures in rounds.items():
+        wall = statistics.median(w for w, _ in figures)
+        rss = max(r for _, r in figures)
+        base.setdefault(section, wall)
+        print(f"{section:<7} {label:<52} {wall:>8.2f} {rss:>13.0f} {wall / base[section]:>7.2f}")
+    print()
+    for line in checks:
+        print(line)
+    return 0 if all(line.endswith("True") for line in checks) else 1
 
 
 if __name__ == "__main__":

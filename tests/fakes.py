@@ -70,12 +70,18 @@ class FakeMachine:
 
     # ------------------------------------------------------------ GPUs
     def kfd_gpu(self, node: int, gfx_target_version: int, memory_bytes: int = 192 * 2**30,
-                device_nodes: bool = True) -> None:
+                device_nodes: bool = True, perf_level: str | None = None) -> None:
+        """A GPU node of the KFD topology; its render node renderD<127+node>, whose amdgpu device
+        shows `perf_level` (power_dpm_force_performance_level) when given."""
+        minor = 127 + node
         if device_nodes:  # what the amdgpu driver creates (and a container gets with the AMD grant)
             self.write("/dev/kfd", "")
-            self.write(f"/dev/dri/renderD{127 + node}", "")
+            self.write(f"/dev/dri/renderD{minor}", "")
         base = f"/sys/class/kfd/kfd/topology/nodes/{node}"
-        self.write(f"{base}/properties", f"cpu_cores_count 0\nsimd_count 1216\ngfx_target_version {gfx_target_version}\n")
+        self.write(f"{base}/properties", f"cpu_cores_count 0\nsimd_count 1216\ngfx_target_version {gfx_target_version}\n"
+                                         f"drm_render_minor {minor}\n")
+        if perf_level is not None:
+            self.write(f"/sys/class/drm/renderD{minor}/device/power_dpm_force_performance_level", perf_level + "\n")
         self.write(f"{base}/mem_banks/0/properties", f"heap_type 1\nsize_in_bytes {memory_bytes}\n")
 
     def kfd_cpu(self, node: int = 0) -> None:

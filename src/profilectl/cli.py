@@ -7,6 +7,7 @@ tracebacks are for bugs only.
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
 from typing import NoReturn
 
@@ -46,6 +47,22 @@ def _measuring(sub: "argparse._SubParsersAction[_Parser]", name: str, help_text:
     return p
 
 
+def _bounds(p: argparse.ArgumentParser) -> None:
+    """Bounded profiling: one vocabulary, translated to each backend's own flags (see --dry-run)."""
+    group = p.add_argument_group("bounded profiling (translated to the backend's flags; a backend that cannot "
+                                 "honour one refuses with exit 2)")
+    group.add_argument("--kernel", metavar="REGEX", help="profile only kernels whose name matches")
+    group.add_argument("--exclude-kernel", metavar="REGEX", help="leave out kernels whose name matches")
+    group.add_argument("--launch-skip", type=int, metavar="N", help="skip the first N launches (see --dry-run: "
+                       "per kernel for rocprofv3, in total for ncu)")
+    group.add_argument("--launch-count", type=int, metavar="N", help="profile at most N launches after the skip")
+    group.add_argument("--steps", metavar="A:B", help="profile training steps A to B-1 of a PyTorch workload "
+                       "(a step ends at each optimizer.step() or profilectl.step())")
+    group.add_argument("--range", dest="nvtx_range", metavar="NAME", help="profile inside NVTX ranges of this name "
+                       "(Nsight Compute)")
+    group.add_argument("--profiler-args", metavar="ARGS", help="extra profiler options, appended as written")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="profilectl", description="Probe the machine, pick the profiler that works, keep every output.")
     parser.add_argument("--version", action="version", version=f"profilectl {__version__}")
@@ -66,8 +83,17 @@ def build_parser() -> argparse.ArgumentParser:
     counters.add_argument("--set", dest="counter_set", default="basic", metavar="NAME|FILE",
                           help="counter set name from profiling/counters, or a YAML / pmc: text file")
     counters.add_argument("--fallback", action="store_true", help="run `profile` when counters are unavailable here")
+    counters.add_argument("--clock-control", choices=("base", "none"), default="base",
+                          help="Nsight Compute: lock clocks to base during replay (default, as ncu does: repeatable "
+                               "values, kernels run longer than in a trace) or leave them to the GPU")
+
+    _bounds(counters)
+    counters.add_argument("--include-collectives", action="store_true",
+                          help="replay NCCL/RCCL kernels too (excluded by default: replaying a collective waits "
+                               "for the other ranks and can hang the job)")
 
     trace = _measuring(sub, "trace", "a Perfetto-ready trace and top-kernels table")
+    _bounds(trace)
     trace.add_argument("--preset", default="lightweight",
                        help="lightweight (default), api, memory, communication, sys")
     ls = sub.add_parser("ls", help="the runs in a traces folder, newest first")
@@ -77,7 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", help="read a run, or any folder/file rocprofv3, rocprof, ncu or torch.profiler wrote")
     report.add_argument("path")
     report.add_argument("--format", choices=("table", "json", "csv", "md", "html"), default="table")
-    report.add_argument("--output", "-o", metavar="FILE", help="write there instead of stdout")
+    report.add_argument("--output", "-o", metavar="FILE", help="write there instead of stdout (a new file)")
+    report.add_argument("--force", action="store_true",
+                        help="let -o replace an existing file (never a run's own files or the report's input)")
     report.add_argument("--top", type=int, default=10, help="rows per table (default 10)")
 
     compare = sub.add_parser("compare", help="two runs kernel by kernel: time, calls, speedup")
@@ -111,6 +139,12 @@ def parse(argv: list[str]) -> argparse.Namespace:
     return args
 
 
+def _bounds_of(args: argparse.Namespace) -> dict[str, object]:
+    return {"kernel": args.kernel, "exclude_kernel": args.exclude_kernel, "launch_skip": args.launch_skip,
+            "launch_count": args.launch_count, "steps": args.steps, "nvtx_range": args.nvtx_range,
+            "profiler_args": args.profiler_args}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parse(sys.argv[1:] if argv is None else argv)
@@ -122,15 +156,17 @@ def main(argv: list[str] | None = None) -> int:
             return commands.env_check(args.json, args.deep, args.require, args.root, args.path)
         if args.command in ("profile", "counters", "trace"):
             extra = {"profile": lambda: {"repeat": args.repeat, "warmup": args.warmup},
-                     "counters": lambda: {"counter_set": args.counter_set, "fallback": args.fallback},
-                     "trace": lambda: {"preset": args.preset}}[args.command]()
+                     "counters": lambda: {"counter_set": args.counter_set, "fallback": args.fallback,
+                                          "clock_control": args.clock_control, "bounds": _bounds_of(args),
+                                          "include_collectives": args.include_collectives},
+                     "trace": lambda: {"preset": args.preset, "bounds": _bounds_of(args)}}[args.command]()
             return commands.measure(args.command, args.workload, backend=args.backend, dry_run=args.dry_run,
                                     timeout=args.timeout, as_json=args.json, traces_dir=args.traces_dir,
                                     env_items=args.env, serialize=args.serialize, **extra)
         if args.command == "ls":
             return commands.ls(args.traces_dir, args.json)
         if args.command == "report":
-            return commands.report(args.path, args.format, args.output, args.top)
+            return commands.report(args.path, args.format, args.output, args.top, args.force)
         if args.command == "compare":
             return commands.compare(args.run_a, args.run_b, args.format, args.top, args.match)
         if args.command == "docker":
@@ -143,5 +179,10 @@ def main(argv: list[str] | None = None) -> int:
         return errors.INTERRUPTED
     except BrokenPipeError:
         return errors.OK
+    except OSError as exc:  # the machine's refusal (permissions, a full disk): one line, not a traceback
+        where = f"{exc.filename}: " if exc.filename else ""
+        commands.say(f"{where}{exc.strerror or exc}")
+        full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
+        return errors.DISK_FULL if full else errors.USAGE
     parser.error(f"unknown command {args.command}")
     return errors.USAGE

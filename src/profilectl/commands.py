@@ -75,10 +75,11 @@ def env_check(as_json: bool, deep: bool, require: str | None, root: str | None, 
 def measure(service: str, workload: list[str], *, backend: str | None, dry_run: bool, timeout: float | None,
             as_json: bool, traces_dir: str | None, env_items: list[str], serialize: bool,
             repeat: int = 5, warmup: int = 1, counter_set: str = "basic", fallback: bool = False,
-            preset: str = "lightweight") -> int:
+            preset: str = "lightweight", clock_control: str = "base", bounds: dict[str, Any] | None = None,
+            include_collectives: bool = False) -> int:
     from profilectl import execute
     from profilectl.plan import make_plan
-    from profilectl.request import Request, parse_env_assignments, resolve_workload
+    from profilectl.request import Request, parse_bounds, parse_env_assignments, resolve_workload
     from profilectl.runner import terminal_streams
     env_overrides = parse_env_assignments(env_items)
     facts = _probe()
@@ -86,18 +87,26 @@ def measure(service: str, workload: list[str], *, backend: str | None, dry_run: 
     argv, source = resolve_workload(workload, prefer_hip)
     request = Request(service=service, workload=argv, workload_source=source, backend=backend,
                       counter_set=counter_set, preset=preset, fallback=fallback, timeout_s=timeout,
-                      serialize=serialize, repeat=repeat, warmup=warmup, env_overrides=env_overrides)
+                      serialize=serialize, repeat=repeat, warmup=warmup, env_overrides=env_overrides,
+                      clock_control=clock_control, bounds=parse_bounds(**(bounds or {})),
+                      include_collectives=include_collectives)
     traces_root = Path(traces_dir) if traces_dir else runs.default_traces_root()
-    proposed = runs.proposed_run_dir(traces_root, service)
+    from profilectl.jobs import SlurmTask
+    task = SlurmTask.from_env() if os.environ.get("PROFILECTL_NO_JOB") != "1" else None
+    job_dir = task.job_dir(traces_root, service) if task else None
+    # A task of a SLURM job step: its run is <job dir>/<host>-rank<R>/ (jobs.py)
+    proposed = task.rank_dir(job_dir) if task and job_dir else runs.proposed_run_dir(traces_root, service)
     plan = make_plan(request, facts, proposed, list_counters=None if dry_run else execute.list_counters)
     if dry_run:
         if as_json:
-            _print_json(plan.to_dict())
+            _print_json(plan.redacted().to_dict())
         else:
             from profilectl.report import render
-            render.plan(_console(), plan)
+            render.plan(_console(), plan.redacted())
         return errors.OK
     outcome = execute.run(plan, _env_report(facts), terminal_streams(quiet_stdout=as_json))
+    if task and job_dir:
+        _update_job(job_dir, task)
     if as_json:
         _print_json({"exit_code": outcome.exit_code, "status": outcome.status, "message": outcome.message,
                      "run_dir": str(outcome.run_dir), "manifest": outcome.manifest.to_dict(),
@@ -108,6 +117,21 @@ def measure(service: str, workload: list[str], *, backend: str | None, dry_run: 
     if outcome.exit_code != errors.OK:
         say(f"{outcome.status}: {outcome.message}")
     return outcome.exit_code
+
+
+def _update_job(job_dir: Path, task: Any) -> None:
+    """This rank's view of the whole job, written as it ends (a full disk or a read-only share
+    costs the job.json convenience file only: the rank's own run is complete)."""
+    from profilectl import jobs
+    try:
+        job = jobs.write(job_dir, task)
+        runs.hand_over(job_dir / jobs.JOB_MANIFEST, runs.host_owner(job_dir.parent))
+        runs.hand_over(job_dir, runs.host_owner(job_dir.parent), recursive=False)
+    except (OSError, errors.ProfilectlError) as exc:
+        say(f"job manifest not updated: {exc}")
+        return
+    if task.rank == 0 or job.status != "running":
+        say(f"job {job.job_id}.{job.step_id}: {job.status}: {job.message} → {shown_path(job_dir)}")
 
 
 def docker(service: str, workload: list[str], vendor: str, build: bool) -> int:
@@ -133,10 +157,12 @@ def ls(traces_dir: str | None, as_json: bool) -> int:
     return errors.OK
 
 
-def report(path: str, fmt: str, output: str | None, top: int) -> int:
+def report(path: str, fmt: str, output: str | None, top: int, force: bool = False) -> int:
     from profilectl.report import export, html, load
     if top < 1:
         raise errors.UsageError("--top must be at least 1")
+    if output:
+        check_output(Path(output), force)
     summary = load.load(Path(path))
     if fmt == "table" and not output:
         from profilectl.report import render
@@ -146,14 +172,51 @@ def report(path: str, fmt: str, output: str | None, top: int) -> int:
             "md": lambda: export.to_markdown(summary, top), "html": lambda: html.to_html(summary, max(top, 15)),
             "table": lambda: export.to_markdown(summary, top)}[fmt]()
     if output:
-        try:
-            Path(output).write_text(text)
-        except OSError as exc:
-            raise errors.UsageError(f"cannot write {output}: {exc.strerror}") from None
+        write_output(Path(output), text, force, inputs=[Path(path), *map(Path, summary.source.files)])
         say(f"wrote {output}")
     else:
         sys.stdout.write(text)
     return errors.OK
+
+
+def check_output(output: Path, force: bool) -> None:
+    """`report -o` never writes over a run's own files (not even with --force), never over an
+    existing file without --force, and never through a symbolic link it did not expect."""
+    if output.is_dir():
+        raise errors.UsageError(f"{output} is a folder: -o takes a file name")
+    run_dir = runs.enclosing_run(output)
+    if run_dir is not None:
+        inside = output.parent.resolve().relative_to(run_dir) / output.name
+        if os.path.lexists(output) or inside.parts[0] in runs.RUN_FILES:
+            raise errors.UsageError(f"refusing to write {output}: it is the run's own file {inside} in {run_dir}; "
+                                    f"write the report outside the run directory")
+    if os.path.islink(output) and not force:
+        raise errors.UsageError(f"refusing to write {output}: it is a symbolic link (to {os.readlink(output)}); "
+                                f"pass --force to replace the link itself (its target is left alone)")
+    if os.path.lexists(output) and not force:
+        raise errors.UsageError(f"refusing to overwrite {output}: it exists; pass --force to replace it")
+
+
+def write_output(output: Path, text: str, force: bool, inputs: list[Path]) -> None:
+    from profilectl.files import write_text_new
+    if os.path.lexists(output) and any(_same_file(output, source) for source in inputs):
+        raise errors.UsageError(f"refusing to write {output}: it is a file the report reads")
+    try:
+        write_text_new(output, text, replace=force)
+    except FileExistsError:
+        raise errors.UsageError(f"refusing to overwrite {output}: it appeared while the report was made; "
+                                f"pass --force to replace it") from None
+    except OSError as exc:
+        if runs.is_disk_full(exc):
+            raise errors.DiskFullError(f"cannot write {output}: {runs.no_space(output.parent)}") from None
+        raise errors.UsageError(f"cannot write {output}: {exc.strerror or exc}") from None
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def compare(path_a: str, path_b: str, fmt: str, top: int, match: str = "exact") -> int:

@@ -1,9 +1,10 @@
 """Host-side driver of the compose suite (python-on-whales): `profilectl docker <service>`.
 
-Detects the GPU vendor to pick the device override, exports the host UID/GID (so outputs belong to
-the user) and the video/render GIDs, builds the image if it is missing, runs the one-shot service
-with `run --rm`, streams its output and returns its exit code. Docker's own failures become one
-line each.
+Detects the GPU vendor to pick the device override, exports the host UID/GID (the services run as
+that user, and outputs belong to them) and the video/render GIDs, creates a missing host traces
+folder as the user (before the engine would, as root), builds the image if it is missing, runs the
+one-shot service with `run --rm`, streams its output and returns its exit code. Docker's own
+failures become one line each.
 """
 
 from __future__ import annotations
@@ -88,6 +89,26 @@ def compose_environment() -> dict[str, str]:
     return env
 
 
+def prepare_host_folders(repo: Path) -> Path:
+    """The host traces folder, created now as the user if missing: left to Compose, the engine would
+    create it as root and the user could not delete the outputs. A missing application folder is
+    a mistake (a typo in $PROFILECTL_APP_DIR), not something to create."""
+    traces = Path(os.environ.get("PROFILECTL_TRACES_HOST_DIR") or repo / "traces")
+    if not traces.is_absolute():
+        traces = repo / traces  # compose resolves relative host paths against the project folder
+    try:
+        traces.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create the traces folder {traces}: {exc.strerror}") from None
+    if not os.access(traces, os.W_OK | os.X_OK):
+        raise UsageError(f"the traces folder {traces} is not writable by you (uid {os.getuid()}): the services "
+                         f"run as you; fix its owner or set PROFILECTL_TRACES_HOST_DIR")
+    app = os.environ.get("PROFILECTL_APP_DIR")
+    if app and not Path(app).is_dir():
+        raise UsageError(f"$PROFILECTL_APP_DIR={app} is not a folder: it is mounted as the workload's working folder")
+    return traces
+
+
 def client(repo: Path, vendor: str | None) -> Any:
     DockerClient, _ = _whales()
     files = [repo / COMPOSE_NAME] + ([repo / OVERRIDES[vendor]] if vendor in OVERRIDES else [])
@@ -100,8 +121,7 @@ def run_service(service: str, workload: list[str], vendor: str | None, build: bo
         raise UsageError(f"unknown service {service!r}; services: {', '.join(SERVICES)}")
     repo = project_dir()
     _, DockerException = _whales()
-    traces = Path(os.environ.get("PROFILECTL_TRACES_HOST_DIR") or repo / "traces")
-    traces.mkdir(parents=True, exist_ok=True)  # created by us, as the user, not by the engine as root
+    traces = prepare_host_folders(repo)
     os.environ.update(compose_environment())
     os.environ.setdefault("BUILDX_BUILDER", "default")  # a locally tagged base needs the default builder
     docker = client(repo, vendor)

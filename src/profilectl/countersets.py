@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import ast
 import difflib
+import functools
 import math
 import operator
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from profilectl import data
 from profilectl.errors import UsageError
@@ -176,6 +177,29 @@ def validate(counters: tuple[str, ...], available: set[str], where: str,
         close = difflib.get_close_matches(spell(name), sorted(available), n=1, cutoff=0.6)
         parts.append(f"{name} (did you mean {close[0]}?)" if close else name)
     raise UsageError(f"{len(unknown)} counter(s) not available on {where}: {', '.join(parts)}")
+
+
+# ------------------------------------------------------------ aggregation over dispatches
+@functools.lru_cache(maxsize=None)
+def _aggregation_rules() -> tuple[list[tuple[re.Pattern[str], str]], dict[str, Any]]:
+    doc = data.load_mapping("counters/_aggregation.yaml")
+    amd = [(re.compile(str(rule["match"])), str(rule["aggregate"])) for rule in doc.get("amd") or []]
+    return amd, doc.get("nvidia") or {}
+
+
+@functools.lru_cache(maxsize=4096)
+def aggregation(counter: str, unit: str = "") -> str:
+    """How this counter's per-dispatch values combine per kernel: sum, mean, max or min
+    (profiling/counters/_aggregation.yaml). Nsight Compute metrics are named base__part.rollup."""
+    amd, nvidia = _aggregation_rules()
+    if "__" in counter:
+        for suffix, rule in sorted((nvidia.get("suffixes") or {}).items(), key=lambda item: -len(item[0])):
+            if counter.endswith(suffix):
+                return str(rule)
+        if any(mark in unit for mark in nvidia.get("mean_units") or ()):
+            return "mean"
+        return str(nvidia.get("default", "sum"))
+    return next((rule for pattern, rule in amd if pattern.search(counter)), "sum")
 
 
 # ------------------------------------------------------------ derived metrics

@@ -11,6 +11,7 @@ WORKLOAD_FAILED = 1
 USAGE = 2
 UNAVAILABLE = 3
 PROFILER_FAILED = 4
+DISK_FULL = 5  # the traces folder's file system ran out of space (status `disk-full`)
 TIMEOUT = 124  # the --timeout ran out (same code as coreutils `timeout`)
 INTERRUPTED = 130
 
@@ -38,3 +39,8 @@ class FormatError(UsageError):
 
 class DataError(UsageError):
     """profilectl's own shipped data (profiling/) is missing or broken: an installation problem."""
+
+
+class DiskFullError(ProfilectlError):
+    """No space left where profilectl writes: one line naming the folder and its free space."""
+    exit_code = DISK_FULL

@@ -1,8 +1,8 @@
 """execute(plan) -> Outcome: the run directory, the processes, the tables and the summary.
 
 Whatever happens after the run directory exists (workload failure, profiler abort, timeout, Ctrl-C,
-unreadable output), the manifest is rewritten at the end with the status, and the files belong to
-the host user.
+unreadable output, a full disk, a bug in profilectl), the manifest is rewritten at the end with the
+status, and the files belong to the host user.
 """
 
 from __future__ import annotations
@@ -19,16 +19,19 @@ from typing import Any, BinaryIO, Iterable
 from profilectl import __version__, errors, runs
 from profilectl.backends import BACKENDS, StepResult
 from profilectl.envreport import EnvReport
+from profilectl.facts import Facts
 from profilectl.errors import FormatError
 from profilectl.files import write_atomic, write_json_atomic
 from profilectl.formats.tables import Tables, merge_all
+from profilectl.launchers import LAUNCHERS
 from profilectl.manifest import MANIFEST_SCHEMA, Controller, Manifest, PhaseRecord, StepRecord
 from profilectl.plan import Plan, relocate
 from profilectl.probe.diagnose import diagnose
-from profilectl.probe.machine import Machine
+from profilectl.probe.machine import CommandResult, Machine
 from profilectl.report import summary as summaries
+from profilectl.request import redact_env
 from profilectl.report.summary import SourceInfo, Summary
-from profilectl.runner import Runner
+from profilectl.runner import Interrupted, Runner
 
 COUNTER_LIST_TIMEOUT_S = 60.0
 
@@ -51,24 +54,19 @@ class PhaseOutcome:
     read_error: str | None = None
 
 
-def list_counters(argv: list[str]) -> str | None:
+def list_counters(argv: list[str]) -> CommandResult:
     """Runs a backend's counter-listing command (for validating names before a run)."""
-    result = Machine().run(argv, timeout_s=COUNTER_LIST_TIMEOUT_S)
-    return result.output if result.ok else None
+    return Machine().run(argv, timeout_s=COUNTER_LIST_TIMEOUT_S)
 
 
-def boot_id() -> str | None:
-    try:
-        return Path("/proc/sys/kernel/random/boot_id").read_text().strip() or None
-    except OSError:
-        return None
+boot_id = runs.boot_id
 
 
 def start_manifest(plan: Plan, report: EnvReport, started: str) -> Manifest:
     return Manifest(
         schema_version=MANIFEST_SCHEMA, profilectl_version=__version__, service=plan.service, backend=plan.backend,
         reason=plan.reason, fallbacks=plan.fallbacks, tool=plan.tool, argv=plan.argv,
-        phases=tuple(PhaseRecord(backend=p.backend, raw_dir=p.raw_dir, environment=p.environment,
+        phases=tuple(PhaseRecord(backend=p.backend, raw_dir=p.raw_dir, environment=redact_env(p.environment),
                                  argv=tuple(s.argv for s in p.steps)) for p in plan.phases),
         workload=plan.workload, workload_source=plan.workload_source, counter_set=plan.counter_set,
         gpu=report.facts.gpus[0] if report.facts.gpus else None, started_at=started,
@@ -84,47 +82,133 @@ def run(plan: Plan, report: EnvReport, echo: tuple[BinaryIO | None, BinaryIO | N
     owner = runs.host_owner(run_dir.parent)
     started = runs.now_utc()
     manifest = start_manifest(plan, report, runs.iso(started))
-    write_json_atomic(run_dir / "env.json", report.to_dict())
-    manifest.write(run_dir)
-    runs.hand_over(run_dir, owner)
 
+    def first_files() -> None:
+        write_json_atomic(run_dir / "env.json", report.to_dict())
+        manifest.write(run_dir)
+    guard = runs.open_run(run_dir, first_files)  # a full disk ends here, before anything ran
+    runs.hand_over(run_dir, owner)
+    try:
+        with Runner(run_dir, *echo, timeout_s=plan.request.timeout_s) as runner:
+            ending = _run_and_read(plan, report.facts, run_dir, runner)
+            manifest = _finish(run_dir, guard, manifest, started, ending)  # signals only recorded now
+    finally:
+        guard.close()  # after the final manifest: never `running` and unlocked while profilectl lives
+        runs.hand_over(run_dir, owner)
+    if ending.error is not None:
+        raise ending.error  # profilectl's own failure: the final manifest already says so
+    return Outcome(ending.exit_code, ending.status, ending.message, run_dir, manifest, ending.summary)
+
+
+@dataclass
+class _Ending:
+    """How the run ended, whatever stopped it: what the final manifest says."""
+    status: str
+    exit_code: int
+    message: str
+    summary: Summary
+    results: list[StepResult]
+    notes: tuple[str, ...] = ()
+    error: BaseException | None = None  # re-raised after the final manifest is written
+
+
+def _run_and_read(plan: Plan, facts: Facts, run_dir: Path, runner: Runner) -> _Ending:
+    """The phases' steps, then their tables and summary. Every way this can end (a failure, a
+    signal, a full disk, a bug in profilectl) becomes an _Ending, so a final manifest is written."""
     phases: list[PhaseOutcome] = []
     results: list[StepResult] = []
-    with Runner(run_dir, *echo, timeout_s=plan.request.timeout_s) as runner:
-        for phase in plan.phases:
-            backend = BACKENDS[phase.backend]
-            raw = run_dir / phase.raw_dir
-            raw.mkdir(parents=True, exist_ok=True)
-            for relative, text in phase.input_files.items():
-                (run_dir / relative).write_text(text)
-            phase_results = [runner.run(step, phase.environment) for step in phase.steps]
-            results.extend(phase_results)
-            failed = next((r for r in phase_results if r.returncode not in (0, None)), None)
-            returncode = failed.returncode if failed else (None if any(r.returncode is None for r in phase_results) else 0)
-            backend.record(raw, phase_results)
-            try:
-                phases.append(PhaseOutcome(phase.backend, returncode, backend.read(raw)))
-            except FormatError as exc:
-                phases.append(PhaseOutcome(phase.backend, returncode, Tables(), read_error=str(exc)))
-            if runner.interrupted or runner.timed_out or failed:
-                break
-        interrupted, timed_out = runner.interrupted, runner.timed_out
+    empty = Summary(source=SourceInfo(kind="profilectl-run", path=str(run_dir)))
+    writing = "the run's files"  # what a full disk interrupted, for the message
+    try:
+        with runner.interruptible():
+            for phase in plan.phases:
+                backend = BACKENDS[phase.backend]
+                raw = run_dir / phase.raw_dir
+                writing = f"{phase.raw_dir}/"
+                raw.mkdir(parents=True, exist_ok=True)
+                for relative, text in phase.input_files.items():
+                    (run_dir / relative).write_text(text)
+                phase_results = []
+                for step in phase.steps:
+                    phase_results.append(runner.run(step, phase.environment))
+                    results.append(phase_results[-1])
+                failed = next((r for r in phase_results if r.returncode not in (0, None)), None)
+                returncode = failed.returncode if failed else (None if any(r.returncode is None for r in phase_results) else 0)
+                writing = f"{phase.backend}'s records in {phase.raw_dir}/"
+                backend.record(raw, phase_results)
+                try:
+                    phases.append(PhaseOutcome(phase.backend, returncode, backend.read(raw)))
+                except FormatError as exc:
+                    phases.append(PhaseOutcome(phase.backend, returncode, Tables(), read_error=str(exc)))
+                if runner.interrupted or runner.timed_out or runner.disk_full or failed:
+                    break
+            disk_full = _disk_full_message(run_dir, _log_writing(runner), results) if runner.disk_full else None
+            status, exit_code, message = _verdict(plan, facts, phases, runner.interrupted, runner.timed_out,
+                                                  _tail(run_dir / "stderr.log"), disk_full)
+            summary, unwritten = _write_tables_and_summary(run_dir, plan, phases, status)
+            if unwritten is not None:
+                if not runs.is_disk_full(unwritten):
+                    raise unwritten
+                status, exit_code = "disk-full", errors.DISK_FULL
+                message = _disk_full_message(run_dir, "the tables and summary (none kept: `profilectl report` "
+                                                      "reads raw/ instead)", results)
+            notes = tuple(p.read_error for p in phases if p.read_error)
+            if runner.write_error:
+                path, write_error = runner.write_error
+                notes += (f"{path.name} is incomplete: {write_error.strerror or write_error}",)
+            return _Ending(status, exit_code, message, dataclasses.replace(summary, status=status), results, notes)
+    except Interrupted as exc:
+        name = signal.Signals(exc.signum).name
+        return _Ending("interrupted", errors.INTERRUPTED, f"interrupted by {name} while reading the outputs; "
+                       "raw outputs kept", dataclasses.replace(empty, status="interrupted"), results)
+    except OSError as exc:
+        if not runs.is_disk_full(exc):
+            return _crashed(exc, empty, results)
+        message = _disk_full_message(run_dir, _log_writing(runner) if runner.disk_full else writing, results)
+        return _Ending("disk-full", errors.DISK_FULL, message, dataclasses.replace(empty, status="disk-full"), results)
+    except BaseException as exc:  # noqa: B036 - recorded in the manifest, then re-raised
+        return _crashed(exc, empty, results)
 
-    status, exit_code, message = _verdict(plan, phases, interrupted, timed_out, _tail(run_dir / "stderr.log"))
-    summary = _write_tables_and_summary(run_dir, plan, phases, status)
+
+def _crashed(exc: BaseException, empty: Summary, results: list[StepResult]) -> _Ending:
+    code = exc.exit_code if isinstance(exc, errors.ProfilectlError) else \
+        errors.INTERRUPTED if isinstance(exc, KeyboardInterrupt) else errors.USAGE if isinstance(exc, OSError) else 1
+    status = "interrupted" if code == errors.INTERRUPTED else "failed"
+    message = f"profilectl stopped: {type(exc).__name__}: {' '.join(str(exc).split())}"
+    return _Ending(status, code, message, dataclasses.replace(empty, status=status), results, error=exc)
+
+
+def _log_writing(runner: Runner) -> str:
+    path = runner.disk_full[0] if runner.disk_full else None
+    return f"{path.name if path else 'the logs'}, which keeps what fit"
+
+
+def _disk_full_message(run_dir: Path, what: str, results: list[StepResult]) -> str:
+    ran = [r for r in results if r.returncode is not None]
+    workload = f"; the last step exited with code {ran[-1].returncode}" if ran else ""
+    return f"{runs.no_space(run_dir.parent)} while writing {what}{workload}"
+
+
+def _finish(run_dir: Path, guard: runs.RunGuard, manifest: Manifest, started: Any, ending: _Ending) -> Manifest:
     finished = runs.now_utc()
     manifest = dataclasses.replace(
-        manifest, status=status, exit_code=exit_code, message=message, finished_at=runs.iso(finished),
-        wall_seconds=round((finished - started).total_seconds(), 3),
-        steps=tuple(StepRecord(label=r.label, exit_code=r.returncode, seconds=round(r.seconds, 6)) for r in results),
-        perfetto_trace=summary.perfetto_trace,
-        notes=plan.notes + tuple(p.read_error for p in phases if p.read_error) + summary.notes)
-    # Written twice so the manifest lists itself with its final size.
-    for _ in range(2):
-        manifest = dataclasses.replace(manifest, outputs=runs.output_files(run_dir))
-        manifest.write(run_dir)
-    runs.hand_over(run_dir, owner)
-    return Outcome(exit_code, status, message, run_dir, manifest, summary)
+        manifest, status=ending.status, exit_code=ending.exit_code, message=ending.message,
+        finished_at=runs.iso(finished), wall_seconds=round((finished - started).total_seconds(), 3),
+        steps=tuple(StepRecord(label=r.label, exit_code=r.returncode, seconds=round(r.seconds, 6))
+                    for r in ending.results),
+        perfetto_trace=ending.summary.perfetto_trace,
+        notes=manifest.notes + ending.notes + ending.summary.notes)
+    guard.release_reserve()  # the space set aside at the start is for this manifest
+    try:
+        for _ in range(2):  # twice, so the manifest lists itself with its final size
+            manifest = dataclasses.replace(manifest, outputs=runs.output_files(run_dir))
+            manifest.write(run_dir)
+    except OSError as exc:
+        if runs.is_disk_full(exc):
+            raise errors.DiskFullError(f"{runs.no_space(run_dir.parent)}: the final manifest of {run_dir} was "
+                                       f"not written ({ending.status}: {ending.message})") from None
+        raise
+    return manifest
 
 
 def _tail(path: Path, limit: int = 200_000) -> str:
@@ -138,8 +222,8 @@ def _tail(path: Path, limit: int = 200_000) -> str:
         return ""
 
 
-def _verdict(plan: Plan, phases: list[PhaseOutcome], interrupted: int | None, timed_out: bool,
-             stderr_text: str) -> tuple[str, int, str]:
+def _verdict(plan: Plan, facts: Facts, phases: list[PhaseOutcome], interrupted: int | None, timed_out: bool,
+             stderr_text: str, disk_full: str | None = None) -> tuple[str, int, str]:
     main_backend = phases[0].backend if phases else plan.backend
     if interrupted:
         name = signal.Signals(interrupted).name
@@ -147,6 +231,8 @@ def _verdict(plan: Plan, phases: list[PhaseOutcome], interrupted: int | None, ti
     if timed_out:
         return "timeout", errors.TIMEOUT, \
             f"stopped after the {plan.request.timeout_s:g} s timeout; partial outputs kept"
+    if disk_full:  # before `failed`: a workload that could not write its output fails because of it
+        return "disk-full", errors.DISK_FULL, disk_full
     failed = next((p for p in phases if p.returncode not in (0, None)), None)
     if failed:
         rc = failed.returncode
@@ -156,18 +242,51 @@ def _verdict(plan: Plan, phases: list[PhaseOutcome], interrupted: int | None, ti
             return "failed", errors.PROFILER_FAILED, f"{failed.backend} failed: {found.reason}. Fix: {found.fix}"
         if is_profiler and rc is not None and rc < 0:
             return "failed", errors.PROFILER_FAILED, f"{failed.backend} was killed by signal {-rc}"
-        return "failed", errors.WORKLOAD_FAILED, f"the workload exited with code {rc} (under {failed.backend})"
+        return "failed", errors.WORKLOAD_FAILED, _workload_failure(plan, failed, rc or 0, stderr_text)
     main = phases[0] if phases else None
     if main is None or not main.tables.has_data:
         why = main.read_error if main and main.read_error else "no kernels or records were written"
+        if plan.request.bounds.any and not (main and main.read_error):
+            why += " (the bounds may match nothing: check --kernel against the kernel names of a trace, " \
+                   "and that --steps falls inside the run)"
         return "no-output", errors.PROFILER_FAILED, f"{main_backend} ran but produced no readable output: {why}"
+    if not main.tables.kernels and not main.tables.counters and _expects_kernels(plan, facts):
+        launch = plan.request.launch
+        likely = (f"{launch.launcher} started the ranks outside the profiler, or they never used the GPU"
+                  if launch.multi_rank else "the workload never used the GPU, or ran it outside the profiler")
+        return "no-output", errors.PROFILER_FAILED, (f"{main_backend} ran on a GPU machine but recorded zero GPU "
+                                                     f"kernels; likely cause: {likely}")
     return "ok", errors.OK, "ok"
 
 
-def _write_csv(path: Path, rows: Iterable[dict[str, Any]]) -> None:
+def _expects_kernels(plan: Plan, facts: Facts) -> bool:
+    """A GPU tracer or counter tool on a machine with its GPU: a run without one kernel is empty."""
+    backend = BACKENDS[plan.phases[0].backend] if plan.phases else None
+    if backend is None or plan.request.bounds.any:  # a filter may rightly match nothing: not an empty run
+        return False
+    return (backend.vendor is not None and facts.first_gpu(backend.vendor) is not None) or \
+        (backend.name == "torch" and backend.traces_gpu(facts))
+
+
+def _workload_failure(plan: Plan, failed: PhaseOutcome, rc: int, stderr_text: str) -> str:
+    """The workload's failure, naming the ranks that failed when a launcher says which."""
+    launch = plan.request.launch
+    ranks = LAUNCHERS[launch.launcher].failed_ranks(stderr_text) if launch.multi_rank else []
+    failed_status = [r for r in failed.tables.ranks if r.status and r.status != "ok"]
+    if ranks:
+        named = ", ".join(str(r) for r in ranks)
+        return f"{named} failed under {launch.launcher}; the other ranks' files are kept (exit {rc})"
+    if failed_status:
+        named = ", ".join(f"rank {r.rank}" + (f" on {r.host}" if r.host else "") + f" ({r.status})"
+                          for r in failed_status)
+        return f"{named} failed under {launch.launcher}; the other ranks' files are kept (exit {rc})"
+    return f"the workload exited with code {rc} (under {failed.backend})"
+
+
+def _write_csv(path: Path, rows: Iterable[dict[str, Any]]) -> bool:
     rows = list(rows)
     if not rows:
-        return
+        return False
     columns = list(dict.fromkeys(key for row in rows for key in row))
 
     def write(fh: Any) -> None:
@@ -175,6 +294,7 @@ def _write_csv(path: Path, rows: Iterable[dict[str, Any]]) -> None:
         writer.writeheader()
         writer.writerows(rows)
     write_atomic(path, write)
+    return True
 
 
 def _relative(run_dir: Path, path: str) -> str:
@@ -184,21 +304,38 @@ def _relative(run_dir: Path, path: str) -> str:
         return path
 
 
-def _write_tables_and_summary(run_dir: Path, plan: Plan, phases: list[PhaseOutcome], status: str) -> Summary:
+def _write_tables_and_summary(run_dir: Path, plan: Plan, phases: list[PhaseOutcome],
+                              status: str) -> tuple[Summary, OSError | None]:
+    """The summary, and its tables and summary.json written all or none: when one cannot be
+    written (a full disk), those already written are removed too, so no table is left looking
+    complete beside a missing one. Returns the write error, if any."""
     tables = merge_all(p.tables for p in phases)
     derived = plan.counter_set.derived if plan.counter_set else {}
     traces = [_relative(run_dir, t) for p in phases for t in p.tables.trace_files]
     summary = summaries.build(tables, SourceInfo(kind="profilectl-run", path=str(run_dir)), derived,
                               perfetto_trace=traces[0] if traces else None)
+    if tables.kernel_timing and plan.backend == "ncu":  # the plan knows the clock control the CSV does not
+        from profilectl.backends.ncu import NsightCompute
+        summary = dataclasses.replace(summary, kernel_timing=NsightCompute.kernel_timing(plan.request))
     if len(traces) > 1:
         summary = dataclasses.replace(summary, notes=summary.notes + (
             f"{len(traces)} Perfetto traces (one per process or phase); the first is {traces[0]}",))
-    for name, rows in (("kernels", summary.kernels), ("api", summary.api), ("memory_copies", summary.memory_copies),
-                       ("operators", summary.operators)):
-        _write_csv(run_dir / f"{name}.csv", (dataclasses.asdict(r) for r in rows))
-    _write_csv(run_dir / "counters.csv", (dataclasses.asdict(c) for c in tables.counters))
-    _write_csv(run_dir / "counters_by_kernel.csv", summary.counters_by_kernel)
-    _write_csv(run_dir / "timing.csv", ({"run": i + 1, "seconds": s} for i, s in enumerate(tables.timing_s)))
     summary = dataclasses.replace(summary, status=status)
-    summary.write(run_dir / "summary.json")
-    return summary
+    contents: list[tuple[str, Iterable[dict[str, Any]]]] = [
+        (f"{name}.csv", (dataclasses.asdict(r) for r in rows))
+        for name, rows in (("kernels", summary.kernels), ("api", summary.api),
+                           ("memory_copies", summary.memory_copies), ("operators", summary.operators))]
+    contents += [("counters.csv", (dataclasses.asdict(c) for c in tables.counters)),
+                 ("counters_by_kernel.csv", summary.counters_by_kernel),
+                 ("timing.csv", ({"run": i + 1, "seconds": s} for i, s in enumerate(tables.timing_s)))]
+    written: list[Path] = []
+    try:
+        for name, rows in contents:
+            if _write_csv(run_dir / name, rows):
+                written.append(run_dir / name)
+        summary.write(run_dir / "summary.json")
+    except OSError as exc:
+        for path in written:
+            path.unlink(missing_ok=True)
+        return summary, exc
+    return summary, None

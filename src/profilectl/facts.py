@@ -32,6 +32,9 @@ class Gpu:
     memory_bytes: int | None = None
     family: str | None = None  # CDNA3, RDNA3.5, Hopper ... from profiling/gpus.yaml
     source: str = ""
+    # AMD: the amdgpu driver's power_dpm_force_performance_level of this GPU (auto, profile_standard,
+    # ...; RDNA counters need profile_standard); None where it cannot be read.
+    perf_level: str | None = None
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,8 @@ class Torch:
     backend: str | None  # "rocm" | "cuda" | "cpu"
     path: str | None = None
     python: str | None = None
+    hip: str | None = None  # torch.version.hip: the ROCm (HIP) runtime the wheel was built with and bundles
+    cuda: str | None = None  # torch.version.cuda
 
 
 @dataclass(frozen=True)

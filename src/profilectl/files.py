@@ -47,6 +47,33 @@ def write_text_atomic(path: Path, text: str) -> None:
     write_atomic(path, lambda fh: fh.write(text))
 
 
+def write_text_new(path: Path, text: str, replace: bool = False) -> None:
+    """`text` as a complete file at `path`, which must not exist (not even as a symbolic link)
+    unless `replace`; a link there is replaced itself, never followed. FileExistsError when taken."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", newline="") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, _file_mode())
+        if replace:
+            os.replace(tmp, path)
+            return
+        try:
+            os.link(tmp, path)  # atomic and never overwrites: fails on any existing name
+        except FileExistsError:
+            raise
+        except OSError:  # a file system without hard links: claim the name exclusively, then fill it
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
+            os.replace(tmp, path)
+    finally:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
 def write_json_atomic(path: Path, payload: Any, indent: int | None = 2) -> None:
     """JSON, atomically. json.dumps (not json.dump) so indent=None uses the C encoder: several times
     faster for large summaries."""

@@ -18,7 +18,7 @@ from profilectl.facts import Gpu, Tool
 from profilectl.files import read_typed, write_json_atomic
 
 MANIFEST_SCHEMA = 1
-STATUSES = ("running", "ok", "failed", "timeout", "interrupted", "no-output")
+STATUSES = ("running", "ok", "failed", "timeout", "interrupted", "no-output", "disk-full")
 
 
 @dataclass(frozen=True)

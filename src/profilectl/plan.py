@@ -24,13 +24,14 @@ from profilectl.countersets import CounterPlan
 from profilectl.envreport import Assessment, Fallback, ServiceChoice
 from profilectl.errors import UnavailableError, UsageError
 from profilectl.facts import Facts, Tool, Verdict
-from profilectl.request import Request
+from profilectl.probe.machine import CommandResult
+from profilectl.request import Request, redact_env
 
 PLAN_SCHEMA = 1
 # Extra phases a service adds when their backend is available (profile: torch tables for PyTorch).
 SERVICE_EXTRAS = {"profile": ("torch",)}
 
-ListCounters = Callable[[list[str]], "str | None"]
+ListCounters = Callable[[list[str]], CommandResult]  # runs a tool's counter-listing command
 
 
 @dataclass(frozen=True)
@@ -67,10 +68,26 @@ class Plan:
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
+    def redacted(self) -> "Plan":
+        """The plan as shown (dry run) and stored: values of secret-looking --env variables
+        replaced (request.redact_env); the processes themselves get the real values."""
+        request = dataclasses.replace(self.request, env_overrides=redact_env(self.request.env_overrides))
+        phases = tuple(dataclasses.replace(p, environment=redact_env(p.environment)) for p in self.phases)
+        return dataclasses.replace(self, request=request, phases=phases)
+
 
 # ------------------------------------------------------------------ choosing a backend
 def _fallback(name: str, verdict: Verdict) -> Fallback:
     return Fallback(backend=name, reason=verdict.reason, fix=verdict.fix, cause=verdict.cause)
+
+
+def verdict_of(backend: Backend, facts: Facts, request: Request) -> Verdict:
+    """The backend's own verdict, after the one rule no backend can judge alone: a trace preset that
+    names its backends (pc-sampling: rocprofv3) never falls back to a tracer that cannot do it."""
+    allowed = presets().get(request.preset, {}).get("backends") if request.service == "trace" else None
+    if allowed and backend.name not in allowed:
+        return Verdict(False, f"the {request.preset} preset needs {' or '.join(allowed)}", cause="preset-backend")
+    return backend.available(facts, request)
 
 
 def choose(service: str, facts: Facts, request: Request) -> tuple[Backend | None, Verdict, tuple[Fallback, ...]]:
@@ -78,7 +95,7 @@ def choose(service: str, facts: Facts, request: Request) -> tuple[Backend | None
     fallbacks: list[Fallback] = []
     for name in SERVICE_ORDER[service]:
         backend = BACKENDS[name]
-        verdict = backend.available(facts, request)
+        verdict = verdict_of(backend, facts, request)
         if verdict.available:
             return backend, verdict, tuple(fallbacks)
         fallbacks.append(_fallback(name, verdict))
@@ -88,7 +105,7 @@ def choose(service: str, facts: Facts, request: Request) -> tuple[Backend | None
 def _most_relevant(fallbacks: list[Fallback] | tuple[Fallback, ...], facts: Facts) -> Verdict:
     """The refusal that speaks about this machine (not 'no NVIDIA GPU' on an AMD host)."""
     for entry in fallbacks:
-        if entry.cause != NO_VENDOR_GPU:
+        if entry.cause not in (NO_VENDOR_GPU, "preset-backend"):
             return Verdict(False, entry.reason, entry.fix, cause=entry.cause)
     if not facts.gpus:
         return Verdict(False, "no GPU found: hardware counters need an AMD or NVIDIA GPU and its profiler",
@@ -114,6 +131,7 @@ def validate_request(request: Request) -> None:
     program = request.workload[0] if request.workload else ""
     if not program:
         raise UsageError("no workload program given")
+    request.launch  # a launcher with no program after it is a usage error, found here
     found = shutil.which(program) if os.sep not in program else (program if os.access(program, os.X_OK) else None)
     if not found or os.path.isdir(found):
         where = "is not an executable file" if os.sep in program else "was not found on PATH"
@@ -122,8 +140,8 @@ def validate_request(request: Request) -> None:
 
 # ------------------------------------------------------------------ the plan
 def make_plan(request: Request, facts: Facts, run_dir: Path, list_counters: ListCounters | None = None) -> Plan:
-    """Builds the plan. `list_counters(argv) -> str | None` lists the GPU's counters for validation;
-    None skips validation (dry runs run nothing)."""
+    """Builds the plan. `list_counters(argv)` runs a tool's counter-listing command, to validate
+    the names before the run; None skips validation (dry runs run nothing)."""
     validate_request(request)
     if request.backend:
         if request.backend not in BACKENDS:
@@ -131,7 +149,7 @@ def make_plan(request: Request, facts: Facts, run_dir: Path, list_counters: List
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise UsageError(f"unknown backend {request.backend!r}{hint}; backends: {', '.join(BACKENDS)}")
         backend = BACKENDS[request.backend]
-        verdict = backend.available(facts, request)
+        verdict = verdict_of(backend, facts, request)
         if not verdict.available:
             fix = f" Fix: {verdict.fix}" if verdict.fix else ""
             raise UnavailableError(f"backend {backend.name} cannot run {request.service} here: {verdict.reason}.{fix}")
@@ -192,14 +210,14 @@ def _phases(plan: Plan, facts: Facts, main: Backend, extras: list[Backend], run_
 
 def _phase(backend: Backend, request: Request, facts: Facts, run_dir: Path, raw: str,
            counters: CounterPlan | None) -> Phase:
-    environment = backend.environment(request)
+    job = Job(request=request, facts=facts, raw_dir=run_dir / raw, counters=counters)
+    environment = backend.environment(job)
     environment.update(request.env_overrides)  # the user's word wins
     input_files: dict[str, str] = {}
     if counters is not None:
         text = backend.input_file(counters.passes)
         if text:
             input_files[f"{raw}/{INPUT_FILE}"] = text
-    job = Job(request=request, facts=facts, raw_dir=run_dir / raw, counters=counters)
     return Phase(backend=backend.name, raw_dir=raw, steps=backend.steps(job), environment=environment,
                  input_files=input_files)
 
@@ -221,19 +239,17 @@ def resolve_counters(request: Request, facts: Facts, backend: Backend,
         raise UsageError(f"counter set {counter_set.name} has no {vendor} counters")
     notes = []
     validated = False
-    list_argv = backend.list_counters_argv(facts)
-    if list_counters is not None and list_argv:
-        listing = list_counters(list_argv)
-        available = backend.parse_counter_list(listing) if listing else set()
-        if available:
-            where = f"{gpu.name or gpu.arch} ({backend.name})" if gpu else backend.name
-            countersets.validate(counter_set.counters, available, where, key=backend.counter_key)
-            notes.append(f"{len(counter_set.counters)} counters validated against the {len(available)} this GPU lists")
-            validated = True
-        else:
-            notes.append("could not list this GPU's counters; names not validated before the run")
-    elif list_counters is None:
+    listing = backend.list_counters(facts, list_counters) if list_counters is not None else None
+    if list_counters is None:
         notes.append("counter names not validated (dry run)")
+    elif listing is not None and listing.names:
+        where = f"{gpu.name or gpu.arch} ({backend.name})" if gpu else backend.name
+        countersets.validate(counter_set.counters, set(listing.names), where, key=backend.counter_key)
+        notes.append(f"{len(counter_set.counters)} counters validated against the {len(listing.names)} this GPU "
+                     f"lists ({listing.command}, {listing.layout} layout)")
+        validated = True
+    elif listing is not None and listing.problem:
+        notes.append(listing.problem)
     return CounterPlan(name=counter_set.name, source=counter_set.source, counters=counter_set.counters,
                        passes=backend.counter_passes(counter_set), derived=counter_set.derived,
                        validated=validated), notes
@@ -251,12 +267,22 @@ def assess(facts: Facts) -> Assessment:
     counters = services["counters"]
     capabilities = {
         "tracing": _tracing(facts, services["trace"]),
-        "counters": (Verdict(True, counters.reason, backend=counters.backend) if counters.backend else
+        "counters": (_counters_available(facts, counters) if counters.backend else
                      _most_relevant(counters.fallbacks, facts)),
         "pc_sampling": _pc_sampling(facts),
         "timing": Verdict(True, "wall-clock timing needs no profiler", backend="timing"),
     }
     return Assessment(capabilities=capabilities, services=services)
+
+
+def _counters_available(facts: Facts, choice: ServiceChoice) -> Verdict:
+    """Counters work; the vendor check may still warn (an RDNA GPU outside the stable perf level)."""
+    vendor = BACKENDS[choice.backend].vendor if choice.backend else None
+    check = facts.checks.get(f"{vendor}_counters")
+    if check is not None and check.cause:
+        return Verdict(True, check.reason, check.fix, backend=choice.backend, cause=check.cause)
+    detail = f": {check.reason}" if check is not None else ""
+    return Verdict(True, f"{choice.reason}{detail}", backend=choice.backend)
 
 
 def _tracing(facts: Facts, trace: ServiceChoice) -> Verdict:
@@ -268,21 +294,12 @@ def _tracing(facts: Facts, trace: ServiceChoice) -> Verdict:
 
 
 def _pc_sampling(facts: Facts) -> Verdict:
-    from profilectl import data
-    from profilectl.backends import rocprofv3
-    gpu = facts.first_gpu("amd")
-    if gpu is None:
-        return Verdict(False, "PC sampling is offered by rocprofv3 on AMD Instinct GPUs only; none found")
-    methods = data.arch_facts("amd", gpu.arch).get("pc_sampling") or []
-    if not methods:
-        return Verdict(False, f"{gpu.arch} has no PC sampling support in rocprofv3",
-                       "PC sampling needs gfx90a (host trap) or gfx942/gfx950 (host trap, stochastic)")
-    since = rocprofv3.tool_facts()["options"]["--pc-sampling-method"]  # profiling/tools/rocprofv3.yaml
-    if facts.tool("rocprofv3") is None:
-        return Verdict(False, "rocprofv3 not found", f"install rocprofiler-sdk (ROCm {since}+)")
-    if facts.rocm.version and not rocprofv3.has("options", "--pc-sampling-method", rocprofv3.rocm_release(facts)):
-        return Verdict(False, f"ROCm {facts.rocm.version} has no PC sampling in rocprofv3", f"use ROCm {since} or later")
-    counters = facts.checks.get("amd_counters")
-    if counters is not None and counters.cause == "missing-perfmon":
-        return Verdict(False, counters.reason, counters.fix)
-    return Verdict(True, f"rocprofv3 PC sampling on {gpu.arch}: {', '.join(methods)}", backend="rocprofv3")
+    """PC sampling is what the pc-sampling trace preset would do here."""
+    request = Request(service="trace", workload=("python3", "workload.py"), preset="pc-sampling")
+    backend = BACKENDS["rocprofv3"]
+    verdict = backend.available(facts, request)
+    if verdict.available:
+        return Verdict(True, verdict.reason, backend=backend.name)
+    fix = verdict.fix or ("PC sampling needs rocprofv3 (ROCm 6.4+) on an AMD Instinct GPU: host trap on gfx90a, "
+                          "gfx94x, gfx950; stochastic on gfx94x and gfx950 from ROCm 7.0")
+    return Verdict(False, verdict.reason, fix, cause=verdict.cause)

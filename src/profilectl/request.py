@@ -2,16 +2,45 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import os
+import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 from profilectl import data
 from profilectl.errors import UsageError
 
+if TYPE_CHECKING:
+    from profilectl.launchers import Launch
+
 SERVICES = ("profile", "counters", "trace")
 WORKLOAD_ENV = "PROFILECTL_WORKLOAD"
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """Bounded profiling, in one vocabulary for every backend (each translates it to its own flags
+    or refuses what it cannot honour)."""
+    kernel: str | None = None  # regular expression: only these kernels
+    exclude_kernel: str | None = None  # regular expression: not these kernels
+    launch_skip: int | None = None
+    launch_count: int | None = None
+    steps: tuple[int, int] | None = None  # steps A..B-1 of a PyTorch training loop
+    nvtx_range: str | None = None  # an NVTX range name
+    profiler_args: tuple[str, ...] = ()  # appended to the profiler's argv as written
+
+    @property
+    def any(self) -> bool:
+        return any(getattr(self, f.name) not in (None, ()) for f in dataclasses.fields(self))
+
+    @property
+    def launch_window(self) -> bool:
+        return self.launch_skip is not None or self.launch_count is not None
 
 
 @dataclass(frozen=True)
@@ -28,10 +57,24 @@ class Request:
     repeat: int = 5
     warmup: int = 1
     env_overrides: dict[str, str] = field(default_factory=dict)
+    # Nsight Compute: base locks the clocks to base during replay (ncu's default: repeatable counter
+    # values; kernels run longer than in a trace), none leaves them as the GPU sets them.
+    clock_control: str = "base"
+    bounds: Bounds = field(default_factory=Bounds)
+    # counters: replay NCCL/RCCL kernels too (by default they are left out: replaying a collective
+    # waits for ranks that are not replaying, and the job hangs)
+    include_collectives: bool = False
+
+    @functools.cached_property
+    def launch(self) -> "Launch":
+        """The workload as its launcher runs it (torchrun, mpirun, srun, or a plain program)."""
+        from profilectl import launchers
+        return launchers.recognise(self.workload)
 
     @property
     def is_python(self) -> bool:
-        return bool(self.workload) and Path(self.workload[0]).name.startswith("python")
+        """Every process that does the work is a Python interpreter (a plain one, or each rank)."""
+        return self.launch.python_ranks
 
 
 def hip_workload() -> str | None:
@@ -62,6 +105,60 @@ def resolve_workload(argv: list[str] | tuple[str, ...], prefer_hip: bool = False
         except ValueError as exc:
             raise UsageError(f"${WORKLOAD_ENV} is not a valid command line: {exc}") from None
     return default_workload(prefer_hip), "default"
+
+
+# Parts of a variable name that mark its value as a credential (API_TOKEN, AWS_SECRET_ACCESS_KEY,
+# DB_PASSWORD, HF_TOKEN ...): such values are run with but never shown or stored.
+SECRET_PARTS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "CREDENTIALS", "KEY", "APIKEY",
+                "AUTH", "COOKIE", "SESSION", "PRIVATE", "SIGNATURE", "PAT", "PASS", "PWD")
+NOT_SECRET = frozenset({"PWD", "OLDPWD"})  # the working directory, not a password
+REDACTED = "<redacted>"
+
+
+def looks_secret(name: str) -> bool:
+    upper = name.upper()
+    if upper in NOT_SECRET:
+        return False
+    parts = [p for p in upper.replace("-", "_").split("_") if p]
+    return any(part in SECRET_PARTS or part.endswith(("TOKEN", "SECRET", "PASSWORD", "APIKEY")) for part in parts)
+
+
+def redact_env(env: dict[str, str]) -> dict[str, str]:
+    """`env` as shown in plans and stored in manifests: secret-looking values replaced."""
+    return {key: REDACTED if looks_secret(key) and value else value for key, value in env.items()}
+
+
+def parse_bounds(kernel: str | None = None, exclude_kernel: str | None = None, launch_skip: int | None = None,
+                 launch_count: int | None = None, steps: str | None = None, nvtx_range: str | None = None,
+                 profiler_args: str | None = None) -> Bounds:
+    """The bounded-profiling options as typed, checked values (a mistake is a UsageError, exit 2)."""
+    for option, pattern in (("--kernel", kernel), ("--exclude-kernel", exclude_kernel)):
+        if pattern is not None:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise UsageError(f"{option} {pattern!r} is not a valid regular expression: {exc}") from None
+    if launch_skip is not None and launch_skip < 0:
+        raise UsageError("--launch-skip must be 0 or more")
+    if launch_count is not None and launch_count < 1:
+        raise UsageError("--launch-count must be at least 1")
+    window = None
+    if steps is not None:
+        match = re.fullmatch(r"\s*(\d+)\s*:\s*(\d+)\s*", steps)
+        if not match:
+            raise UsageError(f"--steps expects A:B (steps A to B-1, counted from 0), got {steps!r}")
+        first, last = int(match.group(1)), int(match.group(2))
+        if first >= last:
+            raise UsageError(f"--steps {steps}: the first step must come before the end (A < B)")
+        window = (first, last)
+    if nvtx_range is not None and not nvtx_range.strip():
+        raise UsageError("--range needs a range name")
+    try:
+        extra = tuple(shlex.split(profiler_args)) if profiler_args else ()
+    except ValueError as exc:
+        raise UsageError(f"--profiler-args is not a valid command line: {exc}") from None
+    return Bounds(kernel=kernel, exclude_kernel=exclude_kernel, launch_skip=launch_skip, launch_count=launch_count,
+                  steps=window, nvtx_range=nvtx_range, profiler_args=extra)
 
 
 def parse_env_assignments(items: list[str]) -> dict[str, str]:

@@ -1,39 +1,130 @@
-"""Starts the profiler/workload processes: own process group, tee'd output, timeout, signals.
+"""Starts the profiler/workload processes: supervised, tee'd output, timeout, signals.
 
-- Each step runs in a new session (process group), so a timeout or Ctrl-C stops the profiler and
-  every child the workload started, never just the top process.
-- SIGINT/SIGTERM received by profilectl (Ctrl-C, `docker stop`) are forwarded to the group; the
-  caller then records the run as interrupted.
-- Output goes to stdout.log / stderr.log in the run directory as it arrives (so a killed run keeps
-  it) and, unless quiet, to the terminal.
+- Each step runs under a small supervisor (supervisor.py) in a new session: a child subreaper
+  that owns the workload's whole process tree. When the step's main process ends, or on timeout or
+  Ctrl-C, every descendant gets SIGTERM, then SIGKILL after the grace; when profilectl dies, even
+  by SIGKILL, the supervisor's lifeline pipe reaches end of file and it does the same. So nothing
+  a step starts outlives the step, and the output pipes close when the step ends (profilectl never
+  waits on a pipe a background grandchild still holds).
+- SIGINT/SIGTERM/SIGHUP received by profilectl (Ctrl-C, `docker stop`) are passed to the supervisor;
+  the caller then records the run as interrupted.
+- Output goes to stdout.log / stderr.log as it arrives, unbuffered (a killed run keeps everything
+  it had written) and, unless quiet, to the terminal. When the disk fills, the logs keep what fit,
+  the pipes are still drained (the workload never blocks on them) and `disk_full` says what failed.
 """
 
 from __future__ import annotations
 
-import io
+import contextlib
+import errno
 import os
+import select
 import signal
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import IO, Any, BinaryIO, Iterator
 
 from profilectl.backends.base import Step, StepResult
 
 KILL_GRACE_S = 15.0  # torch.profiler may need seconds to write a large partial trace
+SUPERVISOR = Path(__file__).with_name("supervisor.py")
+PIPE_DRAIN_S = 5.0  # after the supervisor is gone, how long the pipes may take to reach end of file
+DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
+
+
+class Interrupted(BaseException):
+    """A signal that arrived while no step was running (profilectl was writing tables)."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+class _Log:
+    """An append-only log written with unbuffered os.write, so what was written is on disk."""
+
+    def __init__(self, path: Path, runner: "Runner"):
+        self.path = path
+        self.runner = runner
+        self.broken = False
+        self.written = 0
+        try:
+            self.fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        except OSError as exc:
+            self.fd = None
+            self._failed(exc)
+
+    def write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view and not self.broken and self.fd is not None:
+            try:
+                count = os.write(self.fd, view)
+            except OSError as exc:
+                self._failed(exc)
+                return
+            self.written += count
+            view = view[count:]
+
+    def _failed(self, exc: OSError) -> None:
+        self.broken = True  # from now on the stream is drained but not kept
+        self.runner.write_failed(self.path, exc)
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+class _Pump(threading.Thread):
+    """Copies one pipe to a log (and the terminal) until end of file or until told to stop."""
+
+    def __init__(self, source: IO[bytes], log: _Log, echo: BinaryIO | None):
+        super().__init__(daemon=True)
+        self.fd = source.fileno()
+        self.source = source
+        self.log = log
+        self.echo = echo
+        self.finish = threading.Event()
+
+    def run(self) -> None:
+        while True:
+            ready, _, _ = select.select([self.fd], [], [], 0.1)
+            if not ready:
+                if self.finish.is_set():
+                    return
+                continue
+            try:
+                chunk = os.read(self.fd, 65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            self.log.write(chunk)
+            if self.echo is not None:
+                try:
+                    self.echo.write(chunk)
+                    self.echo.flush()
+                except (OSError, ValueError):
+                    pass
 
 
 class Runner:
     def __init__(self, run_dir: Path, echo_stdout: BinaryIO | None, echo_stderr: BinaryIO | None,
-                 timeout_s: float | None = None):
+                 timeout_s: float | None = None, kill_grace_s: float = KILL_GRACE_S):
         self.run_dir = run_dir
         self.echo = (echo_stdout, echo_stderr)
         self.deadline = time.monotonic() + timeout_s if timeout_s else None
+        self.kill_grace_s = kill_grace_s
         self.interrupted: int | None = None  # the signal number received
         self.timed_out = False
-        self._current: subprocess.Popen | None = None
+        self.disk_full: tuple[Path, OSError] | None = None  # the first log write that found no space
+        self.write_error: tuple[Path, OSError] | None = None  # the first log write that failed otherwise
+        self._control: int | None = None  # the running step's lifeline to its supervisor
+        self._raise_when_idle = False
+        self._in_step = False
         self._previous_handlers: dict[int, Any] = {}
 
     # --------------------------------------------------------------- signals
@@ -51,82 +142,162 @@ class Runner:
 
     def _on_signal(self, signum: int, frame: object) -> None:
         self.interrupted = signum
-        self._signal_group(signal.SIGINT if signum == signal.SIGINT else signal.SIGTERM)
+        if self._control is not None:
+            self._tell(b"I" if signum == signal.SIGINT else b"T")
+        elif self._raise_when_idle and not self._in_step:  # never inside run(): its threads use the logs
+            raise Interrupted(signum)
 
-    def _signal_group(self, signum: int) -> None:
-        process = self._current
-        if process is not None and process.poll() is None:
+    @contextlib.contextmanager
+    def interruptible(self) -> Iterator[None]:
+        """While no step runs, a signal raises Interrupted here instead of only being recorded."""
+        self._raise_when_idle = True
+        try:
+            if self.interrupted:
+                raise Interrupted(self.interrupted)
+            yield
+        finally:
+            self._raise_when_idle = False
+
+    def _tell(self, request: bytes) -> None:
+        if self._control is not None:
             try:
-                os.killpg(process.pid, signum)
-            except (ProcessLookupError, PermissionError):
+                os.write(self._control, request)
+            except OSError:  # the supervisor is already gone
                 pass
+
+    def write_failed(self, path: Path, exc: OSError) -> None:
+        if exc.errno in DISK_FULL_ERRNOS:
+            if self.disk_full is None:
+                self.disk_full = (path, exc)
+        elif self.write_error is None:
+            self.write_error = (path, exc)
 
     # --------------------------------------------------------------- running
     def run(self, step: Step, env: dict[str, str], cwd: Path | None = None) -> StepResult:
-        if self.interrupted or self.timed_out:
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            self.timed_out = True
+        if self.interrupted or self.timed_out or self.disk_full:
             return StepResult(step.label, step.argv, None, 0.0, step.timed, step.warmup,
                               self.timed_out, bool(self.interrupted))
         full_env = dict(os.environ)
         full_env.update(env)
-        header = f"==> profilectl: {step.label}: {' '.join(step.argv)}\n".encode()
-        with open(self.run_dir / "stdout.log", "ab") as out_log, open(self.run_dir / "stderr.log", "ab") as err_log:
-            err_log.write(header)
-            err_log.flush()
-            started = time.monotonic()
-            try:
-                process = subprocess.Popen(step.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                           stdin=subprocess.DEVNULL, env=full_env, cwd=cwd,
-                                           start_new_session=True)
-            except OSError as exc:
-                message = f"profilectl: cannot start {step.argv[0]}: {exc.strerror or exc}\n".encode()
-                err_log.write(message)
-                return StepResult(step.label, step.argv, 127, 0.0, step.timed, step.warmup)
-            self._current = process
-            pumps = [threading.Thread(target=_pump, args=(process.stdout, out_log, self.echo[0]), daemon=True),
-                     threading.Thread(target=_pump, args=(process.stderr, err_log, self.echo[1]), daemon=True)]
-            for pump in pumps:
-                pump.start()
-            returncode = self._wait(process)
-            elapsed = time.monotonic() - started
-            for pump in pumps:
-                pump.join(timeout=KILL_GRACE_S)
-            self._current = None
-        return StepResult(step.label, step.argv, returncode, elapsed, step.timed, step.warmup,
+        self._in_step = True
+        out_log, err_log = _Log(self.run_dir / "stdout.log", self), _Log(self.run_dir / "stderr.log", self)
+        try:
+            err_log.write(f"==> profilectl: {step.label}: {' '.join(step.argv)}\n".encode())
+            returncode, seconds = self._supervise(step, full_env, cwd, out_log, err_log)
+        finally:
+            out_log.close()
+            err_log.close()
+            self._in_step = False
+        return StepResult(step.label, step.argv, returncode, seconds, step.timed, step.warmup,
                           timed_out=self.timed_out, interrupted=bool(self.interrupted))
 
-    def _wait(self, process: subprocess.Popen) -> int:
-        while True:
-            remaining = None if self.deadline is None else self.deadline - time.monotonic()
-            if remaining is not None and remaining <= 0:
-                self.timed_out = True
-                return self._stop(process)
-            try:
-                return process.wait(timeout=min(remaining, 0.2) if remaining is not None else 0.2)
-            except subprocess.TimeoutExpired:
-                if self.interrupted:
-                    return self._stop(process, already_signalled=True)
-
-    def _stop(self, process: subprocess.Popen, already_signalled: bool = False) -> int:
-        if not already_signalled:
-            self._signal_group(signal.SIGTERM)
+    def _supervise(self, step: Step, env: dict[str, str], cwd: Path | None, out_log: _Log,
+                   err_log: _Log) -> tuple[int | None, float]:
+        control_r, control_w = os.pipe()
+        status_r, status_w = os.pipe()
+        argv = [sys.executable or "python3", "-I", "-S", str(SUPERVISOR), str(control_r), str(status_w),
+                f"{self.kill_grace_s:g}", "--", *step.argv]
+        started = time.monotonic()
         try:
-            return process.wait(timeout=KILL_GRACE_S)
-        except subprocess.TimeoutExpired:
-            self._signal_group(signal.SIGKILL)
-            return process.wait()
+            process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                       stdin=subprocess.DEVNULL, env=env, cwd=cwd, start_new_session=True,
+                                       pass_fds=(control_r, status_w))
+        except OSError as exc:
+            os.close(control_w)
+            os.close(status_r)
+            err_log.write(f"profilectl: cannot start {step.argv[0]}: {exc.strerror or exc}\n".encode())
+            return 127, 0.0
+        finally:
+            os.close(control_r)
+            os.close(status_w)
+        assert process.stdout is not None and process.stderr is not None
+        pumps = [_Pump(process.stdout, out_log, self.echo[0]), _Pump(process.stderr, err_log, self.echo[1])]
+        for pump in pumps:
+            pump.start()
+        self._control = control_w
+        try:
+            report = self._follow(status_r)
+        finally:
+            self._control = None
+            os.close(control_w)
+            os.close(status_r)
+            process.wait()
+        if report.main_pid and not report.done and report.returncode is None:
+            # The supervisor itself was killed: stop the workload's group ourselves.
+            with contextlib.suppress(OSError):
+                os.killpg(report.main_pid, signal.SIGKILL)
+        for pump in pumps:
+            pump.join(PIPE_DRAIN_S)
+        for pump in pumps:
+            pump.finish.set()  # something outside the tree still holds a pipe: stop waiting for it
+            pump.join()
+        process.stdout.close()
+        process.stderr.close()
+        if report.error:
+            err_log.write(f"profilectl: cannot start {step.argv[0]}: {report.error}\n".encode())
+            return process.returncode, 0.0
+        if report.left:
+            names = ", ".join(f"{pid} ({name})" for pid, name in report.left)
+            err_log.write(f"==> profilectl: stopped {len(report.left)} process(es) the step left running "
+                          f"(SIGTERM, SIGKILL after {self.kill_grace_s:g} s): {names}\n".encode())
+        if report.returncode is None and not report.done:
+            err_log.write(f"profilectl: the step's supervisor ended with code {process.returncode} "
+                          f"before the step did\n".encode())
+        seconds = report.seconds if report.seconds is not None else time.monotonic() - started
+        return report.returncode, seconds
+
+    def _follow(self, status_fd: int) -> "_Report":
+        """Reads the supervisor's status lines until it exits; asks it to stop on timeout."""
+        report = _Report()
+        pending = b""
+        while True:
+            timeout = 0.2
+            if self.deadline is not None and not self.timed_out:
+                remaining = self.deadline - time.monotonic()
+                if remaining <= 0:
+                    self.timed_out = True
+                    self._tell(b"T")
+                else:
+                    timeout = min(timeout, remaining)
+            ready, _, _ = select.select([status_fd], [], [], timeout)
+            if not ready:
+                continue
+            chunk = os.read(status_fd, 4096)
+            if not chunk:
+                return report
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                report.take(line.decode(errors="replace"))
 
 
-def _pump(source: io.BufferedReader, log: BinaryIO, echo: BinaryIO | None) -> None:
-    for chunk in iter(lambda: source.read1(65536), b""):
-        log.write(chunk)
-        log.flush()
-        if echo is not None:
-            try:
-                echo.write(chunk)
-                echo.flush()
-            except (OSError, ValueError):
-                pass
-    source.close()
+class _Report:
+    """What the supervisor said about the step."""
+
+    def __init__(self) -> None:
+        self.main_pid = 0
+        self.returncode: int | None = None
+        self.seconds: float | None = None
+        self.error: str | None = None
+        self.left: list[tuple[int, str]] = []
+        self.done = False
+
+    def take(self, line: str) -> None:
+        word, _, rest = line.partition(" ")
+        if word == "started":
+            self.main_pid = int(rest)
+        elif word == "exited":
+            code, seconds = rest.split()
+            self.returncode, self.seconds = int(code), float(seconds)
+        elif word == "left":
+            pid, _, name = rest.partition(" ")
+            self.left.append((int(pid), name))
+        elif word == "error":
+            self.error = rest.partition(" ")[2] or rest
+        elif word == "done":
+            self.done = True
 
 
 def terminal_streams(quiet_stdout: bool) -> tuple[BinaryIO | None, BinaryIO | None]:

@@ -41,12 +41,12 @@ def assert_complete_and_owned(run, service):
 
 
 @pytest.mark.parametrize("service, granted", [("env-check", set()), ("profile", set()),
-                                              ("trace", {"SYS_PTRACE"}), ("counters", {"SYS_ADMIN", "SYS_PTRACE"})])
+                                              ("trace", set()), ("counters", {"SYS_ADMIN", "SYS_PTRACE"})])
 def test_env_check_in_each_service_reports_exactly_its_grants(docker_client, traces, service, granted):
     report = run_json(docker_client, service, "env-check", "--json")
     assert report["host"]["in_container"] is True
     assert set(report["host"]["effective_capabilities"]) & PROFILING_CAPS == granted
-    assert report["host"]["uid"] == 0 or service != "counters"
+    assert report["host"]["uid"] == (0 if service == "counters" else HOST_UID)  # only counters needs root
     assert report["gpus"] == [] and report["capabilities"]["timing"]["available"]
 
 
@@ -147,3 +147,90 @@ def test_messages_name_the_host_path_of_the_run(docker_client, traces):
     out = docker_client.compose.run("profile", ["profile", "--repeat", "1"], remove=True, tty=False)
     run = only_run_dir(traces)
     assert f"{traces}/{run.name}" in out.replace("\n", "")
+
+
+@pytest.fixture
+def app_dir(tmp_path, monkeypatch):
+    """The user's project, mounted as the workload's working folder, owned by the host user."""
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "train.py").write_text("import os\nos.makedirs('out', exist_ok=True)\n"
+                                  "open('out/result.txt', 'w').write('done')\nprint('trained as', os.getuid())\n")
+    if os.geteuid() == 0:
+        for path in (app, app / "train.py"):
+            os.chown(path, HOST_UID, HOST_GID)
+    monkeypatch.setenv("PROFILECTL_APP_DIR", str(app))
+    return app
+
+
+def owners(folder):
+    return {(p.stat().st_uid, p.stat().st_gid) for p in [folder, *folder.rglob("*")]}
+
+
+@pytest.mark.parametrize("service", ["trace", "counters"])
+def test_the_readme_command_runs_a_program_under_the_service_and_leaves_only_user_files(docker_client, traces,
+                                                                                        app_dir, service):
+    """`docker compose ... run --rm trace -- python3 train.py`, as the README writes it (no service name
+    repeated); trace runs as the user, counters as root, and both leave only the user's files."""
+    done = subprocess.run(compose_argv("run", "--rm", service, "--", "python3", "train.py"), capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    run = only_run_dir(traces)
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["status"] == "ok" and manifest["workload"] == ["python3", "train.py"]
+    expected_uid = 0 if service == "counters" else HOST_UID
+    assert f"trained as {expected_uid}" in (run / "stdout.log").read_text()
+    assert (app_dir / "out" / "result.txt").read_text() == "done"
+    assert owners(app_dir) == {(HOST_UID, HOST_GID)}  # the workload's files in the project: the user's
+    assert owners(traces) == {(HOST_UID, HOST_GID)}
+
+
+def test_a_program_without_dashes_and_service_options_first_also_work(docker_client, traces, app_dir):
+    done = subprocess.run(compose_argv("run", "--rm", "profile", "python3", "train.py"), capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    done = subprocess.run(compose_argv("run", "--rm", "profile", "--repeat", "1", "--warmup", "0", "--", "python3",
+                                       "train.py"), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    steps = [json.loads((run / "manifest.json").read_text())["steps"] for run in sorted(traces.iterdir())]
+    assert sorted(len(s) for s in steps) == [1, 6]  # the defaults (1 warm-up + 5 runs), then --repeat 1
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="making a folder that belongs to another user needs root")
+def test_without_host_uid_a_traces_folder_docker_creates_still_belongs_to_the_user(docker_client, tmp_path,
+                                                                                   app_dir, monkeypatch):
+    """Plain `docker compose run` with no HOST_UID and no traces folder: the engine creates it as root;
+    the container, started as root, gives it to the project's owner and runs as them."""
+    missing = tmp_path / "new-traces"
+    monkeypatch.setenv("PROFILECTL_TRACES_HOST_DIR", str(missing))
+    for name in ("HOST_UID", "HOST_GID"):
+        monkeypatch.delenv(name, raising=False)
+    done = subprocess.run(compose_argv("run", "--rm", "trace", "--", "python3", "train.py"), capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert owners(missing) == {(HOST_UID, HOST_GID)}
+    assert "trained as 4242" in (only_run_dir(missing) / "stdout.log").read_text()
+
+
+def test_driver_creates_a_missing_traces_folder_as_the_user_and_refuses_a_missing_app_folder(tmp_path, monkeypatch):
+    from profilectl import compose
+    from profilectl.errors import UsageError
+    monkeypatch.setenv("PROFILECTL_TRACES_HOST_DIR", str(tmp_path / "a" / "traces"))
+    monkeypatch.delenv("PROFILECTL_APP_DIR", raising=False)
+    made = compose.prepare_host_folders(REPO)
+    assert made.is_dir() and made.stat().st_uid == os.getuid()
+    monkeypatch.setenv("PROFILECTL_APP_DIR", str(tmp_path / "no-such-project"))
+    with pytest.raises(UsageError, match="is not a folder"):
+        compose.prepare_host_folders(REPO)
+
+
+def test_every_privilege_is_in_the_readme_table():
+    """What the compose files grant (capabilities, root, seccomp) is what README's table says."""
+    readme = (REPO / "README.md").read_text()
+    table = {line.split("|")[1].strip(" `"): line.split("|")[-2] for line in readme.splitlines()
+             if line.startswith("| `") and line.count("|") >= 4}
+    for service in ("env-check", "profile", "trace", "counters"):
+        assert service in table, service
+    assert "SYS_ADMIN" in table["counters"] and "root" in table["counters"]
+    assert all("root" not in table[s] and "SYS_" not in table[s] for s in ("env-check", "profile", "trace"))
+    assert "seccomp=unconfined" in readme and "seccomp=unconfined" in (REPO / "docker/compose.amd.yml").read_text()

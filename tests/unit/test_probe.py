@@ -56,19 +56,81 @@ def test_mi300x_rocm7_counters_available(machine):
     assert env.assessment.services["counters"].backend == "rocprofv3"
 
 
-def test_gfx1151_counters_unavailable_with_rdna_reason(machine):
-    machine.kfd_gpu(1, GFX1151, memory_bytes=96 * 2**30)
+def test_gfx1151_counters_unavailable_before_their_rocm_release(machine):
+    machine.kfd_gpu(1, GFX1151, memory_bytes=96 * 2**30, perf_level="profile_standard")
     machine.rocm("6.4.1")
     machine.tool("rocprofv3")
     env = machine.probe()
     counters = env.assessment.capabilities["counters"]
     assert env.facts.gpus[0].arch == "gfx1151" and env.facts.gpus[0].family == "RDNA3.5 APU"
     assert not counters.available
-    assert "gfx1151" in counters.reason and "aqlprofile API table load failed" in counters.reason
-    assert counters.cause == "arch-unsupported"
-    assert "profile" in counters.fix and "trace" in counters.fix
+    assert "gfx1151" in counters.reason and "ROCm 7.2.1" in counters.reason and "6.4.1" in counters.reason
+    assert counters.cause == "rocm-too-old-for-arch"
+    assert "ROCm 7.2.1 or later" in counters.fix and "profile" in counters.fix and "trace" in counters.fix
     # tracing still works on this GPU
     assert env.assessment.capabilities["tracing"].available and env.assessment.capabilities["tracing"].backend == "rocprofv3"
+
+
+GFX1100 = 110000
+
+# RDNA3 (gfx1100) and Strix Halo (gfx1151) across ROCm releases and performance levels: the verdict
+# and the fix (profiling/gpus.yaml has the sources).
+@pytest.mark.parametrize("gfx, rocm, level, available, cause", [
+    (GFX1100, "6.4.1", "auto", True, "perf-level-auto"),
+    (GFX1100, "6.4.1", "profile_standard", True, None),
+    (GFX1100, "7.0.2", "high", True, "perf-level-not-stable"),
+    (GFX1100, "7.2.1", "profile_standard", True, None),
+    (GFX1151, "6.4.1", "auto", False, "rocm-too-old-for-arch"),
+    (GFX1151, "7.0.2", "profile_standard", False, "rocm-too-old-for-arch"),
+    (GFX1151, "7.2.0", "profile_standard", False, "rocm-too-old-for-arch"),  # still aborts: fix is in 7.2.1
+    (GFX1151, "7.2.1", "auto", True, "perf-level-auto"),
+    (GFX1151, "7.2.1", "profile_standard", True, None),
+    (GFX1100, "7.0.2", "turbo_mode", True, "perf-level-unknown"),  # a level the driver never printed: judged, not dropped
+    (GFX1100, "7.0.2", None, True, "perf-level-unknown"),  # sysfs file unreadable
+])
+def test_rdna_counters_by_release_and_perf_level(machine, gfx, rocm, level, available, cause):
+    machine.kfd_gpu(1, gfx, perf_level=level)
+    machine.rocm(rocm)
+    machine.tool("rocprofv3")
+    env = machine.probe()
+    assert env.facts.gpus[0].perf_level == level
+    counters = env.assessment.capabilities["counters"]
+    assert (counters.available, counters.cause) == (available, cause), counters
+    if cause and cause.startswith("perf-level"):
+        assert "amd-smi set -g 0 -l stable_std" in counters.fix
+    if available and cause is None:
+        assert "profile_standard" in counters.reason
+
+
+def test_perf_level_warning_reaches_the_counters_plan(machine):
+    from profilectl.plan import make_plan
+    from profilectl.request import Request
+    machine.kfd_gpu(1, GFX1100, perf_level="auto")
+    machine.rocm("7.0.2")
+    machine.tool("rocprofv3")
+    plan = make_plan(Request(service="counters", workload=(sys.executable, "-c", "pass")), machine.probe().facts,
+                     machine.root / "run")
+    assert any("read zero" in n and "stable_std" in n for n in plan.notes)
+
+
+@pytest.mark.parametrize("hip, rocm, mismatch", [("6.2.41133-dd7f95766", "7.0.2", True),
+                                                 ("7.0.51831-a3e329ad8", "7.0.2", False)])
+def test_pytorch_bundling_another_rocm_runtime_is_said(machine, hip, rocm, mismatch):
+    from profilectl.plan import make_plan
+    from profilectl.request import Request
+    machine.kfd_gpu(1, GFX942)
+    machine.rocm(rocm)
+    machine.tool("rocprofv3")
+    machine.python_with_torch(version="2.5.1+rocm6.2", hip=hip)
+    env = machine.probe()
+    check = env.facts.checks["torch_runtime"]
+    assert check.available is not mismatch
+    if mismatch:
+        assert check.cause == "two-rocm-runtimes" and "ROCm 6.2" in check.reason and "7.0.2" in check.reason
+        assert "rocm7.0" in check.fix
+        assert any("two runtimes" in n for n in env.facts.notes)
+        plan = make_plan(Request(service="trace", workload=("python3", "train.py")), env.facts, machine.root / "run")
+        assert any("two runtimes" in n for n in plan.notes)
 
 
 def test_only_legacy_rocprof_on_rocm_61_is_chosen(machine):

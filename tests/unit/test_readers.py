@@ -6,7 +6,7 @@ import dataclasses
 import pytest
 
 from profilectl.errors import FormatError
-from profilectl.formats import ncu, rocprof_legacy, rocprofv3, torch_trace
+from profilectl.formats import counter_listing, ncu, rocprof_legacy, rocprofv3, torch_trace
 from profilectl.report.summary import kernel_rows
 
 
@@ -56,8 +56,14 @@ def test_rocprofv3_counter_collection_19_and_15_columns(fixtures, tmp_path):
     with open(old) as fh:
         assert len(next(csv.reader(fh))) == 15
     found = counters(rocprofv3.counter_collection([new]))
-    assert found == counters(rocprofv3.counter_collection([old]))
-    assert {r["counter"] for r in found} == {"SQ_WAVES"} and found[0]["value"] == 16384.0
+    older = counters(rocprofv3.counter_collection([old]))
+
+    def values(rows):
+        return [(r["kernel"], r["counter"], r["total"], r["dispatches"]) for r in rows]
+    assert values(found) == values(older)
+    assert {r["counter"] for r in found} == {"SQ_WAVES"} and found[0]["total"] == 16384.0
+    # 7.0's rows carry the dispatch's timestamps (weights for means); 6.2's 15 columns do not
+    assert all(r["timed"] == r["dispatches"] for r in found) and all(r["timed"] == 0 for r in older)
 
 
 def test_rocprofv3_truncated_kernel_names(fixtures):
@@ -87,26 +93,17 @@ def test_rocprofv3_api_and_copies(fixtures):
 
 
 def test_rocprofv3_list_avail(fixtures):
-    names = rocprofv3.available_counters((fixtures / "rocprofv3-docs/list-avail.txt").read_text())
+    names = counter_listing.rocprofv3((fixtures / "rocprofv3-docs/list-avail.txt").read_text()).names
     assert {"SQ_WAVES", "ALUStalledByLDS", "processor_id_low"} <= names
 
 
 def test_ncu_csv_from_h200(fixtures):
-    found = counters(ncu.metrics(fixtures / "nvidia-h200/ncu_metrics.csv"))
+    found = counters(ncu.metrics(ncu.launches(fixtures / "nvidia-h200/ncu_metrics.csv")))
     metrics = {r["counter"] for r in found}
     assert metrics == {"sm__warps_launched.sum", "sm__inst_executed.sum", "dram__bytes_read.sum"}
     read = [r for r in found if r["counter"] == "dram__bytes_read.sum"]
-    assert read[0]["value"] == 10496.0  # "10,496" with a thousands separator
+    assert read[0]["total"] == 10496.0  # "10,496" with a thousands separator
     assert all(r["unit"] for r in found)
-
-
-def test_ncu_percentages_are_averaged_not_summed(tmp_path):
-    path = tmp_path / "ncu.csv"
-    path.write_text('"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"\n'
-                    '"0","k","lts__t_sector_hit_rate.pct","%","60"\n"1","k","lts__t_sector_hit_rate.pct","%","80"\n'
-                    '"0","k","dram__bytes_read.sum","byte","1,000"\n"1","k","dram__bytes_read.sum","byte","2,000"\n')
-    values = {r.counter: r.value for r in ncu.metrics(path)}
-    assert values == {"lts__t_sector_hit_rate.pct": 70.0, "dram__bytes_read.sum": 3000.0}
 
 
 def test_ncu_query_metrics_from_device(device_fixtures):
@@ -140,7 +137,7 @@ def test_legacy_results_and_stats(tmp_path):
                        '2,"k2",0,0,2,1,1,64,64,0,0,8,0,16,64,0,0,4,0,600,1600,1610\n')
     kernels, values = rocprof_legacy.results(results)
     assert [(k["name"], k["calls"], k["total_ns"]) for k in rows(kernels)] == [("k2", 1, 1000.0), ("k1", 2, 300.0)]
-    assert {(c.kernel, c.counter, c.value) for c in values} == {("k1", "SQ_WAVES", 32.0), ("k2", "SQ_WAVES", 4.0)}
+    assert {(c.kernel, c.counter, c.total) for c in values} == {("k1", "SQ_WAVES", 32.0), ("k2", "SQ_WAVES", 4.0)}
     stats = tmp_path / "results.stats.csv"
     stats.write_text('"Name","Calls","TotalDurationNs","AverageNs","Percentage"\n"k2",1,1000,1000,76.9\n')
     assert rocprof_legacy.stats_file(stats)["k2"].calls == 1

@@ -68,7 +68,8 @@ def multi_rank_tree(root: Path, fixtures) -> Path:
 def test_multi_rank_outputs_are_merged_and_reported_per_rank(tmp_path, fixtures):
     single = report_json(fixtures / "rocprofv3-docs/kernel_trace.csv")
     merged = report_json(multi_rank_tree(tmp_path / "out", fixtures))
-    assert [r["rank"] for r in merged["ranks"]] == ["node1/111", "node1/112", "node2/211"]
+    assert [(r["rank"], r["host"]) for r in merged["ranks"]] == [("pid 111", "node1"), ("pid 112", "node1"),
+                                                                 ("pid 211", "node2")]
     assert all(r["dispatches"] == single["totals"]["dispatches"] for r in merged["ranks"])
     first = {k["name"]: k for k in single["kernels"]}
     for kernel in merged["kernels"]:

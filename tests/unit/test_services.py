@@ -11,45 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from support import REPO
+from cli_support import WORKLOAD, amd_machine, cli, json_run
 from fakes import CAPS_DOCKER_DEFAULT
-
-WORKLOAD = [sys.executable, str(REPO / "profiling/workloads/matmul.py"), "--size", "64", "--iters", "1"]
-
-def list_avail(*sets):
-    """`rocprofv3 -L` output listing the counters of these sets on gfx942."""
-    from profilectl import countersets
-    names = dict.fromkeys(c for s in sets for c in countersets.load(s, "amd", "gfx942").counters)
-    return "GPU:0\nName:gfx942\n" + "".join(f"Counter_Name        :\t{c}\nDescription         :\tx\n\n" for c in names)
+from support import REPO
 
 
 @pytest.fixture
-def amd(machine, tmp_path, fixtures):
+def amd(machine, tmp_path):
     """An MI300X (gfx942) with ROCm 7.0 and the rocprofv3 double."""
-    machine.kfd_gpu(1, 90402)
-    machine.rocm("7.0.2")
-    machine.double("rocprofv3")
-    machine.list_avail = tmp_path / "list-avail.txt"
-    machine.list_avail.write_text(list_avail("basic", "extended"))
-    return machine
-
-
-def cli(machine, *args, extra_env=None, timeout=120):
-    env = dict(os.environ, PROFILECTL_PROBE_ROOT=str(machine.root), PATH=machine.path_with_bin(),
-               FAKE_LIST_AVAIL=str(getattr(machine, "list_avail", "")))
-    env.update(extra_env or {})
-    traces = machine.root.parent / "traces"
-    done = subprocess.run([sys.executable, str(REPO / "tools/profilectl"), *args[:1], "--traces-dir", str(traces),
-                           *args[1:]], capture_output=True, text=True, env=env, timeout=timeout)
-    return done
-
-
-def json_run(machine, *args, **kw):
-    done = cli(machine, args[0], "--json", *args[1:], **kw)
-    assert "Traceback" not in done.stderr, done.stderr
-    result = json.loads(done.stdout)
-    assert result["exit_code"] == done.returncode
-    return result, Path(result["run_dir"])
+    return amd_machine(machine, tmp_path)
 
 
 def test_trace_with_rocprofv3_writes_perfetto_and_tables(amd):
@@ -80,7 +50,7 @@ def test_forgotten_double_dash_is_supplied(amd):
 
 def test_preset_option_missing_in_rocm_62_is_left_out(amd):
     amd.rocm("6.2.4")
-    result, run = json_run(amd, "trace", "--preset", "memory", "--", *WORKLOAD, extra_env={"FAKE_ROCM_RELEASE": "6.2"})
+    result, run = json_run(amd, "trace", "--preset", "memory", "--", *WORKLOAD)
     assert result["status"] == "ok", result["message"]
     argv = result["manifest"]["argv"]
     assert "--memory-allocation-trace" not in argv and "--memory-copy-trace" in argv
@@ -103,7 +73,7 @@ def test_counters_with_rocprofv3_merges_passes_and_derives_metrics(amd):
 
 def test_counters_62_layout_is_read(amd):
     amd.rocm("6.2.0")
-    result, run = json_run(amd, "counters", "--", *WORKLOAD, extra_env={"FAKE_ROCM_RELEASE": "6.2"})
+    result, run = json_run(amd, "counters", "--", *WORKLOAD)
     assert result["status"] == "ok", result["message"]
     assert "SQ_WAVES" in (run / "counters_by_kernel.csv").read_text()
 
@@ -278,3 +248,28 @@ def test_request_mistakes_are_usage_errors_before_the_machine_is_judged(machine,
     done = cli(machine, *args)
     assert done.returncode == 2 and words in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert not (machine.root.parent / "traces").exists()
+
+
+NCU_DOUBLE = """#!/bin/sh
+case "$1" in --version) echo 'Version 2025.3.1.0'; exit 0;; --query-metrics) printf 'gpu__time_duration\\nsm__warps_launched\\nsm__inst_executed\\ndram__bytes_read\\ndram__bytes_write\\n'; exit 0;; esac
+echo "$@" > "$NCU_ARGV"
+while [ "$1" != "--log-file" ]; do shift; done
+log="$2"; shift 2
+"$@"
+printf '"ID","Process ID","Kernel Name","Metric Name","Metric Unit","Metric Value"\\n"0","1","k","gpu__time_duration.sum","usecond","2"\\n"0","1","k","sm__warps_launched.sum","warp","64"\\n' > "$log"
+"""
+
+
+@pytest.mark.parametrize("clock, words", [(None, "clocks locked to base"), ("none", "clocks not controlled")])
+def test_ncu_clock_control_is_explicit_and_labels_kernel_times(machine, tmp_path, clock, words):
+    machine.nvidia("0, NVIDIA H100 80GB HBM3, 81559, 9.0")
+    ncu = machine.bin / "ncu"
+    ncu.write_text(NCU_DOUBLE)
+    ncu.chmod(0o755)
+    extra = ["--clock-control", clock] if clock else []
+    result, run = json_run(machine, "counters", *extra, "--", *WORKLOAD, extra_env={"NCU_ARGV": str(tmp_path / "argv")})
+    assert result["status"] == "ok", result["message"]
+    argv = (tmp_path / "argv").read_text().split()
+    assert argv[argv.index("--clock-control") + 1] == (clock or "base")
+    assert result["summary"]["kernel_timing"].endswith(f"({words})")
+    assert any("--clock-control" in note for note in result["manifest"]["notes"])

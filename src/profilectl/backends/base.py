@@ -8,15 +8,20 @@ exact commands to run (`steps`: argv lists, never shell strings), the files its 
 
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
+from typing import Callable, ClassVar
 
 from profilectl.countersets import CounterPlan, CounterSet
+from profilectl.errors import UsageError
 from profilectl.facts import Facts, Tool, Verdict
+from profilectl.formats.counter_listing import CounterListing
 from profilectl.formats.reader import Reader, read_path
+from profilectl.probe.machine import CommandResult
 from profilectl.formats.tables import Tables
+from profilectl.launchers import Launch
 from profilectl.request import Request
 
 VENDOR_NAMES = {"amd": "AMD", "nvidia": "NVIDIA"}
@@ -52,6 +57,35 @@ class Job:
     facts: Facts
     raw_dir: Path  # where the tool writes its own files
     counters: CounterPlan | None = None
+
+    @property
+    def launch(self) -> Launch:
+        return self.request.launch
+
+
+RANK_STARTUP = Path(__file__).with_name("rank_startup")  # sitecustomize.py: reaches every Python rank
+
+
+def rank_hook_env(job: Job, torch_out: Path | None = None, step_action: str | None = None) -> dict[str, str]:
+    """Environment that starts profilectl's hook in every Python rank of the job (and only there):
+    torch.profiler per rank (torch_out) and/or a step window driving the profiler (step_action)."""
+    launch = job.launch
+    existing = os.environ.get("PYTHONPATH", "")
+    env = {"PYTHONPATH": str(RANK_STARTUP) + (os.pathsep + existing if existing else ""),
+           "PROFILECTL_RANK_ENV": ",".join(launch.rank_env)}
+    if not launch.multi_rank:
+        env["PROFILECTL_SINGLE"] = "1"
+    if torch_out is not None:
+        env["PROFILECTL_TORCH_OUT"] = str(torch_out)
+    steps = job.request.bounds.steps
+    if steps is not None:
+        env["PROFILECTL_STEPS"] = f"{steps[0]}:{steps[1]}"
+        env["PROFILECTL_STEP_ACTION"] = step_action or "torch"
+    return env
+
+
+def unsupported(backend: str, option: str, why: str) -> UsageError:
+    return UsageError(f"{backend} cannot honour {option}: {why}")
 
 
 class Backend(ABC):
@@ -96,15 +130,21 @@ class Backend(ABC):
         return read_path(raw_dir, self.readers, required=False)
 
     def plan_notes(self, request: Request, facts: Facts) -> list[str]:
-        """What the plan should tell the user about this backend's choices (e.g. dropped options)."""
-        return []
+        """What the plan should tell the user about this backend's choices and this machine's
+        warnings for it: counters that will read zero, a workload with another ROCm runtime."""
+        notes = []
+        counters = facts.checks.get(f"{self.vendor}_counters") if self.vendor else None
+        if request.service == "counters" and counters is not None and counters.available and counters.cause:
+            notes.append(f"{counters.reason}" + (f". Fix: {counters.fix}" if counters.fix else ""))
+        runtime = facts.checks.get("torch_runtime")
+        if self.vendor == "amd" and request.is_python and runtime is not None and not runtime.available:
+            notes.append(f"{runtime.reason}. Fix: {runtime.fix}")
+        return notes
 
-    def list_counters_argv(self, facts: Facts) -> list[str] | None:
-        """The command that lists the GPU's counters, for validation before a run; None: cannot."""
+    def list_counters(self, facts: Facts, run: Callable[[list[str]], CommandResult]) -> CounterListing | None:
+        """The GPU's counters as this tool lists them (running its listing commands through `run`),
+        for validating names before a run; None when the tool has no listing."""
         return None
-
-    def parse_counter_list(self, output: str) -> set[str]:
-        return set()
 
     def counter_key(self, name: str) -> str:
         """A requested counter name as the tool's listing spells it (for validation)."""
@@ -118,9 +158,9 @@ class Backend(ABC):
         """The counter input file for these passes, if the tool takes one."""
         return None
 
-    def environment(self, request: Request) -> dict[str, str]:
+    def environment(self, job: Job) -> dict[str, str]:
         env = dict(self.default_env)
-        if request.serialize:
+        if job.request.serialize:
             env.update({"HIP_LAUNCH_BLOCKING": "1", "CUDA_LAUNCH_BLOCKING": "1"})
         return env
 

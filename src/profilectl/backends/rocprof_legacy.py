@@ -8,14 +8,18 @@ results_<pid>.csv through its plugins.
 from __future__ import annotations
 
 import functools
-from typing import Any
+import os
+from typing import Any, Callable
 
 from profilectl import countersets, data
-from profilectl.backends.base import Backend, Job, Step
+from profilectl.backends.base import Backend, Job, Step, unsupported
 from profilectl.backends.rocprofv3 import INPUT_FILE
 from profilectl.countersets import CounterSet
 from profilectl.facts import Facts, Tool, Verdict
+from profilectl.formats import counter_listing
 from profilectl.formats import rocprof_legacy as reader
+from profilectl.formats.counter_listing import CounterListing
+from profilectl.probe.machine import CommandResult
 from profilectl.request import Request
 
 
@@ -43,11 +47,25 @@ class LegacyRocprof(Backend):
         tool = self.tool(facts)
         if tool is None:
             return Verdict(False, "neither rocprof nor rocprofv2 found", "install rocprofiler (ROCm 5.x/6.x)")
-        if request.service == "counters" and (refusal := self.counter_gate(facts)):
-            return refusal
+        if request.service == "counters":
+            if (refusal := self.counter_gate(facts)):
+                return refusal
+            gpu = facts.first_gpu("amd")
+            arch = data.arch_facts("amd", gpu.arch if gpu else None)
+            if gpu and arch and not arch.get("rocprof_v1_counters"):
+                return Verdict(False, f"legacy {tool.name} has no counter definitions for {gpu.arch} ({arch.get('family')})",
+                               "use rocprofv3 of a ROCm release that lists this GPU's counters (profiling/gpus.yaml)",
+                               cause="arch-unsupported")
         return Verdict(True, f"{tool.name} (legacy) from ROCm {facts.rocm.version or 'unknown'}")
 
     def steps(self, job: Job) -> tuple[Step, ...]:
+        bounds = job.request.bounds
+        asked = [option for option, value in (("--kernel", bounds.kernel), ("--exclude-kernel", bounds.exclude_kernel),
+                                              ("--launch-skip", bounds.launch_skip), ("--launch-count", bounds.launch_count),
+                                              ("--steps", bounds.steps), ("--range", bounds.nvtx_range)) if value is not None]
+        if asked:
+            raise unsupported(f"legacy {self.name}", asked[0], "it has no kernel filters or windows; use rocprofv3 "
+                              "(ROCm 6.3+) for bounded profiling")
         tool = self.require_tool(job.facts)
         generation = self.generation(job.facts)
         raw = job.raw_dir
@@ -62,7 +80,7 @@ class LegacyRocprof(Backend):
             argv += ["--stats", "--timestamp", "on", "-d", str(raw), "-o", str(raw / "results.csv")]
         else:
             argv += ["-d", str(raw), "-o", "results"]
-        return (Step(argv=tuple(argv + list(job.request.workload)), label=tool.name),)
+        return (Step(argv=job.launch.wrap(argv + list(bounds.profiler_args)), label=tool.name),)
 
     def counter_passes(self, counter_set: CounterSet) -> tuple[tuple[str, ...], ...]:
         # Each `pmc:` line is a pass that re-runs the application: as few as the blocks allow.
@@ -71,15 +89,14 @@ class LegacyRocprof(Backend):
     def input_file(self, passes: tuple[tuple[str, ...], ...]) -> str:
         return countersets.pmc_text(passes)
 
-    def list_counters_argv(self, facts: Facts) -> list[str]:
-        flags = tool_facts()["list_counters"][self.generation(facts)]
-        return [self.require_tool(facts).path, *flags]
-
-    def parse_counter_list(self, output: str) -> set[str]:
-        # v1 prints "  gpu-agent0 : SQ_WAVES : Count number of waves..." lines.
-        names = set()
-        for line in output.splitlines():
-            parts = [p.strip() for p in line.split(":")]
-            if len(parts) >= 3 and parts[0].startswith("gpu-agent") and parts[1]:
-                names.add(parts[1].split("[")[0])
-        return names
+    def list_counters(self, facts: Facts, run: Callable[[list[str]], CommandResult]) -> CounterListing:
+        """v1: --list-basic and --list-derived together (derived metrics are valid pmc names too);
+        v2: --list-counters. v1's script exits 1 after listing, so the output decides, not the code."""
+        tool = self.require_tool(facts)
+        listings = []
+        for flags in tool_facts()["list_counters"][self.generation(facts)]:
+            result = run([tool.path, *flags])
+            command = " ".join([os.path.basename(tool.path), *flags])
+            listing = counter_listing.rocprof_legacy(result.output, command)
+            listings.append(listing if listing.names or listing.first_line else CounterListing(command, ran=False))
+        return counter_listing.union(listings)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from profilectl.backends.base import Backend, Job, Step, StepResult
+from profilectl.backends.base import Backend, Job, Step, StepResult, unsupported
 from profilectl.facts import Facts, Verdict
 from profilectl.files import write_text_atomic
 from profilectl.formats import timing as reader
@@ -30,6 +30,9 @@ class Timing(Backend):
 
     def steps(self, job: Job) -> tuple[Step, ...]:
         request = job.request
+        if request.bounds.any:
+            raise unsupported("timing", "bounded profiling (--kernel, --launch-*, --steps, --range, --profiler-args)",
+                              "it times whole runs of the workload; no GPU profiler is available here")
         repeat = 1 if request.service == "trace" else request.repeat
         warmup = 0 if request.service == "trace" else request.warmup
         steps = [Step(request.workload, f"warmup {i + 1}/{warmup}", warmup=True) for i in range(warmup)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from profilectl.formats.common import number, read_csv
@@ -12,33 +13,50 @@ DURATION_METRIC_NAME = "gpu__time_duration.sum"
 _TO_NS = {"nsecond": 1.0, "ns": 1.0, "usecond": 1e3, "us": 1e3, "msecond": 1e6, "ms": 1e6, "second": 1e9}
 
 
-def additive(metric: str, unit: str) -> bool:
-    """Counts and byte/cycle/time totals add up over launches; rates, percentages and averages don't."""
-    if unit in ("%",) or "/" in unit:
-        return False
-    return metric.endswith((".sum", ".max", ".min")) or "." not in metric
+@dataclass
+class Launch:
+    """One profiled kernel launch: its metric values and, when collected, its duration."""
+    kernel: str
+    values: dict[str, tuple[float, str]] = field(default_factory=dict)  # metric -> (value, unit)
+
+    @property
+    def duration_ns(self) -> float | None:
+        found = self.values.get(DURATION_METRIC_NAME)
+        return found[0] * _TO_NS.get(found[1], 1.0) if found else None
 
 
-def metrics(path: Path) -> tuple[CounterValue, ...]:
-    """One value per (kernel, metric): summed over launches for additive metrics (counts, bytes,
-    durations), averaged for the rest (.pct, .ratio, .avg, per-second rates); launches counted."""
-    totals: dict[tuple[str, str], tuple[float, int, str]] = {}
+def launches(path: Path) -> list[Launch]:
+    """Rows grouped by launch (the ID column, per process): ncu writes one row per launch and metric."""
+    by_id: dict[tuple[str, str], Launch] = {}
     for line, row in read_csv(path, ("Kernel Name", "Metric Name", "Metric Value"), skip_prefix="=="):
         value_text = row["Metric Value"]
         if value_text in ("", "n/a"):
             continue
-        key = (row["Kernel Name"], row["Metric Name"])
-        value, count, unit = totals.get(key, (0.0, 0, row.get("Metric Unit", "") or ""))
-        totals[key] = (value + number(path, line, value_text), count + 1, unit)
-    return tuple(CounterValue(kernel=k, counter=m, value=v if additive(m, u) else v / n, dispatches=n, unit=u)
-                 for (k, m), (v, n, u) in totals.items())
+        key = (row.get("Process ID") or "", row.get("ID") or f"row {line}")
+        launch = by_id.setdefault(key, Launch(row["Kernel Name"]))
+        launch.values[row["Metric Name"]] = (number(path, line, value_text), row.get("Metric Unit", "") or "")
+    return list(by_id.values())
 
 
-def kernels(values: tuple[CounterValue, ...]) -> StatsByName:
-    """Kernel times from the gpu__time_duration.sum metric, when it was collected (totals only:
-    ncu reports no per-launch spread here)."""
-    return {v.kernel: KernelStats.totals_only(v.dispatches, v.value * _TO_NS.get(v.unit, 1.0))
-            for v in values if v.counter == DURATION_METRIC_NAME}
+def metrics(launched: list[Launch]) -> tuple[CounterValue, ...]:
+    """Per (kernel, metric): every launch's value with that launch's duration (weights for means)."""
+    values: dict[tuple[str, str], list[tuple[float, float | None]]] = {}
+    units: dict[str, str] = {}
+    for launch in launched:
+        for metric, (value, unit) in launch.values.items():
+            values.setdefault((launch.kernel, metric), []).append((value, launch.duration_ns))
+            units[metric] = unit
+    return tuple(CounterValue.of(kernel, metric, items, units[metric]) for (kernel, metric), items in values.items())
+
+
+def kernels(launched: list[Launch]) -> StatsByName:
+    """Kernel times from each launch's gpu__time_duration.sum, when it was collected."""
+    stats: StatsByName = {}
+    for launch in launched:
+        duration = launch.duration_ns
+        if duration is not None:
+            stats.setdefault(launch.kernel, KernelStats()).add(duration)
+    return stats
 
 
 def is_ncu_csv(path: Path) -> bool:
@@ -57,9 +75,11 @@ class NcuCsvReader(Reader):
         return is_ncu_csv(path)
 
     def read_file(self, path: Path) -> Tables:
-        values = metrics(path)
-        timed = kernels(values)
-        return Tables(kernels=timed, kernel_detail=DURATION_METRIC if timed else 0, counters=values)
+        launched = launches(path)
+        timed = kernels(launched)
+        return Tables(kernels=timed, kernel_detail=DURATION_METRIC if timed else 0, counters=metrics(launched),
+                      kernel_timing="Nsight Compute kernel replay (clock control not recorded in the CSV; ncu's "
+                                    "default locks clocks to base)" if timed else "")
 
 
 def available_metrics(query_output: str) -> set[str]:

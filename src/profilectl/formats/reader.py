@@ -6,9 +6,10 @@ registered reader about every file) and turns a group of them into Tables.
 
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import ClassVar, Sequence
+from typing import Callable, ClassVar, Sequence, TypeVar
 
 from profilectl.errors import FormatError
 from profilectl.formats.tables import Source, Tables, merge_all
@@ -28,6 +29,24 @@ class Reader(ABC):
     def read_file(self, path: Path) -> Tables:
         """One file's tables; readers that need all files at once override `read` instead."""
         raise NotImplementedError(f"{type(self).__name__} reads its files together")
+
+
+T = TypeVar("T")
+CONCURRENT_MIN_BYTES = 16 << 20  # several files smaller than this together: one after the other
+
+
+def each_file(read: Callable[[Path], T], files: Sequence[Path]) -> list[T]:
+    """read(file) for every file, in order; concurrently (one thread per core) when there are
+    several large ones. For readers whose work runs outside the GIL: SQLite, polars."""
+    try:
+        total = sum(f.stat().st_size for f in files)
+    except OSError:
+        total = 0
+    if len(files) < 2 or total < CONCURRENT_MIN_BYTES or os.environ.get("PROFILECTL_NO_PARALLEL"):
+        return [read(f) for f in files]
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(max_workers=min(len(files), os.cpu_count() or 1)) as pool:
+        return list(pool.map(read, files))  # in file order: merges give the same numbers
 
 
 def first_bytes(path: Path, size: int = 4096) -> bytes:

@@ -2,22 +2,102 @@
 
 Both schema generations are read: intervals stored as start/end on each row, or as
 start_id/end_id into the shared rocpd_timestamp table.
+
+Speed (bench/ingest.py; docs/validation.md): a GROUP BY over 10 M dispatches is one SQLite sort on
+one core (about a quarter of it scanning, the rest sorting). The dispatch table is cut into rowid
+ranges, one per core, each grouped on its own connection in a thread (sqlite3 releases the GIL while
+SQLite runs), and the per-kernel sums are added up: the same counts, totals, minima and maxima.
+SQLite's own sorter threads (PRAGMA threads) gain less on two cores and cost memory.
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from profilectl.errors import FormatError
-from profilectl.formats.reader import Reader, first_bytes
-from profilectl.formats.tables import PER_DISPATCH, CounterValue, KernelStats, RankRow, Tables
+from profilectl.formats import ranks
+from profilectl.formats.reader import Reader, each_file, first_bytes
+from profilectl.formats.tables import PER_DISPATCH, CounterValue, KernelStats, RankRow, Tables, merge_all
+
+PARALLEL_MIN_ROWS = 200_000  # below this one query is as fast
+BUSY_TIMEOUT_S = 5.0  # a writer's transaction in progress: wait this long for it
+
 
 def _connect(path: Path) -> sqlite3.Connection:
     try:
-        return sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        return sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S, check_same_thread=False)
     except sqlite3.Error as exc:
         raise FormatError(f"{path}: cannot open as SQLite ({exc})") from None
+
+
+def _unreadable(path: Path, exc: Exception) -> FormatError:
+    if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+        return FormatError(f"{path}: locked by another process for more than {BUSY_TIMEOUT_S:.0f} s "
+                           "(is the profiler still writing it?)")
+    return FormatError(f"{path}: not a readable rocpd database ({exc})")
+
+
+def _state(path: Path) -> tuple[tuple[int, int], ...]:
+    """Size and mtime of the database and its journal files: a change means it was written."""
+    out = []
+    for suffix in ("", "-wal", "-journal"):
+        try:
+            st = os.stat(f"{path}{suffix}")
+        except OSError:
+            out.append((-1, -1))
+        else:
+            out.append((st.st_size, st.st_mtime_ns))
+    return tuple(out)
+
+
+def _grouped(path: Path, table: str, alias: str, keys: str) -> list[tuple[Any, ...]]:
+    """(keys..., count, sum, sum of squares, min, max) of a table's intervals, grouped by `keys`:
+    the table cut into rowid ranges grouped concurrently, one connection each, sums added up."""
+    db = _connect(path)
+    try:
+        source, duration = _interval(db, table, alias)
+        low, high = db.execute(f"SELECT min(rowid), max(rowid) FROM `{table}`").fetchone()
+    finally:
+        db.close()
+    if low is None:
+        return []
+    parts = max(1, min(os.cpu_count() or 1, 8)) if high - low >= PARALLEL_MIN_ROWS else 1
+    step = (high - low) // parts + 1
+    query = (f"SELECT {keys}, {_aggregates(duration)} FROM {source} "
+             f"WHERE {alias}.rowid BETWEEN ? AND ? GROUP BY {keys}")
+
+    def part(first: int) -> list[tuple[Any, ...]]:
+        connection = _connect(path)
+        try:
+            return connection.execute(query, (first, min(high, first + step - 1))).fetchall()
+        finally:
+            connection.close()
+
+    starts = range(low, high + 1, step)
+    if parts == 1:
+        chunks = [part(low)]
+    else:
+        with ThreadPoolExecutor(parts) as pool:
+            chunks = list(pool.map(part, starts))
+    width = keys.count(",") + 1
+    merged: dict[tuple[Any, ...], list[Any]] = {}
+    for rows in chunks:
+        for row in rows:
+            key, (n, total, total_sq, lo, hi) = row[:width], row[width:]
+            have = merged.get(key)
+            if have is None:
+                merged[key] = [n, total, total_sq, lo, hi]
+            else:
+                have[0] += n
+                have[1] += total
+                have[2] += total_sq
+                have[3] = min(have[3], lo)
+                have[4] = max(have[4], hi)
+    return [(*key, *sums) for key, sums in merged.items()]
 
 
 def _columns(db: sqlite3.Connection, table: str) -> set[str]:
@@ -45,25 +125,30 @@ def _aggregates(duration: str) -> str:
 
 def rocpd_kernels(path: Path) -> dict[str, KernelStats]:
     """Kernel statistics of a rocpd database (rocprofv3 >= 7.0 default output), in SQLite."""
-    db = _connect(path)
     # Group dispatches by kernel id alone (half the time of grouping through the join), then name
     # them from the small symbol table. A database merged from several sessions holds several
     # guids, whose kernel ids overlap: only then is the guid part of the key.
+    before = _state(path)
+    db = _connect(path)
     try:
-        source, duration = _interval(db, "rocpd_kernel_dispatch", "K")
+        _interval(db, "rocpd_kernel_dispatch", "K")
         symbols = {(guid, sid): name for sid, guid, name in
                    db.execute("SELECT id, guid, display_name FROM rocpd_info_kernel_symbol")}
-        if len({guid for guid, _ in symbols}) <= 1:
-            guid = next(iter(symbols))[0] if symbols else None
-            rows = [(guid, kid, *rest) for kid, *rest in
-                    db.execute(f"SELECT K.kernel_id, {_aggregates(duration)} FROM {source} GROUP BY K.kernel_id")]
-        else:
-            rows = db.execute(f"SELECT K.guid, K.kernel_id, {_aggregates(duration)} FROM {source} "
-                              "GROUP BY K.guid, K.kernel_id").fetchall()
     except (sqlite3.DatabaseError, FormatError) as exc:
-        raise FormatError(f"{path}: not a readable rocpd database ({exc})") from None
+        raise _unreadable(path, exc) from None
     finally:
         db.close()
+    try:
+        if len({guid for guid, _ in symbols}) <= 1:
+            guid = next(iter(symbols))[0] if symbols else None
+            rows = [(guid, *row) for row in _grouped(path, "rocpd_kernel_dispatch", "K", "K.kernel_id")]
+        else:
+            rows = _grouped(path, "rocpd_kernel_dispatch", "K", "K.guid, K.kernel_id")
+    except (sqlite3.DatabaseError, FormatError) as exc:
+        raise _unreadable(path, exc) from None
+    if _state(path) != before:
+        raise FormatError(f"{path}: changed while it was read (is the profiler still writing it?): "
+                          "read it again when the run has finished")
     stats: dict[str, KernelStats] = {}
     for guid, kernel_id, n, total, total_sq, lo, hi in rows:
         name = symbols.get((guid, kernel_id), f"<unknown kernel {kernel_id}>")
@@ -72,19 +157,40 @@ def rocpd_kernels(path: Path) -> dict[str, KernelStats]:
 
 
 def _named_intervals(path: Path, table: str) -> dict[str, KernelStats]:
-    """Statistics per name (rocpd_string) of an interval table: API regions, memory copies."""
+    """Statistics per name (rocpd_string) of an interval table: API regions, memory copies. Grouped
+    by string id (and guid), then named from rocpd_string; equal strings of several guids merge."""
     db = _connect(path)
     try:
         if not _columns(db, table):
             return {}
-        source, duration = _interval(db, table, "R")
-        rows = db.execute(f"SELECT S.string, {_aggregates(duration)} FROM {source} "
-                          "JOIN rocpd_string S ON S.id = R.name_id AND S.guid = R.guid GROUP BY S.string").fetchall()
+        names = {(guid, sid): text for sid, guid, text in db.execute("SELECT id, guid, string FROM rocpd_string")}
     except (sqlite3.DatabaseError, FormatError):
         return {}  # optional tables: a database without them simply has no such section
     finally:
         db.close()
-    return {name: KernelStats.from_sums(n, t, sq, lo, hi) for name, n, t, sq, lo, hi in rows}
+    try:
+        rows = _grouped(path, table, "R", "R.guid, R.name_id")
+    except sqlite3.OperationalError as exc:
+        if "locked" in str(exc):
+            raise _unreadable(path, exc) from None
+        return {}
+    except (sqlite3.DatabaseError, FormatError):
+        return {}
+    sums: dict[str, list[Any]] = {}
+    for guid, name_id, n, total, total_sq, lo, hi in rows:
+        name = names.get((guid, name_id))
+        if name is None:
+            continue  # as the join did: a region without its string is left out
+        have = sums.get(name)
+        if have is None:
+            sums[name] = [n, total, total_sq, lo, hi]
+        else:
+            have[0] += n
+            have[1] += total
+            have[2] += total_sq
+            have[3] = min(have[3], lo)
+            have[4] = max(have[4], hi)
+    return {name: KernelStats.from_sums(*values) for name, values in sums.items()}
 
 
 def rocpd_memory_copies(path: Path) -> dict[str, KernelStats]:
@@ -97,23 +203,28 @@ def rocpd_regions(path: Path) -> dict[str, KernelStats]:
 
 
 def rocpd_counters(path: Path) -> tuple[CounterValue, ...]:
-    """Counter values per (kernel, counter), summed over dispatches: rocpd_pmc_event joined to the
-    dispatch that shares its event id, as the rocpd `counters_collection` view does."""
+    """Counter values per (kernel, counter): rocpd_pmc_event joined to the dispatch that shares its
+    event id (as the rocpd `counters_collection` view does), with the sums a duration-weighted mean
+    needs (the dispatch interval is the weight)."""
     db = _connect(path)
     try:
         if not _columns(db, "rocpd_pmc_event"):
             return ()
+        source, duration = _interval(db, "rocpd_kernel_dispatch", "K")
         rows = db.execute(
-            "SELECT S.display_name, I.name, sum(E.value), count(*) FROM rocpd_pmc_event E "
+            f"SELECT S.display_name, I.name, sum(E.value), count(*), sum(E.value * {duration}), sum({duration}), "
+            f"count(CASE WHEN {duration} > 0 THEN 1 END), min(E.value), max(E.value) "
+            f"FROM {source} JOIN rocpd_pmc_event E ON E.event_id = K.event_id AND E.guid = K.guid "
             "JOIN rocpd_info_pmc I ON I.id = E.pmc_id AND I.guid = E.guid "
-            "JOIN rocpd_kernel_dispatch K ON K.event_id = E.event_id AND K.guid = E.guid "
             "JOIN rocpd_info_kernel_symbol S ON S.id = K.kernel_id AND S.guid = K.guid "
             "GROUP BY S.display_name, I.name").fetchall()
-    except sqlite3.DatabaseError:
+    except (sqlite3.DatabaseError, FormatError):
         return ()
     finally:
         db.close()
-    return tuple(CounterValue(kernel=k, counter=c, value=float(v), dispatches=n) for k, c, v, n in rows)
+    return tuple(CounterValue(kernel=k, counter=c, total=float(total), dispatches=n, weighted=float(weighted or 0),
+                              weight=float(weight or 0), timed=timed, minimum=float(low), maximum=float(high))
+                 for k, c, total, n, weighted, weight, timed, low, high in rows)
 
 
 def is_rocpd(path: Path) -> bool:
@@ -136,9 +247,12 @@ class RocpdReader(Reader):
     def recognises(self, path: Path) -> bool:
         return path.suffix == ".db" and is_rocpd(path)
 
+    def read(self, files: list[Path]) -> Tables:
+        return merge_all(each_file(self.read_file, files))  # one database per rank, read side by side
+
     def read_file(self, path: Path) -> Tables:
         kernels = rocpd_kernels(path)
-        rank = RankRow(rank=path.stem, kernels=len(kernels), dispatches=sum(s.calls for s in kernels.values()),
-                       total_ns=sum(s.total for s in kernels.values()))
-        return Tables(kernels=kernels, kernel_detail=PER_DISPATCH, api=rocpd_regions(path),
-                      memory_copies=rocpd_memory_copies(path), counters=rocpd_counters(path), ranks=(rank,))
+        rank = ranks.rank_row(*ranks.identity(path), kernels)
+        return Tables(kernels=kernels, kernel_detail=PER_DISPATCH if kernels else 0, api=rocpd_regions(path),
+                      memory_copies=rocpd_memory_copies(path), counters=rocpd_counters(path), ranks=(rank,),
+                      notes=() if kernels else (f"{path.name} holds zero kernel dispatches",))

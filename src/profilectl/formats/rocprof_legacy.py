@@ -17,7 +17,8 @@ _NON_COUNTER = {"Index", "KernelName", "Kernel_Name", "gpu-id", "queue-id", "que
                 "vgpr", "DispatchNs", "BeginNs", "EndNs", "CompleteNs", "Dispatch_ID", "GPU_ID",
                 "Queue_ID", "Queue_Index", "PID", "TID", "Grid_Size", "Workgroup_Size", "LDS_Per_Workgroup",
                 "Scratch_Per_Workitem", "Arch_VGPR", "Accum_VGPR", "SGPR", "Wave_Size", "Signal_Handle",
-                "Kernel_Object", "Start_Timestamp", "End_Timestamp", "Correlation_ID"}
+                "Kernel_Object", "Start_Timestamp", "End_Timestamp", "Correlation_ID",
+                "DurationNs"}  # v1 writes the dispatch's duration as a column: a time, not a hardware counter
 
 
 def is_results_file(name: str) -> bool:
@@ -34,17 +35,16 @@ def results(path: Path) -> tuple[StatsByName, tuple[CounterValue, ...]]:
                   ("Start_Timestamp", "End_Timestamp") if "Start_Timestamp" in header else (None, None))
     counter_cols = [c for c in header if c not in _NON_COUNTER]
     stats: StatsByName = {}
-    totals: dict[tuple[str, str], list[float]] = {}
+    values: dict[tuple[str, str], list[tuple[float, float | None]]] = {}
     for line, row in read_csv(path, [name_col]):
         name = row[name_col]
-        if begin and end:
-            stats.setdefault(name, KernelStats()).add(number(path, line, row[end]) - number(path, line, row[begin]))
+        duration = number(path, line, row[end]) - number(path, line, row[begin]) if begin and end else None
+        if duration is not None:
+            stats.setdefault(name, KernelStats()).add(duration)
         for col in counter_cols:
             if row.get(col) not in (None, ""):
-                entry = totals.setdefault((name, col), [0.0, 0])
-                entry[0] += number(path, line, row[col])
-                entry[1] += 1
-    counters = tuple(CounterValue(kernel=k, counter=c, value=v, dispatches=int(n)) for (k, c), (v, n) in totals.items())
+                values.setdefault((name, col), []).append((number(path, line, row[col]), duration))
+    counters = tuple(CounterValue.of(kernel, counter, items) for (kernel, counter), items in values.items())
     return stats, counters
 
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from profilectl.formats import polars_csv
+from profilectl.formats import polars_csv, ranks
 from profilectl.formats.common import number, read_csv
-from profilectl.formats.reader import Reader
+from profilectl.formats.reader import Reader, each_file
 from profilectl.formats.tables import (PER_DISPATCH, CounterValue, KernelStats, RankRow, StatsByName, Tables,
                                        merge_stats)
 
@@ -41,51 +41,51 @@ def interval_stats(path: Path, name_col: str, fast: bool | None = None) -> Stats
     return stats
 
 
-def rank_of(path: Path) -> str:
-    """rocprofv3 names files <dir>/<hostname>/<pid>_<kind>.csv: the rank is host/pid."""
-    pid = path.name.split("_", 1)[0]
-    return f"{path.parent.name}/{pid}" if pid.isdigit() else path.stem
-
-
 def kernel_trace(paths: list[Path], fast: bool | None = None) -> tuple[StatsByName, tuple[RankRow, ...]]:
-    """All kernel traces merged, and one summary row per rank (process)."""
+    """All kernel traces merged, and one summary row per rank (process: see formats/ranks.py)."""
     merged: StatsByName = {}
-    ranks: dict[str, tuple[set[str], int, float]] = {}
-    for path in paths:
-        per_file = interval_stats(path, "Kernel_Name", fast)
+    per_rank: dict[tuple[str, str | None], StatsByName] = {}
+    for path, per_file in zip(paths, each_file(lambda p: interval_stats(p, "Kernel_Name", fast), paths)):
         merged = merge_stats(merged, per_file)
-        names, dispatches, total = ranks.get(rank_of(path), (set(), 0, 0.0))
-        ranks[rank_of(path)] = (names | set(per_file), dispatches + sum(s.calls for s in per_file.values()),
-                                total + sum(s.total for s in per_file.values()))
-    rows = tuple(RankRow(rank=rank, kernels=len(names), dispatches=dispatches, total_ns=total)
-                 for rank, (names, dispatches, total) in sorted(ranks.items()))
+        key = ranks.identity(path)
+        per_rank[key] = merge_stats(per_rank.get(key, {}), per_file)
+    rows = tuple(ranks.rank_row(rank, host, stats) for (rank, host), stats in sorted(
+        per_rank.items(), key=lambda item: (item[0][1] or "", item[0][0])))
     return merged, rows
 
 
 def named_intervals(paths: list[Path], name_col: str) -> StatsByName:
-    return merge_stats(*(interval_stats(path, name_col) for path in paths))
+    return merge_stats(*each_file(lambda p: interval_stats(p, name_col), paths))
 
 
 def counter_collection(paths: list[Path]) -> tuple[CounterValue, ...]:
-    """One value per (kernel, counter): summed over dispatches, with the dispatch count.
+    """Per (kernel, counter): each row is one dispatch's value, with the dispatch's duration where
+    the layout has timestamps (6.3+: Start_Timestamp/End_Timestamp; 6.2's 15 columns have none).
 
-    Each pass re-runs the application, so a kernel's dispatches appear once per pass; the counter
-    values of a pass are summed over that pass's dispatches, and `dispatches` counts them.
+    Each pass re-runs the application, so a kernel's dispatches appear once per pass, each pass
+    with its own counters; the values of a counter come from the passes that collected it.
     """
-    totals: dict[tuple[str, str], list[float]] = {}
+    values: dict[tuple[str, str], list[tuple[float, float | None]]] = {}
     for path in paths:
         for line, row in read_csv(path, ("Kernel_Name", "Counter_Name", "Counter_Value")):
-            entry = totals.setdefault((row["Kernel_Name"], row["Counter_Name"]), [0.0, 0])
-            entry[0] += number(path, line, row["Counter_Value"])
-            entry[1] += 1
-    return tuple(CounterValue(kernel=k, counter=c, value=v, dispatches=int(n)) for (k, c), (v, n) in totals.items())
+            start, end = row.get("Start_Timestamp"), row.get("End_Timestamp")
+            duration = number(path, line, end) - number(path, line, start) if start and end else None
+            values.setdefault((row["Kernel_Name"], row["Counter_Name"]), []).append(
+                (number(path, line, row["Counter_Value"]), duration))
+    return tuple(CounterValue.of(kernel, counter, items) for (kernel, counter), items in values.items())
 
 
 class Rocprofv3CsvReader(Reader):
     kind = "rocprofv3-csv"
 
     def recognises(self, path: Path) -> bool:
-        return kind_of(path.name) is not None
+        kind = kind_of(path.name)
+        if kind is None:
+            return False
+        # From 7.0 profilectl asks for rocpd beside csv: <pid>_results.db holds the same records, and
+        # is read instead (reading both would count every kernel twice).
+        prefix = path.name[: -len(f"{kind}.csv")]
+        return not (prefix and (path.parent / f"{prefix}results.db").exists())
 
     def read(self, files: list[Path]) -> Tables:
         by_kind: dict[str, list[Path]] = {}
@@ -93,11 +93,13 @@ class Rocprofv3CsvReader(Reader):
             by_kind.setdefault(kind_of(path.name) or "", []).append(path)
         kernels, ranks = kernel_trace(by_kind["kernel_trace"]) if "kernel_trace" in by_kind else ({}, ())
         api = [p for kind in API_KINDS for p in by_kind.get(kind, [])]
+        traces = by_kind.get("kernel_trace", [])
+        empty = (f"{len(traces)} kernel trace file(s) hold zero kernel dispatches",) if traces and not kernels else ()
         return Tables(kernels=kernels, kernel_detail=PER_DISPATCH if kernels else 0,
                       api=named_intervals(api, "Function") if api else {},
                       memory_copies=named_intervals(by_kind.get("memory_copy_trace", []), "Direction"),
                       counters=counter_collection(by_kind.get("counter_collection", [])),
-                      ranks=ranks if len(ranks) > 1 else ())
+                      ranks=ranks if len(ranks) > 1 else (), notes=empty)
 
 
 class PerfettoTraceReader(Reader):
@@ -110,12 +112,3 @@ class PerfettoTraceReader(Reader):
     def read_file(self, path: Path) -> Tables:
         return Tables(trace_files=(str(path),))
 
-
-def available_counters(list_output: str) -> set[str]:
-    """Counter names from `rocprofv3 -L` / `rocprofv3 --list-avail` output."""
-    names = set()
-    for line in list_output.splitlines():
-        key, sep, value = line.partition(":")
-        if sep and key.strip() == "Counter_Name" and value.strip():
-            names.add(value.strip())
-    return names

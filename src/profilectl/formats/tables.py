@@ -7,8 +7,8 @@ files, passes, processes and ranks combine without re-reading anything (Chan et 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
-from typing import Iterable
+from dataclasses import dataclass, field
+from typing import Iterable, TypeVar
 
 # How a kernel's time was measured, best first. When several readers of one folder report kernels,
 # the most detailed measurement wins (a per-dispatch trace beats ncu's duration metric, which beats
@@ -29,6 +29,7 @@ class KernelStats:
     minimum: float = math.inf
     maximum: float = 0.0
     spread_known: bool = True  # False for tools that report only totals (no min/max/std)
+    self_total: float | None = None  # time not spent in nested calls (torch.profiler operators); None: unknown
 
     def add(self, value: float) -> None:
         self.calls += 1
@@ -47,11 +48,22 @@ class KernelStats:
                    minimum=minimum, maximum=maximum)
 
     @classmethod
+    def from_integer_sums(cls, count: int, total: int, total_sq: int, minimum: int, maximum: int,
+                          self_total: int | None = None) -> "KernelStats":
+        """From exact integer sums (ns): M2 = (n*sum(x^2) - sum(x)^2) / n without cancellation."""
+        return cls(calls=count, total=float(total), mean=total / count if count else 0.0,
+                   m2=(count * total_sq - total * total) / count if count else 0.0,
+                   minimum=float(minimum), maximum=float(maximum),
+                   self_total=None if self_total is None else float(self_total))
+
+    @classmethod
     def totals_only(cls, calls: int, total: float) -> "KernelStats":
         return cls(calls=calls, total=total, mean=total / calls if calls else 0.0, spread_known=False)
 
     def copy(self) -> "KernelStats":
-        return replace(self)
+        clone = KernelStats.__new__(KernelStats)  # dataclasses.replace re-runs __init__: 10x slower
+        clone.__dict__.update(self.__dict__)
+        return clone
 
     def merge(self, other: "KernelStats") -> None:
         """Combine two partial aggregates exactly: files, ranks and passes merge."""
@@ -67,6 +79,8 @@ class KernelStats:
         self.calls, self.total = calls, self.total + other.total
         self.minimum, self.maximum = min(self.minimum, other.minimum), max(self.maximum, other.maximum)
         self.spread_known = self.spread_known and other.spread_known
+        self.self_total = (None if self.self_total is None or other.self_total is None
+                           else self.self_total + other.self_total)
 
     @property
     def std(self) -> float:
@@ -91,21 +105,73 @@ def merge_stats(*parts: StatsByName) -> StatsByName:
 
 @dataclass(frozen=True)
 class CounterValue:
-    """One counter of one kernel: the sum of its per-dispatch values, over `dispatches` dispatches."""
+    """One counter of one kernel over `dispatches` dispatches, kept so that any aggregation rule can
+    be applied after files, passes and ranks are merged: the sum of the values, their sum weighted
+    by dispatch duration (with the total weight), and the extremes. profiling/counters/_aggregation
+    .yaml says which of these is the kernel's value."""
     kernel: str
     counter: str
-    value: float
+    total: float  # sum of the per-dispatch values
     dispatches: int
+    weighted: float = 0.0  # sum of value x dispatch duration (ns)
+    weight: float = 0.0  # sum of the durations that weighted those values
+    timed: int = 0  # dispatches whose duration is known (all of them: the mean is duration-weighted)
+    minimum: float = math.inf
+    maximum: float = -math.inf
     unit: str = ""
+
+    @classmethod
+    def of(cls, kernel: str, counter: str, values: Iterable[tuple[float, float | None]], unit: str = "") -> "CounterValue":
+        """From (value, dispatch duration or None) pairs."""
+        total = weighted = weight = 0.0
+        count = timed = 0
+        low, high = math.inf, -math.inf
+        for value, duration in values:
+            count += 1
+            total += value
+            low, high = min(low, value), max(high, value)
+            if duration is not None and duration > 0:
+                weighted += value * duration
+                weight += duration
+                timed += 1
+        return cls(kernel, counter, total, count, weighted, weight, timed, low, high, unit)
+
+    def combined(self, other: "CounterValue") -> "CounterValue":
+        """This and another part of the same kernel's counter (another file, pass or rank)."""
+        return CounterValue(self.kernel, self.counter, self.total + other.total, self.dispatches + other.dispatches,
+                            self.weighted + other.weighted, self.weight + other.weight, self.timed + other.timed,
+                            min(self.minimum, other.minimum), max(self.maximum, other.maximum), self.unit or other.unit)
+
+    @property
+    def duration_weighted(self) -> bool:
+        """Every dispatch's duration is known: a mean is weighted by duration, else by dispatch."""
+        return self.weight > 0 and self.timed == self.dispatches
+
+    def value(self, aggregate: str) -> float:
+        if aggregate == "mean":
+            if self.duration_weighted:
+                return self.weighted / self.weight
+            return self.total / self.dispatches if self.dispatches else 0.0
+        if aggregate == "max":
+            return self.maximum
+        if aggregate == "min":
+            return self.minimum
+        return self.total
 
 
 @dataclass(frozen=True)
 class RankRow:
-    """One process (rank) of a multi-process run."""
+    """One process (rank) of a multi-process run: its GPU time (kernels), the part of it in
+    collectives (NCCL/RCCL kernels), its heaviest kernel. Rows of the same rank merge."""
     rank: str
     kernels: int
     dispatches: int
     total_ns: float
+    host: str | None = None
+    collective_ns: float = 0.0
+    top_kernel: str | None = None
+    top_kernel_ns: float = 0.0
+    status: str | None = None  # how the rank ended, where the run knows (ok, exit code 3, ...)
 
 
 @dataclass(frozen=True)
@@ -128,11 +194,16 @@ class Tables:
     trace_files: tuple[str, ...] = ()  # files that open in Perfetto
     sources: tuple[Source, ...] = ()
     notes: tuple[str, ...] = ()
+    # How kernel durations were measured where it is not a plain trace (ncu replays each kernel)
+    kernel_timing: str = ""
+    # PC sampling: samples per (kernel, instruction, source line), and per stall reason (stochastic)
+    pc_samples: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    stall_reasons: dict[str, int] = field(default_factory=dict)
 
     @property
     def has_data(self) -> bool:
         return bool(self.kernels or self.api or self.memory_copies or self.operators or self.counters
-                    or self.timing_s or self.trace_files)
+                    or self.timing_s or self.trace_files or self.pc_samples)
 
     def merge(self, other: "Tables") -> "Tables":
         if other.kernel_detail > self.kernel_detail:
@@ -147,7 +218,20 @@ class Tables:
                       operators=merge_stats(self.operators, other.operators),
                       counters=self.counters + other.counters, timing_s=self.timing_s + other.timing_s,
                       ranks=self.ranks + other.ranks, trace_files=self.trace_files + other.trace_files,
+                      pc_samples=_add_counts(self.pc_samples, other.pc_samples),
+                      stall_reasons=_add_counts(self.stall_reasons, other.stall_reasons),
+                      kernel_timing=self.kernel_timing or other.kernel_timing,
                       sources=self.sources + other.sources, notes=self.notes + other.notes)
+
+
+K = TypeVar("K")
+
+
+def _add_counts(a: dict[K, int], b: dict[K, int]) -> dict[K, int]:
+    out = dict(a)
+    for key, count in b.items():
+        out[key] = out.get(key, 0) + count
+    return out
 
 
 def merge_all(parts: Iterable[Tables]) -> Tables:

@@ -1,53 +1,55 @@
-"""torch.profiler Chrome-trace JSON (export_chrome_trace): kernels, copies and operators."""
+"""torch.profiler Chrome-trace JSON (export_chrome_trace, `.json` or `.json.gz`, `*.pt.trace.json.gz`):
+kernels, copies, CUDA/HIP runtime and driver calls, and operators as torch's key_averages() counts
+them (calls, total and self time). The file is streamed (formats/chrome_stream.py): memory stays flat
+whatever its size."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from profilectl.errors import FormatError
-from profilectl.files import read_json
+from profilectl.formats import ranks
 from profilectl.formats.reader import Reader, first_bytes
-from profilectl.formats.tables import PER_DISPATCH, KernelStats, StatsByName, Tables
+from profilectl.formats.tables import PER_DISPATCH, KernelStats, StatsByName, Tables, merge_all
 
-COPY_CATEGORIES = {"gpu_memcpy", "gpu_memset"}
-
-
-def load(path: Path) -> list[Any]:
-    doc = read_json(path)
-    events = doc.get("traceEvents") if isinstance(doc, dict) else doc
-    if not isinstance(events, list):
-        raise FormatError(f"{path}: not a Chrome trace: no traceEvents list")
-    return events
+if TYPE_CHECKING:
+    from profilectl.formats.chrome_stream import SumsByName
 
 
-def read(path: Path) -> Tables:
-    """Chrome traces carry microseconds; tables are in nanoseconds like every other reader."""
-    kernels: StatsByName = {}
-    copies: StatsByName = {}
-    ops: StatsByName = {}
-    for event in load(path):
-        if not isinstance(event, dict) or event.get("ph") != "X" or "dur" not in event:
-            continue
-        category = event.get("cat")
-        target = kernels if category == "kernel" else copies if category in COPY_CATEGORIES else \
-            ops if category == "cpu_op" else None
-        if target is None:
-            continue
+def _stats(sums: "SumsByName") -> StatsByName:
+    return {name: KernelStats.from_integer_sums(*values) for name, values in sums.items()}
+
+
+def read(path: Path, fast: bool = True, workers: int | None = None) -> Tables:
+    """Chrome traces carry microseconds; tables are in integer nanoseconds like every other reader."""
+    from profilectl.formats import chrome_stream  # only when a trace is read (env-check loads this module)
+    partial = chrome_stream.read_trace(path, fast=fast, workers=workers)
+    with chrome_stream.gc_paused():  # a million small lists: the cyclic collector would rescan them
+        sums = chrome_stream.operator_sums(partial)
+    operators = {name: KernelStats.from_integer_sums(n, total, total_sq, low, high, self_total=self_ns)
+                 for name, (n, total, self_ns, total_sq, low, high) in sums.items()}
+    kernels = _stats(partial.kernels)
+    return Tables(kernels=kernels, kernel_detail=PER_DISPATCH if kernels else 0,
+                  memory_copies=_stats(partial.copies), api=_stats(partial.api), operators=operators,
+                  trace_files=(str(path),), ranks=(ranks.rank_row(*ranks.identity(path), kernels),))
+
+
+def _head(path: Path) -> bytes:
+    if path.name.endswith(".gz"):
+        import gzip
+        import zlib
         try:
-            duration_ns = float(event["dur"]) * 1000.0
-        except (TypeError, ValueError):
-            raise FormatError(f"{path}: event {event.get('name', '?')!r} has a non-numeric dur "
-                              f"{event['dur']!r}") from None
-        target.setdefault(str(event.get("name", "?")), KernelStats()).add(duration_ns)
-    return Tables(kernels=kernels, kernel_detail=PER_DISPATCH if kernels else 0, memory_copies=copies,
-                  operators=ops, trace_files=(str(path),))
+            with gzip.open(path, "rb") as fh:
+                return fh.read(4096)
+        except (OSError, EOFError, zlib.error):
+            return b""  # not gzip, or cut before its first block: not ours to claim
+    return first_bytes(path)
 
 
 def is_chrome_trace(path: Path) -> bool:
-    if path.suffix != ".json":
+    if not path.name.endswith((".json", ".json.gz")):
         return False
-    head = first_bytes(path)
+    head = _head(path)
     return b'"traceEvents"' in head or head.lstrip().startswith(b"[")
 
 
@@ -59,3 +61,17 @@ class ChromeTraceReader(Reader):
 
     def read_file(self, path: Path) -> Tables:
         return read(path)
+
+    def read(self, files: list[Path]) -> Tables:
+        """One trace per rank: each large one is spread over the cores by itself; several smaller
+        ones are read side by side, one process each."""
+        from profilectl.formats import chrome_stream
+        if len(files) < 2 or any(chrome_stream.workers_for(f.stat().st_size) > 1 for f in files) \
+                or chrome_stream.workers_for(sum(f.stat().st_size for f in files)) <= 1:
+            return merge_all(read(f) for f in files)
+        with chrome_stream.pool(chrome_stream.workers_for(sum(f.stat().st_size for f in files))) as executor:
+            return merge_all(executor.map(_read_alone, files))
+
+
+def _read_alone(path: Path) -> Tables:
+    return read(path, workers=1)

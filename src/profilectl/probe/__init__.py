@@ -22,6 +22,28 @@ def _nvidia_counter_check(facts: Facts) -> Verdict:
     return Verdict(True, "counter access allowed (root, CAP_SYS_ADMIN or unrestricted driver)")
 
 
+def torch_runtime_check(facts: Facts) -> Verdict | None:
+    """A PyTorch wheel that bundles another ROCm release's runtime than the system profiler's: two
+    HIP/HSA runtimes in one process, a common cause of aborts and missing events."""
+    torch, rocm = facts.torch, facts.rocm
+    if not (torch.hip and rocm.version and facts.first_gpu("amd")):
+        return None
+    # torch.version.hip is `hipconfig --version` of the build: MAJOR.MINOR is the ROCm release
+    # (6.2.41133-dd7f95766 -> 6.2); the third number is a build number, not the patch level.
+    bundled, system = sources.version_tuple(torch.hip)[:2], sources.version_tuple(rocm.version)[:2]
+    if not bundled or bundled == system:
+        return Verdict(True, f"PyTorch {torch.version} is built for ROCm {'.'.join(map(str, bundled)) or '?'}, "
+                       f"the system's release")
+    wanted = ".".join(map(str, system))
+    built = ".".join(map(str, bundled))
+    return Verdict(False, f"PyTorch {torch.version} bundles the HIP runtime of ROCm {built} (torch.version.hip "
+                   f"{torch.hip}) while the system's profilers are ROCm {rocm.version}: two runtimes in one process "
+                   "make the profiler abort ('aqlprofile API table load failed') or miss events",
+                   f"install PyTorch built for ROCm {wanted} (pip install torch --index-url "
+                   f"https://download.pytorch.org/whl/rocm{wanted}), or profile with ROCm {built}'s rocprofv3",
+                   cause="two-rocm-runtimes")
+
+
 def probe(root: Path | str = "/", path: str | None = None, deep: bool = False,
           env: Mapping[str, str] | None = None) -> Facts:
     root = Path(root)
@@ -41,6 +63,11 @@ def probe(root: Path | str = "/", path: str | None = None, deep: bool = False,
         checks["amd_counters"] = counters.amd_counter_support(base, machine)
     if base.first_gpu("nvidia"):
         checks["nvidia_counters"] = _nvidia_counter_check(base)
+    runtime = torch_runtime_check(base)
+    if runtime is not None:
+        checks["torch_runtime"] = runtime
+        if not runtime.available:
+            notes.append(f"{runtime.reason}. Fix: {runtime.fix}")
     if deep:
         verdict = live.probe_counters(base, machine)
         if verdict is not None:

@@ -1,7 +1,7 @@
 """Can hardware counters really be read here? The static half of the aqlprofile probe.
 
 "aqlprofile API table load failed" has several real causes, each with its own fix:
-- the GPU's counters are not supported by aqlprofile (RDNA consumer parts such as gfx1151);
+- the GPU's counters are not defined in this ROCm release (gfx1151 before 7.2: profiling/gpus.yaml);
 - libhsa-amd-aqlprofile64.so exists only under its versioned name (.so.1), while the HSA runtime
   dlopens the bare name;
 - the library exists but its directory is not in the loader path;
@@ -12,10 +12,12 @@ The live half (`--deep`) runs the real profiler: see probe/live.py.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from profilectl import data
+from profilectl.facts import Facts, Gpu, Verdict
 from profilectl.probe.machine import Machine
-from profilectl.facts import Facts, Verdict
+from profilectl.probe.sources import PERF_LEVELS, version_tuple
 
 AQLPROFILE = "libhsa-amd-aqlprofile64.so"
 _STANDARD_LIB_DIRS = ("/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/lib/x86_64-linux-gnu",
@@ -88,28 +90,63 @@ def amd_device_access(facts: Facts) -> Verdict:
     return Verdict(True, "/dev/kfd and the render nodes are accessible")
 
 
+TRACING_STILL_WORKS = "use `profile` (timing, torch.profiler) or `trace` (kernel and API tracing work here)"
+STABLE_LEVEL = "profile_standard"
+
+
+def release_verdict(gpu: Gpu, arch: dict[str, Any], rocm_version: str | None) -> Verdict | None:
+    """Does this ROCm release's rocprofiler-sdk define counters for this architecture? (rocprofv3's
+    question: legacy rocprof has its own list, `rocprof_v1_counters`.)"""
+    family = arch.get("family", "unknown family")
+    since = arch.get("counters_since")
+    if since is None:
+        return Verdict(False, f"{gpu.arch} ({family}) has no counter definitions in any rocprofiler-sdk release "
+                       "profilectl knows of; the profilers list no counters or abort", TRACING_STILL_WORKS,
+                       cause="arch-unsupported")
+    release = version_tuple(rocm_version)
+    if release and release < version_tuple(str(since)):
+        return Verdict(False, f"{gpu.arch} ({family}) gets hardware counters from ROCm {since} on; ROCm {rocm_version}'s "
+                       "rocprofiler-sdk defines none for it, so counter collection aborts or lists nothing",
+                       f"use ROCm {since} or later; until then {TRACING_STILL_WORKS}", cause="rocm-too-old-for-arch")
+    return None
+
+
+def perf_level_verdict(gpu: Gpu, amd_index: int, ready: Verdict) -> Verdict:
+    """RDNA counters read zero in some blocks unless the GPU is in the stable power state."""
+    level = gpu.perf_level
+    fix = (f"amd-smi set -g {amd_index} -l stable_std (as root; back with -l auto), or echo profile_standard > "
+           "/sys/class/drm/cardN/device/power_dpm_force_performance_level")
+    if level == STABLE_LEVEL:
+        return Verdict(True, f"{ready.reason}; performance level {STABLE_LEVEL} (stable) as counters need", cause=None)
+    if level is None:
+        return Verdict(True, f"{ready.reason}, but this GPU's performance level could not be read: {gpu.family} "
+                       f"counters read zero unless it is {STABLE_LEVEL}", fix, cause="perf-level-unknown")
+    if level not in PERF_LEVELS:
+        return Verdict(True, f"{ready.reason}, but the performance level reads {level!r}, which profilectl does not "
+                       f"know: {gpu.family} counters read zero unless it is {STABLE_LEVEL}", fix,
+                       cause="perf-level-unknown")
+    return Verdict(True, f"{ready.reason}, but under the GPU's {level!r} performance level some counter blocks read "
+                   f"zero on {gpu.family}: set the stable level first", fix,
+                   cause="perf-level-auto" if level == "auto" else "perf-level-not-stable")
+
+
 def amd_counter_support(facts: Facts, machine: Machine) -> Verdict:
     """Hardware counters on the first AMD GPU, without running anything."""
     gpu = facts.first_gpu("amd")
     if gpu is None:
         return Verdict(False, "no AMD GPU found", cause="no-amd-gpu")
     arch = data.arch_facts("amd", gpu.arch)
-    support = arch.get("counters")
-    if support == "no":
-        return Verdict(False, f"{gpu.arch} ({arch.get('family', 'unknown family')}) has no hardware counter "
-                       "support in aqlprofile; the profilers abort with 'aqlprofile API table load failed'",
-                       "use `profile` (timing, torch.profiler) or `trace` (kernel and API tracing work here)",
-                       cause="arch-unsupported")
     library = aqlprofile_library(machine, facts.rocm.root)
     if not library.available:
         return library
     access = privileges(facts)
     if not access.available:
         return access
-    if support == "partial":
-        return Verdict(True, f"{gpu.arch} ({arch.get('family')}): counter support is partial; "
-                       "run `env-check --deep` to test it live", cause="arch-partial")
-    if not support:
+    if not arch:
         return Verdict(True, f"{gpu.arch or 'this GPU'} is not in profiling/gpus.yaml; counters may work",
                        "run `env-check --deep` to test it live", cause="arch-unknown")
-    return Verdict(True, f"{gpu.arch} ({arch.get('family')}) supports hardware counters; {library.reason}")
+    ready = Verdict(True, f"{gpu.arch} ({arch.get('family')}) supports hardware counters; {library.reason}")
+    if arch.get("stable_perf_level"):
+        amd_index = [g.index for g in facts.gpus if g.vendor == "amd"].index(gpu.index)
+        return perf_level_verdict(gpu, amd_index, ready)
+    return ready

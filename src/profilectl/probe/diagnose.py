@@ -20,10 +20,17 @@ class Diagnosis:
 
 AQLPROFILE_LOAD = Diagnosis(
     "aqlprofile-load-failed",
-    "the profiler aborted with 'aqlprofile API table load failed': hardware counters could not be "
-    "initialised on this GPU / runtime",
+    "the profiler aborted with 'aqlprofile API table load failed': the HSA runtime in the process could "
+    "not load libhsa-amd-aqlprofile64.so (only its versioned name in the loader path, or a workload that "
+    "brings its own HIP/HSA runtime, such as a PyTorch wheel built for another ROCm release)",
     "run `profilectl env-check --deep` for the precise cause; tracing and timing still work "
     "(`profile`, `trace`)")
+AGENT_ITERATION = Diagnosis(
+    "hsa-agent-iteration-failed",
+    "the profiler aborted with 'Error Calling hsa_iterate_agents': aqlprofile met an agent it does not "
+    "handle (the NPU of Strix/Strix Halo APUs, gfx115x, before the fix backported to ROCm 7.2.1; "
+    "rocm-systems issue #2169)",
+    "use ROCm 7.2.1 or later for counters on gfx115x; tracing and timing still work (`profile`, `trace`)")
 PERFMON = Diagnosis(
     "missing-perfmon",
     "the GPU could not be locked for profiling: the process lacks CAP_PERFMON / CAP_SYS_ADMIN",
@@ -39,6 +46,7 @@ ABORTED = Diagnosis(
     "see stderr.log in the run directory; `profilectl env-check --deep` tests counters live")
 
 _PATTERNS = [
+    (re.compile(r"Error Calling hsa_iterate_agents", re.I), AGENT_ITERATION),
     (re.compile(r"aqlprofile API table load failed", re.I), AQLPROFILE_LOAD),
     (re.compile(r"could not be locked for profiling.*(SYS_PERFMON|PERFMON)", re.I | re.S), PERFMON),
     (re.compile(r"ERR_NVGPUCTRPERM"), NVIDIA_PERMISSION),

@@ -65,9 +65,30 @@ def amd_gpus_from_kfd(machine: Machine) -> list[Gpu]:
         memory = 0
         for bank in sorted(props_path.parent.glob("mem_banks/*/properties")):
             memory += int(_kv_lines(bank.read_text(errors="replace")).get("size_in_bytes", "0") or 0)
+        minor = props.get("drm_render_minor", "")
+        level = perf_level(machine, f"/sys/class/drm/renderD{minor}/device") if minor.isdigit() else None
         gpus.append(Gpu(index=len(gpus), vendor="amd", arch=gfx_name(target),
-                        memory_bytes=memory or None, source="kfd-topology"))
+                        memory_bytes=memory or None, source="kfd-topology", perf_level=level))
     return gpus
+
+
+PERF_LEVELS = ("auto", "low", "high", "manual", "profile_standard", "profile_min_sclk", "profile_min_mclk",
+               "profile_peak", "perf_determinism")  # amdgpu_pm.c power_dpm_force_performance_level
+
+
+def perf_level(machine: Machine, device_dir: str) -> str | None:
+    """The GPU's performance level as the amdgpu driver shows it (kept verbatim: an unknown word is
+    judged, not dropped)."""
+    text = machine.read(f"{device_dir}/power_dpm_force_performance_level")
+    return (text.strip() or None) if text is not None else None
+
+
+def card_perf_levels(machine: Machine) -> list[str | None]:
+    """Performance levels of the amdgpu cards in card order (when the KFD topology is not readable)."""
+    cards = [p for p in machine.glob("/sys/class/drm/card*/device/power_dpm_force_performance_level")
+             if p.parent.parent.name[4:].isdigit()]
+    cards.sort(key=lambda p: int(p.parent.parent.name[4:]))
+    return [perf_level(machine, "/" + str(p.parent.relative_to(machine.root))) for p in cards]
 
 
 def amd_gpus_from_rocminfo(machine: Machine) -> list[Gpu]:
@@ -123,7 +144,11 @@ def nvidia_gpus(machine: Machine) -> list[Gpu]:
 
 
 def gpus(machine: Machine) -> tuple[Gpu, ...]:
-    found = amd_gpus_from_kfd(machine) or amd_gpus_from_rocminfo(machine) or amd_gpus_from_rocm_smi(machine)
+    found = amd_gpus_from_kfd(machine)
+    if not found:
+        found = amd_gpus_from_rocminfo(machine) or amd_gpus_from_rocm_smi(machine)
+        levels = card_perf_levels(machine)
+        found = [dataclasses.replace(g, perf_level=levels[i]) if i < len(levels) else g for i, g in enumerate(found)]
     found += nvidia_gpus(machine)
     named = []
     for index, gpu in enumerate(found):
@@ -279,8 +304,9 @@ print(json.dumps(out))
 """
 
 
-def torch(machine: Machine) -> Torch:
-    python = machine.which("python3") or machine.which("python")
+def torch(machine: Machine, python: str | None = None) -> Torch:
+    """PyTorch of `python` (default: python3 on the machine's PATH), read without importing it."""
+    python = python or machine.which("python3") or machine.which("python")
     if not python:
         return Torch(version=None, backend=None)
     result = machine.run([python, "-c", _TORCH_SCRIPT])
@@ -291,4 +317,5 @@ def torch(machine: Machine) -> Torch:
     if not info.get("version"):
         return Torch(version=None, backend=None, python=info.get("python") or python)
     backend = "rocm" if info.get("hip") else "cuda" if info.get("cuda") else "cpu"
-    return Torch(version=info["version"], backend=backend, path=info.get("path"), python=info.get("python"))
+    return Torch(version=info["version"], backend=backend, path=info.get("path"), python=info.get("python"),
+                 hip=info.get("hip"), cuda=info.get("cuda"))

@@ -55,6 +55,15 @@ class OnlyIn:
 
 
 @dataclass(frozen=True)
+class RankDelta:
+    """One rank's GPU time in both runs (ranks matched by number, or by process where unnumbered)."""
+    rank: str
+    total_ns_a: float
+    total_ns_b: float
+    speedup: float | None
+
+
+@dataclass(frozen=True)
 class Comparison:
     a: str
     b: str
@@ -65,9 +74,21 @@ class Comparison:
     gpu_time_ns_a: float
     gpu_time_ns_b: float
     speedup: float | None
+    kernel_timing_a: str | None = None
+    kernel_timing_b: str | None = None
+    ranks: tuple[RankDelta, ...] = ()
+
+    @property
+    def warning(self) -> str | None:
+        """Kernel times measured differently (a counters run's replay against a trace) are not comparable."""
+        if self.kernel_timing_a == self.kernel_timing_b:
+            return None
+        return (f"kernel times are measured differently: A by {self.kernel_timing_a or 'a trace'}, B by "
+                f"{self.kernel_timing_b or 'a trace'}; a replay with locked clocks runs kernels slower than a trace")
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
+        out["warning"] = self.warning
         # JSON layout kept from the first version: totals grouped.
         out["totals"] = {"gpu_time_ns_a": out.pop("gpu_time_ns_a"), "gpu_time_ns_b": out.pop("gpu_time_ns_b"),
                          "speedup": out.pop("speedup"), "matched": len(self.kernels),
@@ -100,4 +121,13 @@ def compare(a: Summary, b: Summary, match: str = "exact") -> Comparison:
         a=a.source.path, b=b.source.path, match=match, kernels=tuple(both),
         only_in_a=tuple(sorted((ka[n] for n in ka.keys() - kb.keys()), key=lambda r: -r.total_ns)),
         only_in_b=tuple(sorted((kb[n] for n in kb.keys() - ka.keys()), key=lambda r: -r.total_ns)),
-        gpu_time_ns_a=total_a, gpu_time_ns_b=total_b, speedup=total_a / total_b if total_b else None)
+        gpu_time_ns_a=total_a, gpu_time_ns_b=total_b, speedup=total_a / total_b if total_b else None,
+        kernel_timing_a=a.kernel_timing, kernel_timing_b=b.kernel_timing, ranks=rank_deltas(a, b))
+
+
+def rank_deltas(a: Summary, b: Summary) -> tuple[RankDelta, ...]:
+    ranks_a = {r.rank: r.total_ns for r in a.ranks}
+    ranks_b = {r.rank: r.total_ns for r in b.ranks}
+    both = [rank for rank in ranks_a if rank in ranks_b]
+    return tuple(RankDelta(rank=rank, total_ns_a=ranks_a[rank], total_ns_b=ranks_b[rank],
+                           speedup=ranks_a[rank] / ranks_b[rank] if ranks_b[rank] else None) for rank in both)

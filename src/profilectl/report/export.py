@@ -9,9 +9,17 @@ import json
 from typing import Any, Iterable, Sequence
 
 from profilectl.report.compare import Comparison
-from profilectl.report.summary import SECTIONS, KernelRow, Summary
+from profilectl.report.summary import (RANK_COLUMNS, SECTIONS, KernelRow, Summary, aggregation_legend, imbalance_line,
+                                       job_line)
 
 KERNEL_COLUMNS = ("name", "calls", "total_ns", "mean_ns", "min_ns", "max_ns", "std_ns", "percent")
+
+
+def row_columns(rows: Sequence[KernelRow]) -> tuple[str, ...]:
+    """KERNEL_COLUMNS, with self_ns after total_ns where the rows know it (torch operators)."""
+    if any(r.self_ns is not None for r in rows):
+        return KERNEL_COLUMNS[:3] + ("self_ns",) + KERNEL_COLUMNS[3:]
+    return KERNEL_COLUMNS
 
 
 def json_text(payload: dict[str, Any]) -> str:
@@ -65,8 +73,13 @@ def to_markdown(summary: Summary, top: int = 10) -> str:
         lines += [f"# {run.service} via {run.backend} — {run.status}", "", run.reason, ""]
         lines += [f"- fell back from **{f.backend}**: {f.reason}" for f in run.fallbacks]
         lines.append("")
+    elif summary.job:
+        lines += [f"# SLURM job {summary.job.job_id}.{summary.job.step_id} — {summary.job.status}", "",
+                  job_line(summary) or "", ""]
     else:
         lines += [f"# {summary.source.kind}: {summary.source.path}", ""]
+    if summary.kernel_timing:
+        lines += [f"Kernel times measured by {summary.kernel_timing}: longer than the same kernels in a trace.", ""]
     timing = summary.timing
     if timing:
         lines += ["## Timing", ""] + md_table(
@@ -75,15 +88,26 @@ def to_markdown(summary: Summary, top: int = 10) -> str:
     for key, title in SECTIONS:
         rows: tuple[KernelRow, ...] = getattr(summary, key)
         if rows:
-            lines += [f"## {title}", ""] + md_table(KERNEL_COLUMNS, ([getattr(r, c) for c in KERNEL_COLUMNS]
-                                                                    for r in rows[:top]))
+            shown = row_columns(rows)
+            lines += [f"## {title}", ""] + md_table(shown, ([getattr(r, c) for c in shown] for r in rows[:top]))
     if summary.counters_by_kernel:
         columns = list(dict.fromkeys(k for r in summary.counters_by_kernel for k in r))
         lines += ["## Counters per kernel", ""] + md_table(columns, ([r.get(c) for c in columns]
                                                                      for r in summary.counters_by_kernel[:top]))
+        lines[-1:-1] = [f"- {line}" for line in aggregation_legend(summary)]
+    if summary.hotspots:
+        lines += ["## PC sampling hotspots", ""] + md_table(
+            ("kernel", "instruction", "source", "samples", "%"),
+            ((h.kernel, h.instruction, h.source, h.samples, f"{h.percent:.1f}") for h in summary.hotspots[:top]))
+    if summary.stall_reasons:
+        lines += ["## Stall reasons", ""] + md_table(("reason", "samples", "%"), (
+            (s.reason, s.samples, f"{s.percent:.1f}") for s in summary.stall_reasons))
     if summary.ranks:
-        lines += ["## Per rank", ""] + md_table(("rank", "kernels", "dispatches", "total_ns"),
-                                                ((r.rank, r.kernels, r.dispatches, r.total_ns) for r in summary.ranks))
+        lines += ["## Per rank", ""] + md_table(RANK_COLUMNS, ([getattr(r, c) for c in RANK_COLUMNS]
+                                                               for r in summary.ranks))
+        line = imbalance_line(summary)
+        if line:
+            lines[-1:-1] = [f"- {line}"]
     return "\n".join(lines)
 
 
@@ -94,10 +118,13 @@ def _speedup(value: float | None) -> str:
 def comparison_markdown(result: Comparison, top: int = 15) -> str:
     lines = [f"# {result.a} vs {result.b}", "",
              f"GPU time {result.gpu_time_ns_a:.0f} ns → {result.gpu_time_ns_b:.0f} ns, speedup {_speedup(result.speedup)}",
-             ""]
+             ""] + ([f"> warning: {result.warning}", ""] if result.warning else [])
     lines += md_table(("kernel", "calls A", "calls B", "total A ns", "total B ns", "speedup"),
                       ((r.name, r.calls_a, r.calls_b, f"{r.total_ns_a:.0f}", f"{r.total_ns_b:.0f}", _speedup(r.speedup))
                        for r in result.kernels[:top]))
+    if result.ranks:
+        lines += ["## Per rank", ""] + md_table(("rank", "GPU time A ns", "GPU time B ns", "speedup"), (
+            (d.rank, f"{d.total_ns_a:.0f}", f"{d.total_ns_b:.0f}", _speedup(d.speedup)) for d in result.ranks))
     for label, only in (("Only in A", result.only_in_a), ("Only in B", result.only_in_b)):
         if only:
             lines += [f"## {label}", ""] + [f"- {r.name} ({r.calls} calls, {r.total_ns:.0f} ns)" for r in only[:top]]

@@ -10,8 +10,9 @@ import dataclasses
 from html import escape
 from typing import Any, Sequence
 
-from profilectl.report.export import KERNEL_COLUMNS
-from profilectl.report.summary import SECTIONS, KernelRow, Summary
+from profilectl.report.export import row_columns
+from profilectl.report.summary import (RANK_COLUMNS, SECTIONS, KernelRow, Summary, aggregation_legend, imbalance_line,
+                                       job_line)
 
 PALETTE = ("#3366cc", "#dc3912", "#ff9900", "#109618", "#990099", "#0099c6", "#dd4477", "#66aa00", "#b82e2e",
            "#316395", "#994499")
@@ -83,8 +84,12 @@ def _table(rows: Sequence[dict[str, Any]], columns: Sequence[str], top: int) -> 
 def to_html(summary: Summary, top: int = 15) -> str:
     run = summary.run
     source = summary.source
-    title = f"{run.service} via {run.backend} — {run.status}" if run else f"{source.kind}: {source.path}"
+    title = f"{run.service} via {run.backend} — {run.status}" if run else \
+        f"SLURM job {summary.job.job_id}.{summary.job.step_id} — {summary.job.status}" if summary.job else \
+        f"{source.kind}: {source.path}"
     parts = [f"<h1>{escape(title)}</h1>"]
+    if summary.job:
+        parts.append(f"<p class=meta>{escape(job_line(summary) or '')}</p>")
     if run:
         parts.append(f"<p class=meta>{escape(run.reason)}</p>")
         if run.fallbacks:
@@ -94,6 +99,9 @@ def to_html(summary: Summary, top: int = 15) -> str:
     if totals.dispatches:
         parts.append(f"<p class=meta>{totals.dispatches:,} dispatches of {totals.kernels:,} kernels, "
                      f"{totals.gpu_time_ns / 1e6:,.3f} ms of GPU time</p>")
+    if summary.kernel_timing:
+        parts.append(f"<p class=meta>Kernel times measured by {escape(summary.kernel_timing)}: longer than the same "
+                     "kernels in a trace.</p>")
     if summary.kernels:
         parts += ["<h2>Top kernels by total time</h2>", bar_chart(summary.kernels, top),
                   "<h2>Share of GPU time</h2>", share_chart(summary.kernels, 10)]
@@ -103,12 +111,22 @@ def to_html(summary: Summary, top: int = 15) -> str:
     for key, heading in SECTIONS:
         rows: tuple[KernelRow, ...] = getattr(summary, key)
         if rows:
-            parts += [f"<h2>{heading}</h2>", _table([dataclasses.asdict(r) for r in rows[:top]], KERNEL_COLUMNS, top)]
+            parts += [f"<h2>{heading}</h2>", _table([dataclasses.asdict(r) for r in rows[:top]], row_columns(rows), top)]
     counters = summary.counters_by_kernel
     if counters:
         parts += ["<h2>Counters per kernel</h2>", _table(counters, list(dict.fromkeys(k for r in counters for k in r)), top)]
+        parts.append("<ul class=meta>" + "".join(f"<li>{escape(line)}</li>" for line in aggregation_legend(summary))
+                     + "</ul>")
+    if summary.hotspots:
+        parts += ["<h2>PC sampling hotspots</h2>", _table([dataclasses.asdict(h) for h in summary.hotspots[:top]],
+                                                         ["kernel", "instruction", "source", "samples", "percent"], top)]
+    if summary.stall_reasons:
+        parts += ["<h2>Stall reasons</h2>", _table([dataclasses.asdict(s) for s in summary.stall_reasons],
+                                                  ["reason", "samples", "percent"], 100)]
     if summary.ranks:
-        parts += ["<h2>Per rank</h2>", _table([dataclasses.asdict(r) for r in summary.ranks],
-                                              ["rank", "kernels", "dispatches", "total_ns"], 1000)]
+        parts += ["<h2>Per rank</h2>", _table([dataclasses.asdict(r) for r in summary.ranks], RANK_COLUMNS, 1000)]
+        line = imbalance_line(summary)
+        if line:
+            parts.append(f"<p class=meta>{escape(line)}</p>")
     return (f"<!DOCTYPE html><html><head><meta charset=utf-8><title>{escape(title)}</title><style>{STYLE}</style>"
             f"</head><body>{''.join(parts)}</body></html>\n")

@@ -13,7 +13,7 @@ from profilectl.manifest import Manifest
 from profilectl.plan import Plan
 from profilectl.report.compare import Comparison
 from profilectl.report.listing import ListedRun
-from profilectl.report.summary import SECTIONS, KernelRow, Summary
+from profilectl.report.summary import SECTIONS, KernelRow, Summary, aggregation_legend, imbalance_line, job_line
 
 
 def _bytes(n: int | None) -> str:
@@ -119,6 +119,8 @@ def kernels_table(rows: Sequence[KernelRow], title: str, limit: int = 10, width:
     table.add_column("name", overflow="fold", min_width=24, ratio=1)
     columns: list[tuple[str, Callable[[KernelRow], str]]] = [
         ("calls", lambda r: f"{r.calls:,}"), ("total", lambda r: _ns(r.total_ns)), ("mean", lambda r: _ns(r.mean_ns))]
+    if any(r.self_ns is not None for r in rows):  # operators: time outside nested calls, torch's "Self CPU"
+        columns.insert(2, ("self", lambda r: _ns(r.self_ns)))
     if width >= WIDE_TERMINAL:
         columns += [("min", lambda r: _ns(r.min_ns)), ("max", lambda r: _ns(r.max_ns)), ("std", lambda r: _ns(r.std_ns))]
     columns.append(("% time", lambda r: f"{r.percent:.1f}"))
@@ -160,6 +162,9 @@ def report(console: Console, summary: Summary, top: int = 10, header: bool = Tru
             console.print(f"  fell back from {fallback.backend}: {fallback.reason}", markup=False)
         if run.status != "ok":
             console.print(f"  {run.message}", style="red", markup=False)
+    elif header and summary.job:
+        console.print(job_line(summary) or "", style="bold" if summary.job.status == "ok" else "red",
+                      markup=False, highlight=False)
     elif header:
         cached = " (cached summary)" if summary.cache_hit else ""
         console.print(f"[bold]{summary.source.kind}[/] {summary.source.path}{cached}", highlight=False)
@@ -167,6 +172,9 @@ def report(console: Console, summary: Summary, top: int = 10, header: bool = Tru
     if totals.dispatches:
         console.print(f"  {totals.dispatches:,} dispatches of {totals.kernels:,} kernels, "
                       f"{_ns(totals.gpu_time_ns)} of GPU time")
+    if summary.kernel_timing:
+        console.print(f"  kernel times measured by {summary.kernel_timing}: longer than the same kernels in a trace",
+                      style="yellow", markup=False, highlight=False)
     timing = summary.timing
     if timing:
         table = Table(title=f"Timing ({timing.runs} runs)", title_justify="left")
@@ -181,13 +189,32 @@ def report(console: Console, summary: Summary, top: int = 10, header: bool = Tru
             console.print(kernels_table(rows, title, top, console.width))
     if summary.counters_by_kernel:
         console.print(counters_table(summary.counters_by_kernel, top))
-    if summary.ranks:
-        table = Table(title="Per rank (process)", title_justify="left")
-        for column in ("rank", "kernels", "dispatches", "GPU time"):
-            table.add_column(column, justify="left" if column == "rank" else "right")
-        for rank in summary.ranks:
-            table.add_row(rank.rank, str(rank.kernels), f"{rank.dispatches:,}", _ns(rank.total_ns))
+        for line in aggregation_legend(summary):
+            console.print(f"  {line}", markup=False, highlight=False)
+    if summary.hotspots:
+        table = Table(title=f"PC sampling hotspots (top {min(top, len(summary.hotspots))} of {len(summary.hotspots)})",
+                      title_justify="left")
+        for column in ("kernel", "instruction", "source", "samples", "%"):
+            table.add_column(column, justify="right" if column in ("samples", "%") else "left", overflow="fold")
+        for spot in summary.hotspots[:top]:
+            table.add_row(_short(spot.kernel, 48), spot.instruction, spot.source or "-", f"{spot.samples:,}",
+                          f"{spot.percent:.1f}")
         console.print(table)
+    if summary.stall_reasons:
+        console.print("  stall reasons: " + ", ".join(f"{s.reason} {s.percent:.1f} %" for s in summary.stall_reasons[:6]),
+                      markup=False, highlight=False)
+    if summary.ranks:
+        table = Table(title="Per rank", title_justify="left")
+        for column in ("rank", "host", "GPU time", "dispatches", "in collectives", "top kernel", "status"):
+            table.add_column(column, justify="right" if column in ("GPU time", "dispatches", "in collectives") else "left",
+                             overflow="fold")
+        for rank in summary.ranks:
+            table.add_row(rank.rank, rank.host or "-", _ns(rank.total_ns), f"{rank.dispatches:,}",
+                          f"{rank.collective_percent:.1f} %", _short(rank.top_kernel or "-", 40), rank.status or "-")
+        console.print(table)
+        spread = imbalance_line(summary)
+        if spread:
+            console.print(f"  {spread}", markup=False, highlight=False)
     for note in summary.notes:
         console.print(f"[yellow]note:[/] {note}", highlight=False)
 
@@ -224,6 +251,8 @@ def _speedup(value: float | None) -> str:
 
 def comparison(console: Console, result: Comparison, top: int = 15) -> None:
     console.print(f"[bold]A[/] {result.a}\n[bold]B[/] {result.b}", highlight=False)
+    if result.warning:
+        console.print(f"warning: {result.warning}", style="yellow", markup=False, highlight=False)
     console.print(f"GPU time {_ns(result.gpu_time_ns_a)} → {_ns(result.gpu_time_ns_b)} "
                   f"(speedup {_speedup(result.speedup)}); {len(result.kernels)} kernels in both, "
                   f"{len(result.only_in_a)} only in A, {len(result.only_in_b)} only in B")
@@ -235,6 +264,13 @@ def comparison(console: Console, result: Comparison, top: int = 15) -> None:
         table.add_row(_short(row.name), f"{row.calls_a:,}", f"{row.calls_b:,}", _ns(row.total_ns_a),
                       _ns(row.total_ns_b), _speedup(row.speedup))
     console.print(table)
+    if result.ranks:
+        per_rank = Table(title="Per rank", title_justify="left")
+        for column in ("rank", "GPU time A", "GPU time B", "speedup"):
+            per_rank.add_column(column, justify="left" if column == "rank" else "right")
+        for delta in result.ranks:
+            per_rank.add_row(delta.rank, _ns(delta.total_ns_a), _ns(delta.total_ns_b), _speedup(delta.speedup))
+        console.print(per_rank)
     for label, only_rows in (("Only in A", result.only_in_a), ("Only in B", result.only_in_b)):
         if only_rows:
             only = Table(title=label, title_justify="left")

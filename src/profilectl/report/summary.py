@@ -12,13 +12,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from profilectl.countersets import evaluate
+from profilectl.countersets import aggregation, evaluate
 from profilectl.envreport import Fallback
 from profilectl.files import load_typed, read_json, write_json_atomic
-from profilectl.formats.tables import CounterValue, StatsByName, Tables
+from profilectl.formats.tables import CounterValue, RankRow, StatsByName, Tables
+from profilectl.jobs import JobManifest
 from profilectl.manifest import Manifest
 
 SUMMARY_SCHEMA = 1
+AGGREGATION_WORDS = {"sum": "sum over dispatches", "mean": "mean weighted by dispatch duration",
+                     "mean per dispatch": "mean over dispatches (no durations known)", "max": "max over dispatches",
+                     "min": "min over dispatches", "derived": "derived from the aggregated counters"}
 # The name-statistics tables of a summary, in report order: (attribute, heading).
 SECTIONS = (("kernels", "Top kernels"), ("api", "API calls"), ("memory_copies", "Memory copies"),
             ("operators", "Operators (CPU)"))
@@ -27,7 +31,8 @@ SECTIONS = (("kernels", "Top kernels"), ("api", "API calls"), ("memory_copies", 
 @dataclass(frozen=True)
 class KernelRow:
     """One name's statistics (kernels, API calls, copies, operators), times in ns. min/max/std are
-    None where the tool reports totals only (ncu's duration metric, rocprof's stats file)."""
+    None where the tool reports totals only (ncu's duration metric, rocprof's stats file); self_ns
+    (time not spent in nested calls, torch's "Self CPU") is known for torch.profiler operators only."""
     name: str
     calls: int
     total_ns: float
@@ -36,14 +41,49 @@ class KernelRow:
     min_ns: float | None = None
     max_ns: float | None = None
     std_ns: float | None = None
+    self_ns: float | None = None
 
 
 @dataclass(frozen=True)
 class RankSummary:
+    """One rank: its GPU time, how much of it is in collectives (NCCL/RCCL), its heaviest kernel."""
     rank: str
     kernels: int
     dispatches: int
     total_ns: float
+    host: str | None = None
+    collective_ns: float = 0.0
+    collective_percent: float = 0.0
+    top_kernel: str | None = None
+    status: str | None = None
+
+
+@dataclass(frozen=True)
+class Imbalance:
+    """Slowest against fastest rank by GPU time; the straggler is the slowest."""
+    slowest: str
+    slowest_ns: float
+    fastest: str
+    fastest_ns: float
+    percent: float  # (slowest - fastest) / slowest
+
+
+@dataclass(frozen=True)
+class Hotspot:
+    """An instruction of a kernel where PC samples landed (source: the code object's line, when built
+    with debug information)."""
+    kernel: str
+    instruction: str
+    source: str
+    samples: int
+    percent: float
+
+
+@dataclass(frozen=True)
+class StallReason:
+    reason: str
+    samples: int
+    percent: float
 
 
 @dataclass(frozen=True)
@@ -100,18 +140,25 @@ class Summary:
     memory_copies: tuple[KernelRow, ...] = ()
     operators: tuple[KernelRow, ...] = ()
     counters_by_kernel: tuple[dict[str, Any], ...] = ()  # kernel, then one column per counter/metric
+    counter_aggregation: dict[str, str] = field(default_factory=dict)  # column -> how it was aggregated
     derived: tuple[str, ...] = ()
     ranks: tuple[RankSummary, ...] = ()
+    imbalance: Imbalance | None = None
+    # How kernel durations were measured when not by a trace: a counter run's replay is slower
+    kernel_timing: str | None = None
+    hotspots: tuple[Hotspot, ...] = ()  # PC sampling, most samples first (the top MAX_HOTSPOTS)
+    stall_reasons: tuple[StallReason, ...] = ()
     timing: TimingStats | None = None
     perfetto_trace: str | None = None
     run: RunStory | None = None
+    job: JobManifest | None = None  # a SLURM job's ranks, nodes and statuses (profilectl under srun)
     status: str | None = None
     notes: tuple[str, ...] = ()
     cache_hit: bool = False
     schema_version: int = SUMMARY_SCHEMA
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return _plain(self)  # what dataclasses.asdict gives, without its deep copies (3,000 rows: 10x faster)
 
     def write(self, path: Path) -> None:
         write_json_atomic(path, self.to_dict(), indent=None)  # machine-read: compact, C encoder
@@ -125,14 +172,117 @@ class Summary:
         return cls.from_dict(read_json(path), path)
 
 
+RANK_COLUMNS = ("rank", "host", "total_ns", "dispatches", "collective_percent", "top_kernel", "status")
+
+
+def job_line(summary: "Summary") -> str | None:
+    job = summary.job
+    if job is None:
+        return None
+    return (f"SLURM job {job.job_id}.{job.step_id} ({job.service}): {job.status}: {job.message}; nodes "
+            f"{', '.join(job.nodes) or '-'}")
+
+
+def imbalance_line(summary: "Summary") -> str | None:
+    spread = summary.imbalance
+    if spread is None:
+        return None
+    return (f"imbalance: rank {spread.slowest} is the straggler, {spread.percent:.1f} % more GPU time than the "
+            f"fastest, rank {spread.fastest}")
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _plain(value: Any) -> Any:
+    """dataclasses.asdict for values made of dataclasses, tuples, lists, dicts and scalars."""
+    kind = type(value)
+    if kind in (str, int, float, bool) or value is None:
+        return value
+    names = _FIELDS.get(kind)
+    if names is None and dataclasses.is_dataclass(value):
+        names = _FIELDS[kind] = tuple(f.name for f in dataclasses.fields(value))
+    if names is not None:
+        return {name: _plain(getattr(value, name)) for name in names}
+    if isinstance(value, (tuple, list)):
+        return kind(_plain(v) for v in value) if kind in (tuple, list) else [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def aggregation_legend(summary: "Summary") -> list[str]:
+    """'<how>: column, column' lines for the counters table (how each value was aggregated)."""
+    groups: dict[str, list[str]] = {}
+    for column, words in summary.counter_aggregation.items():
+        groups.setdefault(words, []).append(column)
+    return [f"{words}: {', '.join(columns)}" for words, columns in groups.items()]
+
+
 def kernel_rows(stats: StatsByName) -> tuple[KernelRow, ...]:
     grand = sum(s.total for s in stats.values()) or 1.0
     rows = [KernelRow(name=name, calls=s.calls, total_ns=s.total, mean_ns=s.mean, percent=100.0 * s.total / grand,
                       min_ns=s.minimum if s.spread_known else None, max_ns=s.maximum if s.spread_known else None,
-                      std_ns=s.std if s.spread_known else None)
+                      std_ns=s.std if s.spread_known else None, self_ns=s.self_total)
             for name, s in stats.items()]
     rows.sort(key=lambda r: r.total_ns, reverse=True)
     return tuple(rows)
+
+
+MAX_HOTSPOTS = 1000
+
+
+def hotspots(samples: dict[tuple[str, str, str], int]) -> tuple[Hotspot, ...]:
+    total = sum(samples.values()) or 1
+    ranked = sorted(samples.items(), key=lambda item: -item[1])[:MAX_HOTSPOTS]
+    return tuple(Hotspot(kernel=k, instruction=i, source=s, samples=n, percent=100.0 * n / total)
+                 for (k, i, s), n in ranked)
+
+
+def stall_reasons(stalls: dict[str, int]) -> tuple[StallReason, ...]:
+    total = sum(stalls.values()) or 1
+    return tuple(StallReason(reason=r, samples=n, percent=100.0 * n / total)
+                 for r, n in sorted(stalls.items(), key=lambda item: -item[1]))
+
+
+def rank_summaries(rows: tuple[RankRow, ...]) -> tuple[RankSummary, ...]:
+    """Rows of the same rank (several files of one process) combined; ranks in numeric order."""
+    merged: dict[tuple[str, str | None], RankRow] = {}
+    for row in rows:
+        key = (row.rank, row.host)
+        before = merged.get(key)
+        if before is None:
+            merged[key] = row
+            continue
+        heavier = row if row.top_kernel_ns > before.top_kernel_ns else before
+        merged[key] = dataclasses.replace(before, kernels=max(before.kernels, row.kernels),
+                                          dispatches=before.dispatches + row.dispatches,
+                                          total_ns=before.total_ns + row.total_ns,
+                                          collective_ns=before.collective_ns + row.collective_ns,
+                                          top_kernel=heavier.top_kernel, top_kernel_ns=heavier.top_kernel_ns,
+                                          status=before.status or row.status)
+
+    def order(key: tuple[str, str | None]) -> tuple[int, str, str]:
+        rank, host = key
+        return (int(rank) if rank.isdigit() else 1 << 30, rank, host or "")
+    if len(merged) < 2:
+        return ()  # one process: the run's own tables say it all
+    return tuple(RankSummary(rank=r.rank, host=r.host, kernels=r.kernels, dispatches=r.dispatches, total_ns=r.total_ns,
+                             collective_ns=r.collective_ns,
+                             collective_percent=100.0 * r.collective_ns / r.total_ns if r.total_ns else 0.0,
+                             top_kernel=r.top_kernel, status=r.status)
+                 for _, r in sorted(merged.items(), key=lambda item: order(item[0])))
+
+
+def imbalance(ranks: tuple[RankSummary, ...]) -> Imbalance | None:
+    timed = [r for r in ranks if r.total_ns > 0]
+    if len(timed) < 2:
+        return None
+    slow = max(timed, key=lambda r: r.total_ns)
+    fast = min(timed, key=lambda r: r.total_ns)
+    label = (lambda r: f"{r.rank}" + (f" ({r.host})" if r.host else ""))
+    return Imbalance(slowest=label(slow), slowest_ns=slow.total_ns, fastest=label(fast), fastest_ns=fast.total_ns,
+                     percent=100.0 * (slow.total_ns - fast.total_ns) / slow.total_ns)
 
 
 def timing_stats(seconds: tuple[float, ...]) -> TimingStats | None:
@@ -145,31 +295,47 @@ def timing_stats(seconds: tuple[float, ...]) -> TimingStats | None:
                        std_s=statistics.pstdev(ordered) if len(ordered) > 1 else 0.0)
 
 
-def counters_by_kernel(values: tuple[CounterValue, ...], derived: dict[str, str]) -> tuple[dict[str, Any], ...]:
-    """Wide table: one row per kernel, one column per counter, then the derived metrics."""
-    kernels: dict[str, dict[str, Any]] = {}
+def counters_by_kernel(values: tuple[CounterValue, ...], derived: dict[str, str],
+                       kernel_order: list[str]) -> tuple[tuple[dict[str, Any], ...], dict[str, str]]:
+    """Wide table, one row per kernel (heaviest GPU time first), one column per counter, then the
+    derived metrics; and how each column was aggregated over dispatches (the legend)."""
+    merged: dict[tuple[str, str], CounterValue] = {}
     for value in values:
-        kernels.setdefault(value.kernel, {"kernel": value.kernel})[value.counter] = value.value
+        key = (value.kernel, value.counter)
+        merged[key] = merged[key].combined(value) if key in merged else value
+    kernels: dict[str, dict[str, Any]] = {}
+    legend: dict[str, str] = {}
+    for (kernel, counter), value in merged.items():
+        rule = aggregation(counter, value.unit)
+        kernels.setdefault(kernel, {"kernel": kernel})[counter] = value.value(rule)
+        words = AGGREGATION_WORDS[rule if rule != "mean" or value.duration_weighted else "mean per dispatch"]
+        if legend.get(counter) != AGGREGATION_WORDS["mean per dispatch"]:  # one kernel without durations says so
+            legend[counter] = words
     for row in kernels.values():
         numbers = {k: v for k, v in row.items() if k != "kernel"}
         for name, expression in derived.items():
             result = evaluate(expression, numbers)
             if result is not None:
                 row[name] = result
-    return tuple(kernels.values())
+                legend[name] = AGGREGATION_WORDS["derived"]
+    rank = {name: i for i, name in enumerate(kernel_order)}
+    rows = sorted(kernels.values(), key=lambda row: rank.get(row["kernel"], len(rank)))
+    return tuple(rows), legend
 
 
 def build(tables: Tables, source: SourceInfo, derived: dict[str, str] | None = None,
           perfetto_trace: str | None = None) -> Summary:
     kernels = kernel_rows(tables.kernels)
+    by_kernel, legend = counters_by_kernel(tables.counters, derived or {}, [k.name for k in kernels])
     return Summary(
         source=source,
         totals=Totals(kernels=len(kernels), dispatches=sum(k.calls for k in kernels),
                       gpu_time_ns=sum(k.total_ns for k in kernels)),
         kernels=kernels, api=kernel_rows(tables.api), memory_copies=kernel_rows(tables.memory_copies),
         operators=kernel_rows(tables.operators),
-        counters_by_kernel=counters_by_kernel(tables.counters, derived or {}),
+        counters_by_kernel=by_kernel, counter_aggregation=legend,
         derived=tuple(sorted((derived or {}).keys())),
-        ranks=tuple(RankSummary(rank=r.rank, kernels=r.kernels, dispatches=r.dispatches, total_ns=r.total_ns)
-                    for r in tables.ranks),
+        ranks=(ranked := rank_summaries(tables.ranks)), imbalance=imbalance(ranked),
+        hotspots=hotspots(tables.pc_samples), stall_reasons=stall_reasons(tables.stall_reasons),
+        kernel_timing=tables.kernel_timing or None,
         timing=timing_stats(tables.timing_s), perfetto_trace=perfetto_trace, notes=tables.notes)

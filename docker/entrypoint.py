@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""Entrypoint of the profilectl image: the service's command line, the user it runs as, and the
+ownership of everything it leaves on the host.
+
+- The command: `docker compose run --rm SERVICE -- PROGRAM ARGS` (or `... SERVICE PROGRAM ARGS`, or
+  `... SERVICE --preset api -- PROGRAM`) runs `profilectl SERVICE [its default options] ... -- PROGRAM
+  ARGS`: the service comes from $PROFILECTL_SERVICE (set by each compose service), its default
+  options from $PROFILECTL_SERVICE_OPTIONS. A command line that starts with a profilectl command
+  (`env-check --json`, `counters`, `report ...`) is run as written.
+- The user: compose starts a service as HOST_UID:HOST_GID when they are set. A service started as
+  root (no HOST_UID) that does not need root drops to the host user: $PROFILECTL_HOST_UID/GID, else
+  the owner of the traces folder, else of the application folder (the user's project).
+- Only a service that needs root (counters: hardware counters need root with SYS_ADMIN) keeps it;
+  then profilectl runs as a child and, when it ends, every file the run created or changed under
+  the traces folder and the application folder is handed back to the host user.
+- A mount point Docker created for a missing host folder (root-owned and empty) is given to the
+  host user first, so the user can write into it and delete what the run leaves there.
+"""
+
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+
+COMMANDS = {"env-check", "profile", "counters", "trace", "ls", "report", "compare", "docker"}
+PASS_THROUGH = {"-h", "--help", "--version"}
+ROOT_SERVICES = {"counters"}  # hardware counters need root: cap_add gives nothing to another user
+PROFILECTL = os.environ.get("PROFILECTL_BIN", "profilectl")
+TRACES = os.environ.get("PROFILECTL_TRACES_DIR", "/workspace/traces")
+APP = os.environ.get("PROFILECTL_APP_MOUNT", "/workspace/app")
+CHANGED_SLACK_S = 2.0  # file times have coarse granularity on some file systems
+
+
+def command_line(args, env):
+    service = env.get("PROFILECTL_SERVICE", "")
+    if not service or (args and (args[0] in COMMANDS or args[0] in PASS_THROUGH)):
+        return list(args)
+    options = shlex.split(env.get("PROFILECTL_SERVICE_OPTIONS", ""))
+    if not args or args[0].startswith("-"):  # `--`, or the service's own options first
+        return [service, *options, *args]
+    return [service, *options, "--", *args]  # a program
+
+
+def host_owner(env):
+    uid, gid = env.get("PROFILECTL_HOST_UID", ""), env.get("PROFILECTL_HOST_GID", "")
+    if uid.isdigit():
+        return int(uid), int(gid) if gid.isdigit() else int(uid)
+    for folder in (TRACES, APP):
+        try:
+            st = os.stat(folder)
+        except OSError:
+            continue
+        if st.st_uid != 0:
+            return st.st_uid, st.st_gid
+    return None
+
+
+def adopt_empty_mounts(owner):
+    """A root-owned, empty mount point is one Docker made for a missing host folder: the user's."""
+    for folder in (TRACES, APP):
+        try:
+            st = os.stat(folder)
+            if st.st_uid == 0 and not os.listdir(folder):
+                os.chown(folder, *owner)
+        except OSError:
+            pass
+
+
+def hand_back(owner, since):
+    """chown to the host user what this container's root created or changed in the host folders."""
+    for top in (TRACES, APP):
+        if not os.path.isdir(top):
+            continue
+        device = os.lstat(top).st_dev
+        for folder, dirs, files in os.walk(top):
+            dirs[:] = [d for d in dirs if os.lstat(os.path.join(folder, d)).st_dev == device]  # not into mounts
+            for name in [None, *dirs, *files]:
+                path = folder if name is None else os.path.join(folder, name)
+                try:
+                    st = os.lstat(path)
+                    if st.st_uid == 0 and st.st_ctime >= since - CHANGED_SLACK_S:
+                        os.lchown(path, *owner)
+                except OSError:
+                    pass
+
+
+def private_home():
+    """A writable HOME for a user the image has no account for (caches of torch, triton, pip)."""
+    home = os.environ.get("HOME", "")
+    if not home or not os.access(home, os.W_OK):
+        home = f"/tmp/home-{os.getuid()}"
+        os.makedirs(home, mode=0o700, exist_ok=True)
+        os.environ["HOME"] = home
+
+
+def device_groups():
+    """The groups that own the GPU device nodes (compose's group_add): all a dropped user keeps."""
+    import glob
+    gids = set()
+    for node in ["/dev/kfd", *glob.glob("/dev/dri/*"), *glob.glob("/dev/nvidia*")]:
+        try:
+            gids.add(os.stat(node).st_gid)
+        except OSError:
+            pass
+    return sorted(gid for gid in gids & set(os.getgroups()) if gid != 0)
+
+
+def drop_to(owner):
+    uid, gid = owner
+    os.setgroups(device_groups())  # never root's own groups
+    os.setgid(gid)
+    os.setuid(uid)
+
+
+def run_and_hand_back(argv, owner):
+    since = time.time()
+    child = subprocess.Popen(argv)
+
+    def forward(signum, frame):
+        child.send_signal(signum)  # docker stop reaches this process; profilectl finalises the run
+
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, forward)
+    code = child.wait()
+    hand_back(owner, since)
+    return 128 - code if code < 0 else code
+
+
+def main():
+    args = command_line(sys.argv[1:], os.environ)
+    argv = [PROFILECTL, *args]
+    owner = host_owner(os.environ)
+    service = os.environ.get("PROFILECTL_SERVICE", "")
+    if os.getuid() == 0 and owner and owner[0] != 0:
+        adopt_empty_mounts(owner)
+        if service in ROOT_SERVICES:
+            return run_and_hand_back(argv, owner)
+        drop_to(owner)
+    measuring = bool(args) and args[0] in ("profile", "counters", "trace")
+    if measuring and os.getuid() != 0 and os.path.isdir(TRACES) and not os.access(TRACES, os.W_OK | os.X_OK):
+        host = os.environ.get("PROFILECTL_TRACES_ON_HOST", TRACES)
+        sys.stderr.write(f"profilectl: the traces folder {host} is not writable by uid {os.getuid()}: create it on the "
+                         f"host as that user before `docker compose run` (tools/profilectl docker does)\n")
+        return 2
+    private_home()
+    try:
+        os.execvp(argv[0], argv)
+    except OSError as exc:
+        sys.stderr.write(f"profilectl: cannot start {argv[0]}: {exc.strerror}\n")
+        return 127
+
+
+if __name__ == "__main__":
+    sys.exit(main())

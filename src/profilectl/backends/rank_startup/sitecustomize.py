@@ -1,0 +1,322 @@
+"""profilectl's start-up hook for every Python process of a profiled job (on PYTHONPATH).
+
+Python imports `sitecustomize` at start-up in every interpreter, so this file reaches the ranks a
+launcher starts (torchrun's workers, mpirun's and srun's tasks) without touching the user's command.
+It is standalone on purpose: it runs in the workload's interpreter, where profilectl may not be
+installed. It first runs the sitecustomize it shadows (Debian ships one), then, in a process that
+is a rank of this run, waits for `torch` to be imported and:
+
+- PROFILECTL_TORCH_OUT set: runs torch.profiler and exports a Chrome trace per rank,
+  <host>-rank<R>-<pid>.pt.trace.json, at exit (also on SIGTERM: a launcher stopping the other
+  ranks after one failed still gets their partial traces);
+- PROFILECTL_STEPS=A:B: profiles only steps A..B-1 (a step ends at each optimizer.step(), or at
+  profilectl.step() for loops without an optimizer); PROFILECTL_STEP_ACTION says what the window
+  drives: torch (torch.profiler's schedule), cuda-profiler (cudaProfilerStart/Stop, for
+  `ncu --profile-from-start off`), roctx (roctxProfilerResume/Pause, for rocprofv3
+  --selected-regions);
+- writes rank-<R>-<host>-<pid>.status.json (exit code or exception) so a run knows which rank failed.
+
+Which processes count as ranks: those with one of PROFILECTL_RANK_ENV's variables set, or every
+process when PROFILECTL_SINGLE=1 (a plain `python train.py`). A profiled process sets
+PROFILECTL_PROFILED, so its own children (DataLoader workers, subprocesses) are not profiled again.
+"""
+
+import atexit
+import importlib.abc
+import importlib.util
+import json
+import os
+import signal
+import socket
+import sys
+
+
+def _debug(message):
+    """PROFILECTL_HOOK_DEBUG=1: say what the hook decides (why a window did or did not open)."""
+    if os.environ.get("PROFILECTL_HOOK_DEBUG") == "1":
+        sys.stderr.write(f"profilectl hook [{os.getpid()}]: {message}\n")
+        sys.stderr.flush()
+
+
+def _chain_shadowed_sitecustomize():
+    """Run the sitecustomize this file hides (e.g. Debian's /usr/lib/python3.X/sitecustomize.py)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    for entry in sys.path:
+        if not entry or os.path.abspath(entry) == here:
+            continue
+        candidate = os.path.join(entry, "sitecustomize.py")
+        if os.path.isfile(candidate):
+            spec = importlib.util.spec_from_file_location("_profilectl_shadowed_sitecustomize", candidate)
+            if spec and spec.loader:
+                try:
+                    spec.loader.exec_module(importlib.util.module_from_spec(spec))
+                except Exception as exc:  # a broken site hook must not stop the user's program
+                    sys.stderr.write(f"profilectl: the shadowed {candidate} failed: {exc}\n")
+            return
+
+
+def _rank():
+    if os.environ.get("PROFILECTL_PROFILED"):
+        return None  # a child of a profiled rank
+    for name in filter(None, os.environ.get("PROFILECTL_RANK_ENV", "").split(",")):
+        if os.environ.get(name, "").strip():
+            return os.environ[name].strip()
+    return "0" if os.environ.get("PROFILECTL_SINGLE") == "1" else None
+
+
+class _Window:
+    """The step window: which steps run with the profiler on."""
+
+    def __init__(self, spec):
+        first, _, last = (spec or "").partition(":")
+        self.first = int(first) if first else None
+        self.last = int(last) if last else None
+        self.step = 0
+
+    @property
+    def bounded(self):
+        return self.first is not None
+
+
+class _RankProfiler:
+    def __init__(self, rank, out_dir):
+        self.rank = rank
+        self.out_dir = out_dir
+        self.host = socket.gethostname()
+        self.pid = os.getpid()
+        self.window = _Window(os.environ.get("PROFILECTL_STEPS"))
+        self.action = os.environ.get("PROFILECTL_STEP_ACTION", "torch")
+        self.profiler = None
+        self.exported = False
+        self.exit_code = None
+        self.error = None
+        self.active = False  # for cuda-profiler / roctx windows
+        self.started = False  # torch was imported here: this process is the rank's
+
+    # ------------------------------------------------------------ starting
+    def start(self, torch):
+        # Claimed only now: a Python process that never imports torch (ncu's own helper, a wrapper
+        # script) must not mark the rank's real process, its child, as already profiled.
+        os.environ["PROFILECTL_PROFILED"] = str(os.getpid())
+        self.started = True
+        self.torch = torch
+        _debug(f"torch imported: rank {self.rank}, action {self.action}, steps {os.environ.get('PROFILECTL_STEPS')}")
+        if self.out_dir and self.action == "torch":
+            from torch.profiler import ProfilerActivity, profile, schedule
+            activities = [ProfilerActivity.CPU]
+            if torch.cuda.is_available():  # ROCm builds report their GPUs through the CUDA API too
+                activities.append(ProfilerActivity.CUDA)
+            kwargs = {"activities": activities, "record_shapes": False}
+            if self.window.bounded:
+                # One warm-up step before the window when there is one: torch.profiler skews (and
+                # shifts by a step) a window that starts without it.
+                first = self.window.first
+                active = (self.window.last - first) if self.window.last else 1 << 30
+                kwargs["schedule"] = schedule(wait=max(first - 1, 0), warmup=1 if first else 0, active=active, repeat=1)
+                kwargs["on_trace_ready"] = self._export
+            self.profiler = profile(**kwargs)
+            self.profiler.start()
+        elif self.window.bounded and self.window.first == 0:
+            self._window_on()
+        _install_step_hook(torch, self.on_step)
+        import builtins
+        builtins._profilectl_step = self.on_step  # profilectl.step() finds it here
+
+    # ------------------------------------------------------------ steps
+    def on_step(self):
+        self.window.step += 1
+        _debug(f"step {self.window.step} ended")
+        if self.profiler is not None and self.action == "torch":
+            self.profiler.step()
+            return
+        if not self.window.bounded:
+            return
+        if self.window.step == self.window.first:
+            self._window_on()
+        elif self.window.last is not None and self.window.step == self.window.last:
+            self._window_off()
+
+    def _window_on(self):
+        if self.active:
+            return
+        self.active = True
+        _debug(f"window on ({self.action}) before step {self.window.step}")
+        if self.action == "cuda-profiler":
+            self.torch.cuda.synchronize()
+            self.torch.cuda.cudart().cudaProfilerStart()
+        elif self.action == "roctx":
+            _roctx("roctxProfilerResume")
+
+    def _window_off(self):
+        if not self.active:
+            return
+        self.active = False
+        _debug(f"window off ({self.action}) after step {self.window.step - 1}")
+        if self.action == "cuda-profiler":
+            self.torch.cuda.synchronize()
+            self.torch.cuda.cudart().cudaProfilerStop()
+        elif self.action == "roctx":
+            _roctx("roctxProfilerPause")
+
+    # ------------------------------------------------------------ the end
+    def trace_path(self):
+        return os.path.join(self.out_dir, f"{self.host}-rank{self.rank}-{self.pid}.pt.trace.json")
+
+    def _export(self, prof):
+        if self.exported:
+            return
+        self.exported = True
+        try:
+            if self.torch.cuda.is_available():
+                self.torch.cuda.synchronize()
+        except Exception:
+            pass
+        prof.export_chrome_trace(self.trace_path())
+
+    def finish(self):
+        if not self.started:
+            return  # a process of the job that never imported torch: nothing to say
+        if self.profiler is not None:
+            try:
+                self.profiler.stop()  # an unfinished schedule window still exports what it has
+                if not self.exported:
+                    self._export(self.profiler)
+            except Exception as exc:
+                sys.stderr.write(f"profilectl: rank {self.rank}: could not export the torch trace: {exc}\n")
+        self._window_off()
+        if self.exit_code is None:
+            self.exit_code = 1 if self.error else 0  # ran to its end: no sys.exit, no exception
+        if self.out_dir:
+            status = {"rank": self.rank, "host": self.host, "pid": self.pid, "exit_code": self.exit_code,
+                      "error": self.error, "trace": os.path.basename(self.trace_path()) if self.exported else None,
+                      "steps": self.window.step}
+            path = os.path.join(self.out_dir, f"rank-{self.rank}-{self.host}-{self.pid}.status.json")
+            try:
+                with open(path, "w") as fh:
+                    json.dump(status, fh)
+            except OSError:
+                pass
+
+
+def _roctx(function):
+    import ctypes
+    for name in ("libroctx64.so", "libroctx64.so.4", "librocprofiler-sdk-roctx.so"):
+        try:
+            getattr(ctypes.CDLL(name), function)(0)
+            return
+        except (OSError, AttributeError):
+            continue
+
+
+def _install_step_hook(torch, callback):
+    """A step ends at every optimizer.step(): torch >= 2.0 has a global post-hook; older releases
+    get each optimizer class's step wrapped the first time one is built."""
+    import functools
+    import torch.optim.optimizer as optimizer_module
+    register = getattr(optimizer_module, "register_optimizer_step_post_hook", None)
+    if register is not None:
+        register(lambda optimizer, args, kwargs: callback())
+        return
+    base = optimizer_module.Optimizer
+    original_init = base.__init__
+    wrapped = set()
+
+    def init(self, *args, **kwargs):
+        original_init(self, *args, **kwargs)
+        cls = type(self)
+        if cls not in wrapped:
+            wrapped.add(cls)
+            step = cls.step
+
+            @functools.wraps(step)
+            def stepped(self, *a, **k):
+                result = step(self, *a, **k)
+                callback()
+                return result
+            cls.step = stepped
+
+    base.__init__ = init
+
+
+class _AfterTorchImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Starts the rank's profiler once `import torch` has finished: importing torch ourselves would
+    cost every Python process of the job (the launcher's own included) seconds at start-up."""
+
+    def __init__(self, on_import):
+        self.on_import = on_import
+        self.spec = None
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "torch" or self.spec is not None:
+            return None
+        sys.meta_path.remove(self)
+        try:
+            spec = importlib.util.find_spec("torch")
+        finally:
+            sys.meta_path.insert(0, self)
+        if spec is None or spec.loader is None:
+            return None
+        self.spec = spec
+        self.inner = spec.loader
+        spec.loader = self
+        return spec
+
+    def create_module(self, spec):
+        return self.inner.create_module(spec)
+
+    def exec_module(self, module):
+        self.inner.exec_module(module)
+        sys.meta_path.remove(self)
+        try:
+            self.on_import(module)
+        except Exception as exc:
+            sys.stderr.write(f"profilectl: could not start profiling in this rank: {exc}\n")
+
+
+def _main():
+    _chain_shadowed_sitecustomize()
+    rank = _rank()
+    _debug(f"argv {sys.argv[:2]}: rank {rank}")
+    if rank is None:
+        return
+    out_dir = os.environ.get("PROFILECTL_TORCH_OUT")
+    if out_dir:
+        os.makedirs(out_dir, exist_ok=True)
+    rank_profiler = _RankProfiler(rank, out_dir)
+
+    def on_exit():
+        rank_profiler.finish()
+    atexit.register(on_exit)
+
+    previous_excepthook = sys.excepthook
+
+    def excepthook(kind, value, tb):
+        rank_profiler.error = f"{kind.__name__}: {value}"[:500]
+        rank_profiler.exit_code = 1
+        previous_excepthook(kind, value, tb)
+    sys.excepthook = excepthook
+
+    def on_term(signum, frame):
+        # A timeout, Ctrl-C or a launcher stopping the job: unwind, so atexit exports the partial trace.
+        rank_profiler.exit_code = 128 + signum
+        raise SystemExit(128 + signum)
+    for signum in (signal.SIGTERM,):
+        try:
+            if signal.getsignal(signum) in (signal.SIG_DFL, None):
+                signal.signal(signum, on_term)
+        except (ValueError, OSError):
+            pass
+    if "torch" in sys.modules:  # imported already (by the sitecustomize this one shadows, say)
+        rank_profiler.start(sys.modules["torch"])
+    else:
+        sys.meta_path.insert(0, _AfterTorchImport(rank_profiler.start))
+
+    original_exit = sys.exit
+
+    def recording_exit(code=0):
+        rank_profiler.exit_code = code if isinstance(code, int) else (0 if code is None else 1)
+        original_exit(code)
+    sys.exit = recording_exit
+
+
+_main()

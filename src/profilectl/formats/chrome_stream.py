@@ -1,0 +1,858 @@
+"""Chrome-trace JSON (torch.profiler's export_chrome_trace, `.json` or `.json.gz`), streamed.
+
+The events array is cut into chunks of a few MB at event boundaries, each chunk is decoded and
+aggregated on its own (in a process per core for large files), and only running sums come back,
+with the 21 bytes per CPU-side event that the operator tree needs (start, end, name, kind): memory
+does not follow the JSON's size (a 4.2 GB trace of 10.5 M events peaks at 173 MB per process).
+
+Parsers, chosen by measurement (bench/ingest.py; docs/validation.md), on a 200 k-event torch trace
+(80 MB, one core): msgspec decoding into a typed Struct of the 7 fields read here (`args` skipped,
+never built) 0.36 s; orjson 0.9 s and the stdlib json 1.7 s (both build every dict of `args`;
+4.0 s with the garbage collector on); ijson (yajl2_c) 2.1 s. msgspec is the `fast` extra; without
+it the same chunks go through the stdlib json (identical numbers, slower).
+
+Cutting without a second parse: a chunk starts at a known event boundary (the first right after
+`"traceEvents": [`) and ends at a guessed one (a `}` followed by `,` and `{`). If `[` + chunk + `]`
+decodes completely, the guess was a real boundary: decoding is deterministic from a true start, and
+a cut inside a string or a nested object cannot close every bracket. So every chunk that decodes
+proves the next chunk's start. From a chunk that does not decode (a bad guess, or a truncated or
+broken file) the rest is read by the stdlib's incremental decoder, one event at a time, which
+either finds the real boundaries (slower, the same numbers) or names the line where the JSON breaks.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import gc
+import itertools
+import json
+import os
+import re
+from array import array
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, Callable, Iterable, Iterator, NamedTuple
+
+if TYPE_CHECKING:  # imported where used: `profilectl env-check` loads this module and needs none
+    from concurrent.futures import Executor, Future
+
+from profilectl.errors import FormatError
+
+GZIP_MAGIC = b"\x1f\x8b"
+EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+CHUNK_MIN, CHUNK_MAX = 4 << 20, 16 << 20
+PARALLEL_MIN_BYTES = 48 << 20  # below this, worker start-up costs more than it saves
+HEAD_LIMIT = 64 << 20  # how far to look for the traceEvents key
+
+KERNEL = "kernel"
+COPY_CATEGORIES = frozenset({"gpu_memcpy", "gpu_memset"})
+API_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver"})  # HIP calls too: kineto files them so on ROCm
+OPERATOR = "cpu_op"
+# torch builds key_averages() from the profiler's FunctionEvents: every CPU-side kineto activity
+# (torch's deviceTypeFromActivity), nested per thread. Python function events are not among them
+# (torch 2.x drops them from the event list and exposes them as stacks), so they are no parent here.
+TREE_CATEGORIES = frozenset({OPERATOR, "user_annotation", "cuda_runtime", "cuda_driver", "external_correlation",
+                             "cpu_instant_event", "glow_runtime", "mtia_runtime", "xpu_runtime",
+                             "privateuse1_runtime"})
+# torch.autograd.profiler_util._filter_name: left out of the event list altogether.
+UNLISTED_BY_TORCH = frozenset({"[memory]", "[OutOfMemory]", "profiler::_record_function_enter",
+                               "profiler::_record_function_enter_new", "profiler::_record_function_exit",
+                               "aten::is_leaf", "aten::output_nr", "aten::_version"})
+
+Sums = list[int]  # [count, total, sum of squares, min, max] of integer nanoseconds
+SumsByName = dict[str, Sums]
+
+
+class Event(NamedTuple):
+    """The fields read of one trace event (the stdlib path's form of the msgspec Struct)."""
+    ph: Any
+    cat: Any
+    name: Any
+    pid: Any
+    tid: Any
+    ts: Any
+    dur: Any
+
+
+_MISSING: Any = object()  # an event without "dur" (the stdlib path's stand-in for msgspec.UNSET)
+_UNSET: Any = _MISSING  # msgspec.UNSET once msgspec is loaded
+
+
+@dataclass
+class ThreadEvents:
+    """The tree-building CPU events of one (pid, tid), in file order: integer ns, name index, and
+    whether the event is an operator (the other CPU events are parents or children only)."""
+    start: array = field(default_factory=lambda: array("q"))
+    end: array = field(default_factory=lambda: array("q"))
+    name: array = field(default_factory=lambda: array("l"))
+    operator: bytearray = field(default_factory=bytearray)
+
+
+@dataclass
+class Partial:
+    """What one chunk yields: sums per name, the CPU events for the operator tree (names as indices
+    into `names`), and, for the chunk that holds the end of the events array, the text after it."""
+    kernels: SumsByName = field(default_factory=dict)
+    copies: SumsByName = field(default_factory=dict)
+    api: SumsByName = field(default_factory=dict)
+    threads: dict[tuple[Any, Any], ThreadEvents] = field(default_factory=dict)
+    names: list[str] = field(default_factory=list)
+    tail: str | None = None
+    events: int = 0
+
+
+class _Undecodable(Exception):
+    """A chunk that the chunk decoder could not read: re-read it incrementally from its start."""
+
+
+# --------------------------------------------------------------------------------------------
+# Decoding
+
+
+def _msgspec_decoder() -> Callable[[bytes | bytearray | memoryview], list[Any]] | None:
+    try:
+        import msgspec
+    except ImportError:
+        return None
+
+    # defstruct, not a class body: this module's annotations are strings (PEP 563) and msgspec
+    # would look for a name it cannot see. `args` and the other keys are skipped, never built.
+    trace_event = msgspec.defstruct("TraceEvent", [
+        ("ph", Any, None), ("cat", Any, None), ("name", Any, "?"), ("pid", Any, 0), ("tid", Any, 0),
+        ("ts", float, 0.0), ("dur", float | str | None | msgspec.UnsetType, msgspec.UNSET)], gc=False)
+    typed = msgspec.json.Decoder(list[trace_event])  # type: ignore[valid-type]
+    global _UNSET
+    _UNSET = msgspec.UNSET
+
+    def decode(data: bytes | bytearray | memoryview) -> list[Any]:
+        try:
+            return typed.decode(data)
+        except msgspec.ValidationError:
+            return _stdlib_decode(data)  # an odd type somewhere (a string ts): the general path decides
+        except msgspec.DecodeError:
+            raise _Undecodable from None
+    return decode
+
+
+def _stdlib_decode(data: bytes | bytearray | memoryview) -> list[Any]:
+    try:
+        items = json.loads(bytes(data) if isinstance(data, memoryview) else data)
+    except (ValueError, RecursionError):
+        raise _Undecodable from None
+    return [Event(e.get("ph"), e.get("cat"), e.get("name", "?"), e.get("pid", 0), e.get("tid", 0),
+                  e.get("ts", 0.0), e.get("dur", _MISSING))
+            for e in items if isinstance(e, dict)]
+
+
+_DECODERS: dict[bool, Callable[[bytes | bytearray | memoryview], list[Any]]] = {}
+
+
+def decoder(fast: bool = True) -> Callable[[bytes | bytearray | memoryview], list[Any]]:
+    """msgspec's typed decoder where installed (and `fast`), else the stdlib json."""
+    if fast not in _DECODERS:
+        _DECODERS[fast] = (_msgspec_decoder() if fast else None) or _stdlib_decode
+    return _DECODERS[fast]
+
+
+def fast_decoder_available() -> bool:
+    return decoder(True) is not _stdlib_decode
+
+
+# --------------------------------------------------------------------------------------------
+# Aggregating decoded events
+
+
+def _nanoseconds(path: str, event: Any, value: Any, what: str) -> int:
+    """Microseconds (Chrome traces) to integer nanoseconds. Integers keep totals exact whatever the
+    chunking; ts is split so that 3 decimals of a 13-digit timestamp stay exact."""
+    number = value
+    if isinstance(number, str):
+        try:
+            number = float(number)
+        except ValueError:
+            number = None
+    if not isinstance(number, (int, float)) or number - number != 0:  # also NaN and infinities
+        raise FormatError(f"{path}: event {event.name!r} has a non-numeric {what} {value!r}")
+    whole = int(number)
+    return whole * 1000 + round((number - whole) * 1000)
+
+
+# What each category is for: a table of its own (kernels 1, copies 2, API calls 3), the operator
+# tree (4: an operator; 8: another CPU event, parent or child only), or both.
+_ROLE = {KERNEL: 1, **{c: 2 for c in COPY_CATEGORIES}, **{c: 8 for c in TREE_CATEGORIES}}
+_ROLE.update({c: 3 | 8 for c in API_CATEGORIES})
+_ROLE[OPERATOR] = 4 | 8
+# The legacy autograd profiler's export (torch builds without Kineto, e.g. Debian's 1.13) has no
+# "cat": CPU operators and CUDA kernels are told apart by their pid.
+_LEGACY_ROLE = {"CPU functions": 4 | 8, "CUDA functions": 1}
+
+
+def aggregate(path: str, events: Iterable[Any], into: Partial | None = None) -> Partial:
+    """Sums per name of kernels, copies and runtime/driver calls, and the CPU events of each
+    thread. The hottest loop of a trace read: kept flat on purpose (no calls per event)."""
+    out = into or Partial()
+    tables: tuple[SumsByName, ...] = ({}, out.kernels, out.copies, out.api)
+    names, threads = out.names, out.threads
+    name_index: dict[str, int] = {n: i for i, n in enumerate(names)}
+    role_of = _ROLE.get
+    unlisted = UNLISTED_BY_TORCH
+    # One thread's events in plain lists (appending to a list is cheaper than to an array).
+    columns: dict[tuple[Any, Any], tuple[list[int], list[int], list[int], list[bool]]] = {}
+    last_key: Any = None
+    starts: list[int] = []
+    ends: list[int] = []
+    name_ids: list[int] = []
+    operators: list[bool] = []
+    # Timestamps become integer ns relative to the chunk's first one: the difference of two
+    # nearby doubles is exact, so 3 decimals of a 13-digit microsecond timestamp survive.
+    base_us: float | None = None
+    count = 0
+    for event in events:
+        count += 1
+        if event.ph != "X":
+            continue
+        role = role_of(event.cat)
+        if role is None:
+            role = _LEGACY_ROLE.get(event.pid) if type(event.pid) is str else None
+            if role is None:
+                continue
+        dur = event.dur
+        if type(dur) is float and dur - dur == 0.0:
+            ns = round(dur * 1000)
+        elif dur is _MISSING or dur is _UNSET:
+            continue  # as before: an event without a duration is not a measurement
+        else:
+            ns = _nanoseconds(path, event, dur, "dur")
+        name = event.name
+        if type(name) is not str:
+            name = str(name)
+        if role & 3:
+            table = tables[role & 3]
+            sums = table.get(name)
+            if sums is None:
+                table[name] = [1, ns, ns * ns, ns, ns]
+            else:
+                sums[0] += 1
+                sums[1] += ns
+                sums[2] += ns * ns
+                if ns < sums[3]:
+                    sums[3] = ns
+                elif ns > sums[4]:
+                    sums[4] = ns
+        if role & 8 and name not in unlisted:
+            ts = event.ts
+            if type(ts) is not float or ts - ts != 0.0:
+                ts = _nanoseconds(path, event, ts, "ts") / 1000
+            if base_us is None:
+                base_us = float(int(ts))
+            start = round((ts - base_us) * 1000)
+            key = (event.pid, event.tid)
+            if key != last_key:
+                lists = columns.get(key)
+                if lists is None:
+                    lists = columns[key] = ([], [], [], [])
+                starts, ends, name_ids, operators = lists
+                last_key = key
+            index = name_index.get(name)
+            if index is None:
+                index = name_index[name] = len(names)
+                names.append(name)
+            starts.append(start)
+            ends.append(start + ns)
+            name_ids.append(index)
+            operators.append(role == 12)
+    offset = int(base_us or 0) * 1000
+    for key, (starts, ends, name_ids, operators) in columns.items():
+        thread = threads.get(key)
+        if thread is None:
+            thread = threads[key] = ThreadEvents()
+        thread.start.extend(array("q", starts) if not offset else array("q", [s + offset for s in starts]))
+        thread.end.extend(array("q", ends) if not offset else array("q", [e + offset for e in ends]))
+        thread.name.extend(array("l", name_ids))
+        thread.operator.extend(operators)
+    out.events += count
+    return out
+
+
+def merge_partials(parts: Iterable[Partial]) -> Partial:
+    """Chunks in file order: sums added, thread events appended with names re-indexed."""
+    out = Partial()
+    index: dict[str, int] = {}
+    for part in parts:
+        for mine, theirs in ((out.kernels, part.kernels), (out.copies, part.copies), (out.api, part.api)):
+            for name, sums in theirs.items():
+                have = mine.get(name)
+                if have is None:
+                    mine[name] = list(sums)
+                else:
+                    have[0] += sums[0]
+                    have[1] += sums[1]
+                    have[2] += sums[2]
+                    have[3] = min(have[3], sums[3])
+                    have[4] = max(have[4], sums[4])
+        remap = []
+        for name in part.names:
+            if name not in index:
+                index[name] = len(out.names)
+                out.names.append(name)
+            remap.append(index[name])
+        for key, events in part.threads.items():
+            thread = out.threads.get(key)
+            if thread is None:
+                thread = out.threads[key] = ThreadEvents()
+            thread.start.extend(events.start)
+            thread.end.extend(events.end)
+            if remap == list(range(len(remap))):
+                thread.name.extend(events.name)
+            else:
+                thread.name.extend(array("l", [remap[i] for i in events.name]))
+            thread.operator.extend(events.operator)
+        out.events += part.events
+        if part.tail is not None:
+            out.tail = part.tail
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Operators: torch's key_averages() from the nesting of CPU events
+
+
+def operator_sums(partial: Partial) -> dict[str, list[int]]:
+    """Per operator name: [calls, total ns, self ns, sum of squares, min, max], as torch's
+    `key_averages()` counts them.
+
+    torch (torch/autograd/profiler_util.py, EventList) nests each thread's CPU events by time:
+    sorted by (start, -end), an event is the child of the innermost open event that contains it.
+    `_remove_dup_nodes` then drops an event whose parent has the same name and no other child (an
+    op calling itself through the dispatcher, such as aten::scaled_dot_product_attention), and the
+    parent adopts its children. key_averages() adds, per name, one call and the event's whole
+    duration ("CPU total") for every event that is left, and its self time: its duration less its
+    children's durations. Nested events of one name that are not an only child both count, as in
+    torch. Settled bottom-up here: an only child of the same name is merged into its parent after
+    it merged its own (one step per node reaches torch's fixed point).
+    """
+    by_index: dict[int, list[int]] = {}
+
+    def count(node: list[Any]) -> None:
+        """A node torch keeps: one call of its name, its duration and its self time."""
+        dur = node[3]
+        sums = by_index.get(node[1])
+        if sums is None:
+            by_index[node[1]] = [1, dur, dur - node[5], dur * dur, dur, dur]
+        else:
+            sums[0] += 1
+            sums[1] += dur
+            sums[2] += dur - node[5]
+            sums[3] += dur * dur
+            if dur < sums[4]:
+                sums[4] = dur
+            if dur > sums[5]:
+                sums[5] = dur
+
+    # One pass in (start, -end) order with a stack of open events; a node is settled when it
+    # closes. node: [end, name, is operator, duration, children, children's time, only child].
+    for thread in partial.threads.values():
+        starts, ends, name_of, is_op = thread.start, thread.end, thread.name, thread.operator
+        stack: list[list[Any]] = []
+        for i in itertools.chain(_tree_order(starts, ends), (-1,)):  # -1: the end closes what is open
+            if i >= 0:
+                start, end = starts[i], ends[i]
+            while stack and (i < 0 or start >= stack[-1][0] or end > stack[-1][0]):
+                node = stack.pop()
+                if node[4] == 1:  # an only child of the same name is merged into its parent
+                    only = node[6]
+                    node[6] = None
+                    if only[1] == node[1]:  # torch's _remove_dup_nodes: adopt its children instead
+                        node[4], node[5] = only[4], only[5]
+                    elif only[2]:
+                        count(only)
+                if stack:
+                    parent = stack[-1]
+                    parent[4] += 1
+                    parent[5] += node[3]
+                    if parent[4] == 1:
+                        parent[6] = node  # waits: its parent may yet be merged with it
+                        continue
+                    waiting = parent[6]
+                    if waiting is not None:
+                        parent[6] = None
+                        if waiting[2]:
+                            count(waiting)
+                if node[2]:
+                    count(node)
+            if i >= 0:
+                stack.append([end, name_of[i], is_op[i], end - start, 0, 0, None])
+    return {partial.names[index]: sums for index, sums in by_index.items()}
+
+
+def _tree_order(starts: array, ends: array) -> Iterable[int]:
+    """Indices in torch's order, (start, -end), ties in file order. A kineto file lists a thread's
+    operators by start, then its runtime calls by start: two sorted runs, merged here without an
+    index list (memory stays at the arrays); anything less ordered is sorted."""
+    n = len(starts)
+    breaks = [i for i in range(1, n) if starts[i] < starts[i - 1]
+              or (starts[i] == starts[i - 1] and ends[i] > ends[i - 1])]
+    if not breaks:
+        return range(n)
+    if len(breaks) == 1:
+        return _merge_two(starts, ends, breaks[0])
+    order = sorted(range(n), key=starts.__getitem__)  # stable: file order breaks ties
+    _longest_first_on_equal_starts(order, starts, ends)
+    return order
+
+
+def _merge_two(starts: array, ends: array, middle: int) -> Iterator[int]:
+    i, j, n = 0, middle, len(starts)
+    while i < middle and j < n:
+        # the first run wins ties: it comes first in the file
+        if starts[j] < starts[i] or (starts[j] == starts[i] and ends[j] > ends[i]):
+            yield j
+            j += 1
+        else:
+            yield i
+            i += 1
+    yield from range(i, middle)
+    yield from range(j, n)
+
+
+def _longest_first_on_equal_starts(order: list[int], starts: array, ends: array) -> None:
+    """torch sorts by (start, -end): among events that start together, the longest comes first."""
+    i, n = 0, len(order)
+    while i < n:
+        j = i + 1
+        first = starts[order[i]]
+        while j < n and starts[order[j]] == first:
+            j += 1
+        if j - i > 1:
+            order[i:j] = sorted(order[i:j], key=lambda k: -ends[k])
+        i = j
+
+
+# --------------------------------------------------------------------------------------------
+# Reading a file: the stream, the chunks, the workers
+
+
+def open_stream(path: Path) -> IO[bytes]:
+    """The file's bytes, gunzipped on the fly when it is gzip (by magic bytes, not by name)."""
+    import gzip
+    try:
+        fh: IO[bytes] = open(path, "rb")
+        if fh.read(2) == GZIP_MAGIC:
+            fh.close()
+            return gzip.open(path, "rb")  # type: ignore[return-value]  # a GzipFile reads like IO[bytes]
+        fh.seek(0)
+        return fh
+    except OSError as exc:
+        raise FormatError(f"{path}: cannot read ({exc.strerror})") from None
+
+
+def is_gzip(path: Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(2) == GZIP_MAGIC
+    except OSError:
+        return False
+
+
+def _read(fh: IO[bytes], size: int, path: Path | str) -> bytes:
+    import gzip
+    import zlib
+    try:
+        return fh.read(size)
+    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+        raise FormatError(f"{path}: truncated or corrupt gzip file ({exc or type(exc).__name__})") from None
+    except OSError as exc:
+        raise FormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
+
+
+WHITESPACE = frozenset(b" \t\r\n")
+
+
+def _next_cut(data: bytes | bytearray, start: int) -> tuple[int, int] | None:
+    """(end of one event, start of the next) of the first `}` `,` `{` separator at or after start."""
+    while True:
+        comma = data.find(b",", start)
+        if comma < 0:
+            return None
+        before = comma - 1
+        while before >= 0 and data[before] in WHITESPACE:
+            before -= 1
+        after = comma + 1
+        while after < len(data) and data[after] in WHITESPACE:
+            after += 1
+        if before >= 0 and data[before] == 0x7D and after < len(data) and data[after] == 0x7B:  # } and {
+            return before + 1, after
+        start = comma + 1
+
+
+def _last_cut(data: bytes | bytearray, before: int) -> tuple[int, int] | None:
+    """The last separator whose `{` is before `before`."""
+    position = before
+    while position > 0:
+        brace = data.rfind(b"{", 0, position)
+        if brace <= 0:
+            return None
+        back = brace - 1
+        while back >= 0 and data[back] in WHITESPACE:
+            back -= 1
+        if back >= 0 and data[back] == 0x2C:  # ,
+            back -= 1
+            while back >= 0 and data[back] in WHITESPACE:
+                back -= 1
+            if back >= 0 and data[back] == 0x7D:
+                return back + 1, brace
+        position = brace
+    return None
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where the events array starts in the (decompressed) stream, and the text before it."""
+    events_start: int
+    head: str
+    array_document: bool  # the file is a bare array of events, not {"traceEvents": [...]}
+
+
+def find_events(path: Path, fh: IO[bytes]) -> tuple[Layout, bytes]:
+    """The layout, and the bytes already read past the array's `[`."""
+    data = b""
+    while True:
+        more = _read(fh, 1 << 20, path)
+        data += more
+        stripped = data.lstrip()
+        if stripped[:1] == b"[":
+            at = len(data) - len(stripped) + 1
+            return Layout(at, "", True), data[at:]
+        if stripped[:1] not in (b"{", b""):
+            raise FormatError(f"{path}: not a Chrome trace: not a JSON object or array")
+        found = EVENTS_KEY.search(data)
+        if found:
+            try:
+                head = data[:found.end() - 1].decode()
+            except UnicodeDecodeError:
+                raise FormatError(f"{path}: not valid JSON (not UTF-8 text)") from None
+            return Layout(found.end(), head, False), data[found.end():]
+        if not more or len(data) > HEAD_LIMIT:
+            if not data.strip():
+                raise FormatError(f"{path}: empty file, not a Chrome trace")
+            raise FormatError(f"{path}: not a Chrome trace: no traceEvents list")
+
+
+def _check_document(path: Path, layout: Layout, tail: str) -> None:
+    """The text around the events array must complete a JSON document (a file cut after the events,
+    or one with trailing garbage, is as broken as one cut inside them)."""
+    try:
+        doc = json.loads(layout.head + "[]" + tail)
+    except ValueError as exc:
+        raise FormatError(f"{path}: not valid JSON after the events (truncated?): "
+                          f"{getattr(exc, 'msg', exc)}") from None
+    if layout.array_document and doc != []:
+        raise FormatError(f"{path}: not a Chrome trace")
+    if not layout.array_document and not (isinstance(doc, dict) and doc.get("traceEvents") == []):
+        raise FormatError(f"{path}: not a Chrome trace: no traceEvents list")
+
+
+def _line_at(path: Path, offset: int) -> int:
+    """1-based line number of a byte offset of the (decompressed) stream: for error messages only."""
+    line, done = 1, 0
+    with open_stream(path) as fh:
+        while done < offset:
+            block = _read(fh, min(1 << 24, offset - done), path)
+            if not block:
+                break
+            line += block.count(b"\n")
+            done += len(block)
+    return line
+
+
+def _event(value: dict[str, Any]) -> Event:
+    return Event(value.get("ph"), value.get("cat"), value.get("name", "?"), value.get("pid", 0),
+                 value.get("tid", 0), value.get("ts", 0.0), value.get("dur", _MISSING))
+
+
+class _Values:
+    """The stdlib's incremental reading of the events array from a proven boundary: one object at a
+    time (raw_decode), text refilled from `more()` as it runs out. Ends at the array's `]`."""
+
+    def __init__(self, more: Callable[[], str], start: int, at_array_start: bool) -> None:
+        self.more, self.text, self.position, self.consumed = more, "", 0, start
+        self.expect_value, self.values = True, 0 if at_array_start else 1
+        self.scanner = json.JSONDecoder()
+
+    def offset(self) -> int:
+        """Stream offset (bytes) of the current position."""
+        return self.consumed + len(self.text[:self.position].encode())
+
+    def refill(self) -> bool:
+        block = self.more()
+        if not block:
+            return False
+        self.consumed += len(self.text[:self.position].encode())
+        self.text, self.position = self.text[self.position:] + block, 0
+        return True
+
+    def events(self, fail: Callable[[str], Exception]) -> Iterator[Event]:
+        while True:
+            text, position = self.text, self.position
+            while position < len(text) and text[position] in " \t\r\n":
+                position += 1
+            self.position = position
+            if position >= len(text):
+                if not self.refill():
+                    raise fail("the events array does not end")
+                continue
+            char = text[position]
+            if char == "]" and (not self.expect_value or self.values == 0):
+                self.position += 1
+                return
+            if not self.expect_value:
+                if char != ",":
+                    raise fail(f"expected ',' or ']' after an event, found {char!r}")
+                self.position, self.expect_value = position + 1, True
+                continue
+            try:
+                value, end = self.scanner.raw_decode(text, position)
+            except json.JSONDecodeError as exc:
+                if len(text) - exc.pos < (1 << 20) and self.refill():
+                    continue  # an object cut by the end of the text read so far
+                self.position = exc.pos
+                raise fail(exc.msg) from None
+            self.position, self.expect_value = end, False
+            self.values += 1
+            if isinstance(value, dict):
+                yield _event(value)
+
+    def rest(self) -> str:
+        parts = [self.text[self.position:]]
+        while True:
+            block = self.more()
+            if not block:
+                return "".join(parts)
+            parts.append(block)
+
+
+def incremental(path: Path, start: int, at_array_start: bool, into: Partial) -> Partial:
+    """Events from a proven boundary to the end of the array, read incrementally: right wherever
+    the chunk cuts were wrong, and it names the line where a broken file breaks."""
+    import gzip
+    import zlib
+    utf8 = codecs.getincrementaldecoder("utf-8")()
+    with open_stream(path) as fh:
+        try:
+            fh.seek(start)
+        except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+            raise FormatError(f"{path}: truncated or corrupt gzip file ({exc or type(exc).__name__})") from None
+
+        def more() -> str:
+            try:
+                return utf8.decode(_read(fh, 8 << 20, path))
+            except UnicodeDecodeError:
+                raise FormatError(f"{path}: not valid JSON (not UTF-8 text)") from None
+
+        values = _Values(more, start, at_array_start)
+
+        def fail(message: str) -> FormatError:
+            return FormatError(f"{path}:{_line_at(path, values.offset())}: not valid JSON (truncated?): {message}")
+
+        batch: list[Any] = []
+        for event in values.events(fail):
+            batch.append(event)
+            if len(batch) >= 50_000:
+                aggregate(str(path), batch, into)
+                batch = []
+        aggregate(str(path), batch, into)
+        into.tail = values.rest()
+    return into
+
+
+@dataclass(frozen=True)
+class Task:
+    """One chunk: `[start, end)` of the stream, or its bytes (gzip: workers cannot seek in it)."""
+    path: str
+    start: int
+    end: int
+    data: bytes | None
+    last: bool
+    fast: bool
+    window: int = 1 << 20  # the last chunk's final part read incrementally
+
+
+def _chunk_bytes(task: Task) -> bytearray:
+    """`[` + the chunk + `]` in one buffer."""
+    if task.data is not None:
+        buffer = bytearray(len(task.data) + 2)
+        buffer[1:-1] = task.data
+    else:
+        buffer = bytearray(task.end - task.start + 2)
+        with open(task.path, "rb") as fh:
+            fh.seek(task.start)
+            view = memoryview(buffer)[1:-1]
+            got = 0
+            while got < len(view):
+                n = fh.readinto(view[got:])
+                if not n:
+                    raise _Undecodable  # the file shrank while it was read
+                got += n
+    buffer[0], buffer[-1] = 0x5B, 0x5D
+    return buffer
+
+
+def read_chunk(task: Task) -> Partial:
+    """A worker's job: decode one chunk and aggregate it. _Undecodable if it does not decode."""
+    with gc_paused():
+        buffer = _chunk_bytes(task)
+        decode = decoder(task.fast)
+        if not task.last:
+            return aggregate(task.path, decode(buffer))
+        # The last chunk holds the array's end and the document's tail: most of it through the
+        # chunk decoder, its last events and the `]` through the incremental reader.
+        partial = Partial()
+        body_end = len(buffer) - 1
+        cut = _last_cut(buffer, body_end - task.window) if body_end > 2 * task.window else None
+        tail_from = 1
+        if cut is not None:
+            end, tail_from = cut
+            head = buffer[:end + 1]
+            head[-1] = 0x5D
+            aggregate(task.path, decode(head), partial)
+        try:
+            text = bytes(buffer[tail_from:body_end]).decode()
+        except UnicodeDecodeError:
+            raise _Undecodable from None
+        values = _Values(lambda: "", 0, tail_from == 1)
+        values.text = text
+        aggregate(task.path, values.events(lambda message: _Undecodable()), partial)
+        partial.tail = values.rest()
+        return partial
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Decoding builds millions of short-lived objects: the cyclic collector would rescan them over
+    and over (the stdlib decoder runs 2.4x slower with it)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _tasks(path: Path, fh: IO[bytes], layout: Layout, first: bytes, size: int, chunk: int,
+           fast: bool, seekable: bool) -> Iterator[Task]:
+    """Chunks of about `chunk` bytes, cut at guessed event boundaries, in file order. A plain file
+    is only sampled here (a window at each cut); the workers read the chunks themselves."""
+    name = str(path)
+    start = layout.events_start
+    probe = min(1 << 20, chunk)  # how much is read around each cut
+    if seekable:
+        while True:
+            target = start + chunk
+            if target + probe >= size:
+                yield Task(name, start, size, None, True, fast, probe)
+                return
+            fh.seek(target)
+            window = _read(fh, probe, path)
+            cut = _next_cut(window, 0)
+            while cut is None and target + len(window) < size:  # one event longer than the window
+                window += _read(fh, probe, path)
+                cut = _next_cut(window, 0)
+            if cut is None:
+                yield Task(name, start, size, None, True, fast, probe)
+                return
+            yield Task(name, start, target + cut[0], None, False, fast, probe)
+            start = target + cut[1]
+    buffer = bytearray(first)
+    eof = False
+    while True:
+        while not eof and len(buffer) < chunk + probe:
+            more = _read(fh, 4 << 20, path)
+            eof = not more
+            buffer += more
+        cut = _next_cut(buffer, chunk) if len(buffer) >= chunk + probe else None
+        while cut is None and not eof:
+            more = _read(fh, probe, path)
+            eof = not more
+            buffer += more
+            cut = _next_cut(buffer, chunk)
+        if cut is None:
+            yield Task(name, start, start + len(buffer), bytes(buffer), True, fast, probe)
+            return
+        yield Task(name, start, start + cut[0], bytes(buffer[:cut[0]]), False, fast, probe)
+        start += cut[1]
+        del buffer[:cut[1]]
+
+
+def workers_for(size: int) -> int:
+    if size < PARALLEL_MIN_BYTES or os.environ.get("PROFILECTL_NO_PARALLEL"):
+        return 1
+    return max(1, min(os.cpu_count() or 1, 8))
+
+
+def pool(workers: int) -> Executor:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods else None)
+    return ProcessPoolExecutor(max_workers=workers, mp_context=context)
+
+
+def read_trace(path: Path, fast: bool = True, workers: int | None = None, chunk: int | None = None) -> Partial:
+    """Every event of a Chrome trace, aggregated: the file is streamed in chunks (of `chunk` bytes;
+    default from the size), decoded in `workers` processes (default: one per core for large files),
+    merged in file order."""
+    gz = is_gzip(path)
+    size = path.stat().st_size
+    with open_stream(path) as fh:
+        layout, first = find_events(path, fh)
+        expected = size * 10 if gz else size  # decompressed size unknown: torch traces shrink ~10x
+        count = workers if workers is not None else workers_for(expected)
+        # gzip: the chunks' bytes travel to the workers, so smaller ones keep memory flat
+        chunk = chunk or max(CHUNK_MIN, min(CHUNK_MIN if gz else CHUNK_MAX, expected // max(1, count * 4)))
+        ahead = count + 1 if gz else 2 * count  # chunks in flight: the workers never wait, memory stays flat
+        tasks = _tasks(path, fh, layout, first, size, chunk, fast, seekable=not gz)
+        failed_at: list[int] = []  # where a chunk did not decode: read on incrementally from there
+
+        def in_process() -> Iterator[Partial]:
+            for task in tasks:
+                try:
+                    yield read_chunk(task)
+                except _Undecodable:
+                    failed_at.append(task.start)
+                    return
+
+        def in_workers(executor: Executor) -> Iterator[Partial]:
+            in_flight: deque[tuple[Task, Future[Partial]]] = deque()
+            for task in tasks:
+                in_flight.append((task, executor.submit(read_chunk, task)))
+                if len(in_flight) > ahead:
+                    yield from _done(in_flight.popleft(), failed_at)
+                if failed_at:
+                    break
+            while in_flight and not failed_at:
+                yield from _done(in_flight.popleft(), failed_at)
+            for _, future in in_flight:
+                future.cancel()
+
+        with gc_paused():
+            if count <= 1:
+                merged = merge_partials(in_process())
+            else:
+                with pool(count) as executor:  # merged as chunks come back, while others decode
+                    merged = merge_partials(in_workers(executor))
+    with gc_paused():
+        if failed_at:
+            merged = incremental(path, failed_at[0], failed_at[0] == layout.events_start, merged)
+    _check_document(path, layout, merged.tail or "")
+    return merged
+
+
+def _done(item: tuple[Task, "Future[Partial]"], failed_at: list[int]) -> Iterator[Partial]:
+    task, future = item
+    try:
+        yield future.result()
+    except _Undecodable:
+        failed_at.append(task.start)

@@ -1,0 +1,37 @@
+"""rank-<R>-<host>-<pid>.status.json: how each rank of a profiled job ended, written by profilectl's
+start-up hook in the rank (backends/rank_startup/sitecustomize.py): exit code, exception, steps."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from profilectl.errors import FormatError
+from profilectl.files import read_json
+from profilectl.formats.reader import Reader
+from profilectl.formats.tables import RankRow, Tables
+
+NAME = re.compile(r"^rank-(?P<rank>[^-]+)-(?P<host>.+)-(?P<pid>\d+)\.status\.json$")
+
+
+def status_text(doc: dict[str, object]) -> str:
+    code = doc.get("exit_code")
+    if doc.get("error"):
+        return f"failed: {doc['error']}"
+    return "ok" if code in (0, None) else f"exit code {code}"
+
+
+class RankStatusReader(Reader):
+    kind = "rank-status"
+
+    def recognises(self, path: Path) -> bool:
+        return NAME.match(path.name) is not None
+
+    def read_file(self, path: Path) -> Tables:
+        doc = read_json(path)
+        match = NAME.match(path.name)
+        if not isinstance(doc, dict) or match is None:
+            raise FormatError(f"{path}: not a profilectl rank status file")
+        row = RankRow(rank=str(doc.get("rank", match.group("rank"))), kernels=0, dispatches=0, total_ns=0.0,
+                      host=str(doc.get("host") or match.group("host")), status=status_text(doc))
+        return Tables(ranks=(row,))

@@ -1,0 +1,42 @@
+"""Which rank (process) a file belongs to, from the names profilectl and the tools give files:
+
+  <host>/rank<R>-<pid>_<kind>.csv   rocprofv3 under a launcher (profilectl's -o rank template)
+  <host>-rank<R>-<pid>.pt.trace.json  torch.profiler in a rank (profilectl's start-up hook)
+  ncu_metrics.rank<R>.csv           Nsight Compute per rank (profilectl's --log-file template)
+  <host>/<pid>_<kind>.csv, <host>/<pid>_results.db   rocprofv3's default layout: no rank, a process
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from profilectl.formats.tables import RankRow, StatsByName
+
+_RANK = re.compile(r"(?:^|[-_.])rank(?P<rank>\d+)(?:-(?P<pid>\d+))?")
+_PID_PREFIX = re.compile(r"^(?P<pid>\d+)_")
+COLLECTIVE = re.compile(r"nccl|rccl", re.IGNORECASE)  # NCCL/RCCL kernels: communication, not compute
+_TOOL_DIRS = re.compile(r"^(raw|pmc_\d+|pass_\d+|torch)$")
+
+
+def identity(path: Path) -> tuple[str, str | None]:
+    """(rank, host) of a file; the rank is `pid <pid>` where the file names a process, not a rank."""
+    name = path.name
+    match = _RANK.search(name)
+    host_dir = path.parent.name if path.parent.name and not _TOOL_DIRS.match(path.parent.name) else None
+    if match:
+        host = name[:match.start()] if match.start() > 0 and name[match.start()] == "-" else host_dir
+        return match.group("rank"), host or host_dir
+    pid = _PID_PREFIX.match(name)
+    if pid:
+        return f"pid {pid.group('pid')}", host_dir
+    return path.stem, host_dir
+
+
+def rank_row(rank: str, host: str | None, kernels: StatsByName) -> RankRow:
+    """A rank's GPU time, its share in collectives, and its heaviest kernel."""
+    total = sum(s.total for s in kernels.values())
+    top = max(kernels.items(), key=lambda item: item[1].total, default=None)
+    return RankRow(rank=rank, host=host, kernels=len(kernels), dispatches=sum(s.calls for s in kernels.values()),
+                   total_ns=total, collective_ns=sum(s.total for name, s in kernels.items() if COLLECTIVE.search(name)),
+                   top_kernel=top[0] if top else None, top_kernel_ns=top[1].total if top else 0.0)

@@ -1,0 +1,181 @@
+"""A real SLURM cluster (docker/slurm/: slurmctld + node1 + node2, MUNGE) on this machine's Docker engine.
+
+One cluster per session, started by docker/slurm/cluster.sh and removed at the end. Its shared
+/workspace/traces is a temporary host folder, so every file a job writes is read here from the host.
+Real daemons, real jobs, real `docker stop`: no mocks.
+"""
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+CLUSTER_SH = REPO / "docker/slurm/cluster.sh"
+NODES = ("node1", "node2")
+CONTAINER = {"node1": "profilectl-slurm-node1", "node2": "profilectl-slurm-node2"}
+OFFLINE_BASE = os.environ.get("PROFILECTL_BASE_IMAGE", "profilectl-base:bookworm")
+
+pytestmark = [pytest.mark.integration, pytest.mark.slurm]
+
+
+class Cluster:
+    def __init__(self, traces: Path, env: dict):
+        self.traces, self.env = traces, env
+
+    def sh(self, *args, timeout=180, check=True):
+        """cluster.sh ARGS...; returns the CompletedProcess (stdout and stderr as text)."""
+        proc = subprocess.run([str(CLUSTER_SH), *args], env=self.env, capture_output=True, text=True,
+                              timeout=timeout)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"cluster.sh {' '.join(args)} exited {proc.returncode}\n"
+                                 f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
+        return proc
+
+    def run(self, *command, timeout=120, check=True):
+        """A command in the controller (srun, sbatch, sinfo...)."""
+        return self.sh("exec", *command, timeout=timeout, check=check)
+
+    def node_states(self):
+        out = self.run("sinfo", "-h", "-N", "-o", "%N %T").stdout
+        return dict(line.split() for line in sorted(set(out.splitlines())))
+
+    def job(self, job_id):
+        """scontrol show job as a dict (JobState, Reason, ExitCode, NodeList...)."""
+        out = self.run("scontrol", "show", "job", "-o", str(job_id)).stdout
+        return dict(field.split("=", 1) for field in out.split() if "=" in field)
+
+
+def wait_for(what, probe, timeout, interval=0.5):
+    deadline, last = time.monotonic() + timeout, None
+    while time.monotonic() < deadline:
+        last = probe()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def image_exists(name):
+    return subprocess.run(["docker", "image", "inspect", name], capture_output=True).returncode == 0
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory):
+    traces = tmp_path_factory.mktemp("slurm-traces")
+    env = dict(os.environ, PROFILECTL_CLUSTER_TRACES=str(traces),
+               PROFILECTL_IMAGE=os.environ.get("PROFILECTL_IMAGE", "profilectl:integration"))
+    if not image_exists(env["PROFILECTL_IMAGE"]) and not image_exists(OFFLINE_BASE):
+        subprocess.run([str(REPO / "docker/offline-base/build.sh"), OFFLINE_BASE], check=True)
+    c = Cluster(traces, env)
+    c.sh("down", timeout=120)  # a cluster left over by an interrupted session (fixed project name)
+    start = time.monotonic()
+    c.sh("build", timeout=1200)  # the project image from the current tree, then the node image (cached)
+    built = time.monotonic()
+    up = c.sh("up", timeout=300)
+    print(f"\nslurm cluster: build {built - start:.1f} s, up {time.monotonic() - built:.1f} s; "
+          f"{up.stdout.strip().splitlines()[-1]}")
+    try:
+        yield c
+    finally:
+        c.sh("down", timeout=120, check=False)
+
+
+def test_sinfo_shows_two_idle_nodes(cluster):
+    assert cluster.node_states() == {"node1": "idle", "node2": "idle"}
+    cpus = cluster.run("sinfo", "-h", "-N", "-o", "%N %c").stdout.split()
+    assert cpus == ["node1", "2", "node2", "2"]
+
+
+def test_srun_puts_two_tasks_on_each_node(cluster):
+    out = cluster.run("srun", "-N2", "-n4", "hostname").stdout
+    assert sorted(out.split()) == ["node1", "node1", "node2", "node2"]
+    # block distribution: ranks 0-1 on the first node, 2-3 on the second, as SLURM tells each task
+    out = cluster.run("srun", "-N2", "-n4", "sh", "-c",
+                      'echo $SLURM_PROCID $SLURM_LOCALID $SLURM_NODEID $SLURMD_NODENAME $(hostname)').stdout
+    tasks = sorted(tuple(line.split()) for line in out.splitlines())
+    assert tasks == [("0", "0", "0", "node1", "node1"), ("1", "1", "0", "node1", "node1"),
+                     ("2", "0", "1", "node2", "node2"), ("3", "1", "1", "node2", "node2")]
+
+
+def test_ddp_job_on_four_ranks_writes_one_file_per_rank_on_the_host(cluster):
+    out = cluster.run("srun", "-N2", "-n4", "--time=5", "python3", "/opt/slurm-cluster/ddp_job.py",
+                      "--steps", "5", "--out", "/workspace/traces/ddp", timeout=180).stdout
+    assert sum("done 5 steps" in line for line in out.splitlines()) == 4, out
+    records = [json.loads((cluster.traces / "ddp" / f"rank{r}.json").read_text()) for r in range(4)]
+    assert [(r["rank"], r["host"], r["slurmd_nodename"], r["world_size"]) for r in records] == [
+        (0, "node1", "node1", 4), (1, "node1", "node1", 4), (2, "node2", "node2", 4), (3, "node2", "node2", 4)]
+    assert {(r["status"], r["step"], r["allreduce_sum"], r["master"].split(":")[0]) for r in records} == {
+        ("done", 5, 10.0, "node1")}  # 1+2+3+4 over the 4 ranks, rendezvous on the first node
+    assert len({r["job_id"] for r in records}) == 1
+    assert len({r["param_checksum"] for r in records}) == 1  # DDP kept the 4 replicas identical
+    assert len({r["loss"] for r in records}) == 4  # while each rank trained on its own batches
+
+
+def test_mpi_allreduce_across_nodes(cluster):
+    out = cluster.run("srun", "--mpi=pmix", "-N2", "-n4", "python3", "-c",
+                      "from mpi4py import MPI; import socket; c = MPI.COMM_WORLD; "
+                      "print(c.rank, c.size, socket.gethostname(), c.allreduce(c.rank + 1))").stdout
+    assert sorted(tuple(line.split()) for line in out.splitlines()) == [
+        ("0", "4", "node1", "10"), ("1", "4", "node1", "10"), ("2", "4", "node2", "10"), ("3", "4", "node2", "10")]
+
+
+def test_profilectl_runs_as_an_srun_task_on_each_node(cluster):
+    cluster.run("srun", "-N2", "--ntasks-per-node=1", "--output=/workspace/traces/env-check-%N.json",
+                "profilectl", "env-check", "--json")
+    for node in NODES:
+        report = json.loads((cluster.traces / f"env-check-{node}.json").read_text())
+        assert node in json.dumps(report)
+
+
+def test_stopping_a_node_fails_the_job_and_keeps_the_other_nodes_files(cluster):
+    out_dir = cluster.traces / "node-failure"
+    out_dir.mkdir()  # slurmstepd does not create the folder of --output: the job would fail at once
+    job_id = cluster.run("sbatch", "--parsable", "--output=/workspace/traces/node-failure/slurm-%j.out",
+                         "/opt/slurm-cluster/ddp.sbatch", "--steps", "10000", "--step-seconds", "0.2",
+                         "--out", "/workspace/traces/node-failure").stdout.strip()
+
+    def ranks():
+        try:
+            return [json.loads((out_dir / f"rank{r}.json").read_text()) for r in range(4)]
+        except (FileNotFoundError, json.JSONDecodeError):  # not written yet (files are replaced atomically)
+            return None
+
+    def running_ranks():
+        state = cluster.job(job_id)["JobState"]
+        assert state in ("PENDING", "CONFIGURING", "RUNNING"), f"job {job_id} {state} before the node was stopped"
+        r = ranks()
+        return r if r and min(x["step"] for x in r) >= 3 else None
+
+    wait_for("all 4 ranks to pass step 3", running_ranks, 120)
+    try:
+        subprocess.run(["docker", "stop", CONTAINER["node2"]], check=True, capture_output=True, timeout=60)
+        stopped = time.monotonic()
+        job = wait_for("the job to end", lambda: (j := cluster.job(job_id))["JobState"] not in
+                       ("RUNNING", "COMPLETING", "PENDING") and j, 90)
+        node2 = wait_for("node2 to be DOWN", lambda: cluster.node_states().get("node2", "").startswith("down")
+                         and cluster.run("scontrol", "show", "node", "node2").stdout, 90)
+        failed_after = time.monotonic() - stopped
+        log = (out_dir / f"slurm-{job_id}.out").read_text()
+        print(f"\n{failed_after:.1f} s after docker stop: JobState={job['JobState']} Reason={job['Reason']} "
+              f"ExitCode={job['ExitCode']}\nnode2: {' '.join(node2.split())}\nbatch output:\n{log}")
+        assert job["JobState"] == "NODE_FAIL", job
+        assert "Reason=Not responding" in node2 and "State=DOWN" in node2, node2
+        # srun's word for it; slurmstepd's "CANCELLED ... DUE TO NODE FAILURE" line follows only when the
+        # batch script is still running when slurmctld cancels it (srun often exits first)
+        assert "srun: error: Node failure on node2" in log, log
+
+        survivors = ranks()  # every file is still complete JSON, including the dead node's last ones
+        assert survivors is not None
+        for r in survivors[:2]:  # node1's ranks saw their gloo peers vanish, or were signalled by SLURM
+            assert r["host"] == "node1" and r["step"] >= 3 and r["status"] in ("failed", "terminated"), r
+        for r in survivors[2:]:  # node2's ranks were killed with their container: last state written
+            assert r["host"] == "node2" and r["step"] >= 3 and r["status"] == "running", r
+    finally:
+        subprocess.run(["docker", "start", CONTAINER["node2"]], check=True, capture_output=True, timeout=60)
+    # ReturnToService=2: the restarted slurmd registers and node2 is usable again, no admin step
+    wait_for("node2 to return to idle", lambda: cluster.node_states() == {"node1": "idle", "node2": "idle"}, 60)
+    assert sorted(cluster.run("srun", "-N2", "-n2", "hostname").stdout.split()) == ["node1", "node2"]
