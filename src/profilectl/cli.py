@@ -123,6 +123,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="which GPU device grants to add (default: detected)")
     docker.add_argument("--build", action="store_true", help="rebuild the image first")
     docker.add_argument("workload", nargs=argparse.SUPPRESS, help="the program to profile, after --")
+
+    cluster = sub.add_parser("cluster", help="the SLURM test cluster of docker/slurm: up, down, status, exec -- CMD")
+    cluster.add_argument("action", choices=("up", "down", "status", "exec", "build", "logs"))
+    cluster.add_argument("workload", nargs=argparse.SUPPRESS, help="for exec: the command, after --")
     return parser
 
 
@@ -171,6 +175,8 @@ def main(argv: list[str] | None = None) -> int:
             return commands.compare(args.run_a, args.run_b, args.format, args.top, args.match)
         if args.command == "docker":
             return commands.docker(args.service, args.workload, args.vendor, args.build)
+        if args.command == "cluster":
+            return commands.cluster(args.action, args.workload)
     except errors.ProfilectlError as exc:
         commands.say(" ".join(str(exc).split()))  # always one line
         return exc.exit_code

@@ -53,7 +53,11 @@ def _print_json(payload: Any) -> None:
 def shown_path(run_dir: Path) -> str:
     """In a container the run directory is under /workspace/traces; say where it is on the host."""
     on_host = os.environ.get("PROFILECTL_TRACES_ON_HOST")
-    return str(Path(on_host) / run_dir.name) if on_host else str(run_dir)
+    try:  # a folder outside the mounted traces folder (--traces-dir /tmp/x) is not on the host
+        inside = run_dir.resolve().relative_to(runs.default_traces_root().resolve())
+    except ValueError:
+        return str(run_dir)
+    return str(Path(on_host) / inside) if on_host else str(run_dir)
 
 
 def env_check(as_json: bool, deep: bool, require: str | None, root: str | None, path: str | None) -> int:
@@ -96,6 +100,10 @@ def measure(service: str, workload: list[str], *, backend: str | None, dry_run: 
     job_dir = task.job_dir(traces_root, service) if task else None
     # A task of a SLURM job step: its run is <job dir>/<host>-rank<R>/ (jobs.py)
     proposed = task.rank_dir(job_dir) if task and job_dir else runs.proposed_run_dir(traces_root, service)
+    if task and proposed.exists():  # never a second folder name: ranks find each other by these names
+        raise errors.UsageError(f"{shown_path(proposed)} already holds rank {task.rank} of an earlier job "
+                                f"{task.job_id}.{task.step_id} (job ids start again on a new cluster): move it "
+                                "away or use another --traces-dir")
     plan = make_plan(request, facts, proposed, list_counters=None if dry_run else execute.list_counters)
     if dry_run:
         if as_json:
@@ -105,17 +113,18 @@ def measure(service: str, workload: list[str], *, backend: str | None, dry_run: 
             render.plan(_console(), plan.redacted())
         return errors.OK
     outcome = execute.run(plan, _env_report(facts), terminal_streams(quiet_stdout=as_json))
-    if task and job_dir:
-        _update_job(job_dir, task)
     if as_json:
         _print_json({"exit_code": outcome.exit_code, "status": outcome.status, "message": outcome.message,
                      "run_dir": str(outcome.run_dir), "manifest": outcome.manifest.to_dict(),
                      "summary": outcome.summary.to_dict()})
     else:
         from profilectl.report import render
-        render.outcome(_console(), outcome.manifest, outcome.summary, shown_path(outcome.run_dir))
+        brief = f"rank {task.rank} on {task.node}: " if task and task.rank != 0 else ""
+        render.outcome(_console(), outcome.manifest, outcome.summary, shown_path(outcome.run_dir), brief)
     if outcome.exit_code != errors.OK:
         say(f"{outcome.status}: {outcome.message}")
+    if task and job_dir:
+        _update_job(job_dir, task)
     return outcome.exit_code
 
 
@@ -123,15 +132,24 @@ def _update_job(job_dir: Path, task: Any) -> None:
     """This rank's view of the whole job, written as it ends (a full disk or a read-only share
     costs the job.json convenience file only: the rank's own run is complete)."""
     from profilectl import jobs
+    # PROFILECTL_JOB_SCRATCH=1: ranks write to node-local folders on purpose, copied back later
+    # (examples/slurm/profile.sbatch): a folder with one node's ranks is expected, not a mistake.
+    scratch = os.environ.get("PROFILECTL_JOB_SCRATCH") == "1"
     try:
-        job = jobs.write(job_dir, task)
+        wait = 0.0 if scratch else float(os.environ.get("PROFILECTL_JOB_WAIT_S", "15"))
+        job = jobs.write(job_dir, task, wait_for_ranks_s=wait)
         runs.hand_over(job_dir / jobs.JOB_MANIFEST, runs.host_owner(job_dir.parent))
         runs.hand_over(job_dir, runs.host_owner(job_dir.parent), recursive=False)
     except (OSError, errors.ProfilectlError) as exc:
         say(f"job manifest not updated: {exc}")
         return
-    if task.rank == 0 or job.status != "running":
-        say(f"job {job.job_id}.{job.step_id}: {job.status}: {job.message} → {shown_path(job_dir)}")
+    if scratch:
+        return
+    first_here = task.rank == min((r.rank for r in job.ranks), default=task.rank)
+    # One voice for the job (rank 0), unless rank 0 cannot speak or sees another folder than this node
+    if task.rank == 0 or job.status == "failed" or (job.status == "incomplete" and first_here):
+        say(f"job {job.job_id}.{job.step_id}: {job.status}: {job.message} → {shown_path(job_dir)} "
+            "(profilectl report on it reads every rank)")
 
 
 def docker(service: str, workload: list[str], vendor: str, build: bool) -> int:
@@ -139,6 +157,11 @@ def docker(service: str, workload: list[str], vendor: str, build: bool) -> int:
     if vendor == "auto":
         vendor = _probe().vendor or "none"
     return compose.run_service(service, workload, None if vendor == "none" else vendor, build, echo=say)
+
+
+def cluster(action: str, command: list[str]) -> int:
+    from profilectl import cluster as slurm_cluster
+    return slurm_cluster.run(action, command)
 
 
 def ls(traces_dir: str | None, as_json: bool) -> int:

@@ -276,10 +276,13 @@ def _workload_failure(plan: Plan, failed: PhaseOutcome, rc: int, stderr_text: st
     if ranks:
         named = ", ".join(str(r) for r in ranks)
         return f"{named} failed under {launch.launcher}; the other ranks' files are kept (exit {rc})"
-    if failed_status:
+    if failed_status and launch.multi_rank:
         named = ", ".join(f"rank {r.rank}" + (f" on {r.host}" if r.host else "") + f" ({r.status})"
                           for r in failed_status)
         return f"{named} failed under {launch.launcher}; the other ranks' files are kept (exit {rc})"
+    fatal = LAUNCHERS[launch.launcher].fatal(stderr_text) if launch.multi_rank else None
+    if fatal:  # the launcher itself gave up (srun without a reachable controller) before any rank ran
+        return f"{launch.launcher} failed: {fatal} (exit {rc})"
     return f"the workload exited with code {rc} (under {failed.backend})"
 
 

@@ -16,6 +16,7 @@ import os
 import re
 import socket
 import subprocess
+import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -98,7 +99,7 @@ class JobManifest:
     ntasks: int
     nodes: tuple[str, ...]
     ranks: tuple[JobRank, ...]
-    status: str  # ok, running, failed
+    status: str  # ok, running, failed (a rank failed or was lost), incomplete (ranks' folders elsewhere)
     message: str
     cluster: str | None = None
     updated_at: str | None = None
@@ -165,26 +166,57 @@ def _name_part(job_dir: Path, prefix: str) -> str:
     return match.group(1).split(".")[0] if match else job_dir.name
 
 
+def missing_ranks(job: JobManifest) -> list[int]:
+    return sorted(set(range(job.ntasks)) - {r.rank for r in job.ranks})
+
+
 def _job_status(ranks: list[JobRank], ntasks: int) -> tuple[str, str]:
+    """The job in one line: lost nodes, failed ranks grouped by node and cause, missing ranks."""
     missing = sorted(set(range(ntasks)) - {r.rank for r in ranks})
     bad = [r for r in ranks if r.status not in ("ok", "running")]
-    parts = [f"rank {r.rank} on {r.host}: {r.status}" + (f" ({r.message})" if r.message and r.status != "lost"
-                                                          else "") for r in bad]
+    groups: dict[tuple[str, str, str], list[int]] = {}
+    for r in bad:
+        cause = f"exit code {r.exit_code}" if r.exit_code not in (None, 0) else ""
+        groups.setdefault((r.status, r.host, cause), []).append(r.rank)
+    parts = []
+    for (status, host, cause), numbers in sorted(groups.items(), key=lambda item: min(item[1])):
+        what = "node " + host + " lost" if status == "lost" else f"{status} on {host}"
+        parts.append(f"{'rank' if len(numbers) == 1 else 'ranks'} {_spans(numbers)}: {what}"
+                     + (f" ({cause})" if cause else ""))
     if missing:
-        parts.append(f"rank(s) {', '.join(map(str, missing))} left no run in this folder (is the traces folder "
-                     "shared between the nodes? each node may hold its own ranks' files)")
-    if bad or missing:
-        lost = sorted({r.host for r in ranks if r.status == "lost"})
-        if lost:
-            parts.insert(0, f"node(s) {', '.join(lost)} lost")
+        seen = ", ".join(sorted({r.host for r in ranks})) or "no node"
+        parts.append(f"rank(s) {_spans(missing)} left no run in this folder, which holds only {seen}'s ranks: "
+                     "the traces folder is not shared between the nodes (use --traces-dir on a shared file "
+                     "system, or copy every node's job folder here)")
+    if bad:
         return "failed", "; ".join(parts)
+    if missing:
+        return "incomplete", "; ".join(parts)
     if any(r.status == "running" for r in ranks):
         return "running", f"{sum(r.status == 'running' for r in ranks)} of {ntasks} ranks still running"
     return "ok", f"{ntasks} ranks on {len({r.host for r in ranks})} node(s), all ok"
 
 
-def write(job_dir: Path, task: SlurmTask | None = None) -> JobManifest:
-    """Compose the job's view and write it atomically (every rank does, as it ends)."""
+def _spans(numbers: list[int]) -> str:
+    """0, 1, 2, 5 -> "0-2, 5": a thousand missing ranks stay one line."""
+    spans: list[list[int]] = []
+    for n in numbers:
+        if spans and n == spans[-1][1] + 1:
+            spans[-1][1] = n
+        else:
+            spans.append([n, n])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
+
+
+def write(job_dir: Path, task: SlurmTask | None = None, wait_for_ranks_s: float = 0.0) -> JobManifest:
+    """Compose the job's view and write it atomically (every rank does, as it ends). A rank that
+    ends before another has even started would call the folder unshared, and one that ends first
+    would only see the others running: it waits up to `wait_for_ranks_s` for every rank's directory
+    to appear and every rank to end (ranks of one job end within moments of each other)."""
     job = compose(job_dir, task)
+    deadline = time.monotonic() + wait_for_ranks_s
+    while (missing_ranks(job) or job.status == "running") and time.monotonic() < deadline:
+        time.sleep(0.5)
+        job = compose(job_dir, task)
     write_json_atomic(job_dir / JOB_MANIFEST, job.to_dict())
     return job

@@ -135,7 +135,9 @@ def validate_request(request: Request) -> None:
     found = shutil.which(program) if os.sep not in program else (program if os.access(program, os.X_OK) else None)
     if not found or os.path.isdir(found):
         where = "is not an executable file" if os.sep in program else "was not found on PATH"
-        raise UsageError(f"workload program {program!r} {where}")
+        from profilectl.launchers.base import launcher_facts
+        why = launcher_facts().get(request.launch.launcher, {}).get("not_installed")
+        raise UsageError(f"workload program {program!r} {where}" + (f": {why}" if why else ""))
 
 
 # ------------------------------------------------------------------ the plan

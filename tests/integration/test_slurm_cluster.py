@@ -179,3 +179,169 @@ def test_stopping_a_node_fails_the_job_and_keeps_the_other_nodes_files(cluster):
     # ReturnToService=2: the restarted slurmd registers and node2 is usable again, no admin step
     wait_for("node2 to return to idle", lambda: cluster.node_states() == {"node1": "idle", "node2": "idle"}, 60)
     assert sorted(cluster.run("srun", "-N2", "-n2", "hostname").stdout.split()) == ["node1", "node2"]
+
+
+# ---------------------------------------------------------------- profilectl as every task of a job
+DDP = ("python3", "/opt/slurm-cluster/ddp_job.py")
+LOCAL_PROFILECTL = (str(REPO / ".venv/bin/python"), str(REPO / "tools/profilectl"))
+
+
+def job_dirs(root, job_id):
+    return sorted(root.glob(f"*-job{job_id}.*"))
+
+
+def host_report(path, *args):
+    """profilectl of this checkout, on the host, reading what the cluster wrote."""
+    env = dict(os.environ, PROFILECTL_CACHE_DIR=str(path.parent / ".cache"), COLUMNS="200")
+    return subprocess.run([*LOCAL_PROFILECTL, *args], capture_output=True, text=True, timeout=120, env=env)
+
+
+def last_job_id(cluster):
+    out = cluster.run("scontrol", "show", "jobs", "-o").stdout
+    return max(int(line.split("JobId=")[1].split()[0]) for line in out.splitlines() if "JobId=" in line)
+
+
+def test_srun_profilectl_trace_writes_one_job_folder_with_every_rank(cluster):
+    """srun -N2 -n4 profilectl trace -- python3 ddp_job.py: one job folder, a complete run per rank
+    from both nodes, job.json, and a merged report and listing read on the host."""
+    done = cluster.run("srun", "-N2", "-n4", "profilectl", "trace", "--", *DDP, "--steps", "3", "--out", "/tmp/ddp",
+                       timeout=240)
+    job_id = last_job_id(cluster)
+    [job] = job_dirs(cluster.traces, job_id)
+    assert job.name.endswith(f"-trace-job{job_id}.0")
+    assert sorted(p.name for p in job.iterdir() if p.is_dir()) == [
+        "node1-rank0", "node1-rank1", "node2-rank2", "node2-rank3"]
+    for rank_dir in (p for p in job.iterdir() if p.is_dir()):
+        manifest = json.loads((rank_dir / "manifest.json").read_text())
+        assert manifest["status"] == "ok" and manifest["controller"]["hostname"] == rank_dir.name.split("-")[0]
+        assert list((rank_dir / "raw").glob("*.pt.trace.json")), rank_dir
+    manifest = json.loads((job / "job.json").read_text())
+    assert (manifest["job_id"], manifest["step_id"], manifest["ntasks"], manifest["nodes"], manifest["status"]) == (
+        str(job_id), "0", 4, ["node1", "node2"], "ok")
+    assert [(r["rank"], r["host"], r["status"]) for r in manifest["ranks"]] == [
+        (0, "node1", "ok"), (1, "node1", "ok"), (2, "node2", "ok"), (3, "node2", "ok")]
+    # one voice: rank 0 prints its tables and the job's line, the other ranks a line each
+    assert done.stderr.count(f"job {job_id}.0: ok: 4 ranks on 2 node(s), all ok") == 1, done.stderr
+    assert sum(line.startswith("rank ") and " ok trace via torch" in line for line in done.stdout.splitlines()) == 3
+
+    report = host_report(job, "report", str(job), "--format", "json")
+    assert report.returncode == 0, report.stderr
+    summary = json.loads(report.stdout)
+    assert summary["job"]["status"] == "ok" and summary["job"]["nodes"] == ["node1", "node2"]
+    assert [(r["rank"], r["host"], r["basis"]) for r in summary["ranks"]] == [
+        ("0", "node1", "cpu"), ("1", "node1", "cpu"), ("2", "node2", "cpu"), ("3", "node2", "cpu")]
+    allreduce = next(op for op in summary["operators"] if op["name"] == "gloo:all_reduce")
+    assert allreduce["calls"] >= 4 * 3  # the merged table holds every rank's calls
+    assert summary["imbalance"]["basis"] == "cpu"
+    table = host_report(job, "report", str(job))
+    assert f"SLURM job {job_id}.0 (trace): ok" in table.stdout and "imbalance: rank" in table.stdout
+    listing = json.loads(host_report(job, "ls", str(cluster.traces), "--json").stdout)
+    entry = next(run for run in listing if run["run"] == job.name)
+    assert entry["status"] == "ok" and "4 ranks on node1, node2" in entry["workload"]
+
+
+def test_sbatch_example_profiles_every_rank_and_writes_the_report(cluster):
+    """examples/slurm/profile.sbatch, as a user submits it: the job folder and its report.md."""
+    job_id = cluster.run("sbatch", "--parsable", "--wait", "--output=/workspace/traces/slurm-%j.out",
+                         "/opt/examples/slurm/profile.sbatch", *DDP, "--steps", "3", "--out", "/tmp/ddp",
+                         timeout=300).stdout.strip()
+    [job] = job_dirs(cluster.traces, job_id)
+    assert len([p for p in job.iterdir() if p.is_dir()]) == 4
+    report = (job / "report.md").read_text()
+    assert f"SLURM job {job_id}.0" in report and "node1" in report and "node2" in report, report
+
+
+def test_sbatch_example_with_node_local_scratch_copies_every_rank_back(cluster):
+    """PROFILECTL_SCRATCH: ranks write to each node's own /tmp, each node copies its ranks back."""
+    job_id = cluster.run("env", "PROFILECTL_SCRATCH=/tmp", "sbatch", "--parsable", "--wait",
+                         "--output=/workspace/traces/slurm-%j.out", "/opt/examples/slurm/profile.sbatch", *DDP,
+                         "--steps", "3", "--out", "/tmp/ddp", timeout=300).stdout.strip()
+    log = (cluster.traces / f"slurm-{job_id}.out").read_text()
+    assert "not shared" not in log, log  # node-local on purpose: no false alarm
+    [job] = job_dirs(cluster.traces, job_id)
+    assert sorted(p.name for p in job.iterdir() if p.is_dir()) == [
+        "node1-rank0", "node1-rank1", "node2-rank2", "node2-rank3"]
+    report = host_report(job, "report", str(job), "--format", "json")
+    assert json.loads(report.stdout)["job"]["status"] == "ok", report.stdout
+    for node in NODES:  # scratch emptied
+        left = subprocess.run(["docker", "exec", CONTAINER[node], "sh", "-c", f"ls /tmp/profilectl-{job_id}"],
+                              capture_output=True, text=True)
+        assert left.stdout.strip() == "", left.stdout
+
+
+def test_a_traces_folder_not_shared_between_nodes_is_said(cluster):
+    """--traces-dir on each node's own /tmp: each node's folder holds half the ranks, and says why."""
+    done = cluster.run("env", "PROFILECTL_JOB_WAIT_S=2", "srun", "-N2", "-n4", "profilectl", "trace",
+                       "--traces-dir", "/tmp/unshared", "--", *DDP, "--steps", "2", "--out", "/tmp/ddp", timeout=240)
+    job_id = last_job_id(cluster)
+    lines = [line for line in done.stderr.splitlines() if f"job {job_id}.0: incomplete" in line]
+    assert len(lines) == 2, done.stderr  # the first rank seen on each node says it
+    assert "rank(s) 2-3 left no run" in " ".join(lines) and "not shared between the nodes" in " ".join(lines)
+    on_node2 = subprocess.run(["docker", "exec", CONTAINER["node2"], "sh", "-c",
+                               f"cat /tmp/unshared/*-job{job_id}.0/job.json"], capture_output=True, text=True)
+    manifest = json.loads(on_node2.stdout)
+    assert manifest["status"] == "incomplete" and [r["rank"] for r in manifest["ranks"]] == [2, 3]
+
+
+def test_bad_input_under_slurm_is_one_line(cluster):
+    no_program = cluster.run("profilectl", "trace", "--", "srun", "-N2", "-n4", check=False)
+    assert no_program.returncode == 2
+    assert no_program.stderr.strip().splitlines() == [
+        "profilectl: srun with no program after it: put the program each rank runs after the launcher's "
+        "options (e.g. srun ... python3 train.py)"]
+
+
+def test_a_node_lost_mid_job_is_named_and_the_other_ranks_are_kept(cluster):
+    """docker stop of node2 while every rank is profiled: node1's ranks end with their runs complete
+    and a job.json that names the lost node; the report on the host says the same."""
+    out_dir = cluster.traces / "lost-node"
+    out_dir.mkdir()
+    job_id = cluster.run("sbatch", "--parsable", "--output=/workspace/traces/slurm-%j.out",
+                         "/opt/examples/slurm/profile.sbatch", *DDP, "--steps", "10000", "--step-seconds", "0.2",
+                         "--out", "/workspace/traces/lost-node").stdout.strip()
+
+    def stepping():
+        try:
+            records = [json.loads((out_dir / f"rank{r}.json").read_text()) for r in range(4)]
+        except (FileNotFoundError, json.JSONDecodeError):
+            return None
+        return min(r["step"] for r in records) >= 3
+
+    wait_for("all 4 ranks to pass step 3", stepping, 120)
+    try:
+        subprocess.run(["docker", "stop", CONTAINER["node2"]], check=True, capture_output=True, timeout=60)
+        wait_for("the job to end", lambda: cluster.job(job_id)["JobState"] not in ("RUNNING", "COMPLETING"), 120)
+        [job] = job_dirs(cluster.traces, job_id)
+
+        def final():
+            try:
+                manifest = json.loads((job / "job.json").read_text())
+            except (FileNotFoundError, json.JSONDecodeError):
+                return None
+            return manifest if manifest["status"] == "failed" else None
+        manifest = wait_for("node1's ranks to write job.json", final, 60)
+        print(f"\njob.json: {manifest['message']}")
+        assert "ranks 2-3: node node2 lost" in manifest["message"], manifest
+        assert {(r["rank"], r["status"]) for r in manifest["ranks"] if r["host"] == "node2"} == {
+            (2, "lost"), (3, "lost")}
+        for rank in (0, 1):  # node1's ranks: complete runs, their traces kept
+            rank_dir = job / f"node1-rank{rank}"
+            assert json.loads((rank_dir / "manifest.json").read_text())["status"] in ("failed", "interrupted")
+            assert list((rank_dir / "raw").glob("*.pt.trace.json")), rank_dir
+        report = json.loads(host_report(job, "report", str(job), "--format", "json").stdout)
+        assert "ranks 2-3: node node2 lost" in report["job"]["message"]  # composed afresh from the ranks
+        assert [(r["rank"], r["status"]) for r in report["ranks"]] == [
+            ("0", r0 := report["ranks"][0]["status"]), ("1", report["ranks"][1]["status"]), ("2", "lost"), ("3", "lost")]
+        assert r0 in ("failed", "interrupted")
+    finally:
+        subprocess.run(["docker", "start", CONTAINER["node2"]], check=True, capture_output=True, timeout=60)
+    wait_for("node2 to return to idle", lambda: cluster.node_states() == {"node1": "idle", "node2": "idle"}, 60)
+
+
+def test_profilectl_cluster_command_drives_the_same_cluster(cluster):
+    done = subprocess.run([*LOCAL_PROFILECTL, "cluster", "exec", "--", "srun", "-N2", "-n2", "hostname"],
+                          env=cluster.env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and sorted(done.stdout.split()) == ["node1", "node2"], done.stderr
+    status = subprocess.run([*LOCAL_PROFILECTL, "cluster", "status"], env=cluster.env, capture_output=True,
+                            text=True, timeout=120)
+    assert status.returncode == 0 and "idle" in status.stdout

@@ -16,6 +16,9 @@ from profilectl.formats.tables import RankRow, StatsByName
 _RANK = re.compile(r"(?:^|[-_.])rank(?P<rank>\d+)(?:-(?P<pid>\d+))?")
 _PID_PREFIX = re.compile(r"^(?P<pid>\d+)_")
 COLLECTIVE = re.compile(r"nccl|rccl", re.IGNORECASE)  # NCCL/RCCL kernels: communication, not compute
+# torch.profiler's CPU operators of communication: gloo's own (gloo:all_reduce), c10d's dispatch
+# (c10d::allreduce_) and NCCL's host side; their self times do not nest in one another.
+CPU_COLLECTIVE = re.compile(r"^(gloo:|nccl:|c10d::|record_param_comms)", re.IGNORECASE)
 _TOOL_DIRS = re.compile(r"^(raw|pmc_\d+|pass_\d+|torch)$")
 
 
@@ -33,10 +36,18 @@ def identity(path: Path) -> tuple[str, str | None]:
     return path.stem, host_dir
 
 
-def rank_row(rank: str, host: str | None, kernels: StatsByName) -> RankRow:
-    """A rank's GPU time, its share in collectives, and its heaviest kernel."""
+def rank_row(rank: str, host: str | None, kernels: StatsByName, operators: StatsByName | None = None) -> RankRow:
+    """A rank's GPU time, its share in collectives, and its heaviest kernel. A rank that ran no GPU
+    kernel (a CPU job, gloo) is measured by its operators' self time instead: basis "cpu"."""
+    if not kernels and operators and any(s.self_total for s in operators.values()):
+        own = {name: s.self_total or 0.0 for name, s in operators.items()}
+        top_op = max(own.items(), key=lambda item: item[1])
+        return RankRow(rank=rank, host=host, kernels=0, dispatches=sum(s.calls for s in operators.values()),
+                       total_ns=sum(own.values()), basis="cpu",
+                       collective_ns=sum(t for name, t in own.items() if CPU_COLLECTIVE.search(name)),
+                       top_kernel=top_op[0], top_kernel_ns=top_op[1])
     total = sum(s.total for s in kernels.values())
     top = max(kernels.items(), key=lambda item: item[1].total, default=None)
     return RankRow(rank=rank, host=host, kernels=len(kernels), dispatches=sum(s.calls for s in kernels.values()),
-                   total_ns=total, collective_ns=sum(s.total for name, s in kernels.items() if COLLECTIVE.search(name)),
+                   total_ns=total, basis="gpu", collective_ns=sum(s.total for name, s in kernels.items() if COLLECTIVE.search(name)),
                    top_kernel=top[0] if top else None, top_kernel_ns=top[1].total if top else 0.0)

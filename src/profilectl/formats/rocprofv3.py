@@ -11,7 +11,7 @@ from pathlib import Path
 
 from profilectl.formats import polars_csv, ranks
 from profilectl.formats.common import number, read_csv
-from profilectl.formats.reader import Reader, each_file
+from profilectl.formats.reader import Reader
 from profilectl.formats.tables import (PER_DISPATCH, CounterValue, KernelStats, RankRow, StatsByName, Tables,
                                        merge_stats)
 
@@ -45,7 +45,10 @@ def kernel_trace(paths: list[Path], fast: bool | None = None) -> tuple[StatsByNa
     """All kernel traces merged, and one summary row per rank (process: see formats/ranks.py)."""
     merged: StatsByName = {}
     per_rank: dict[tuple[str, str | None], StatsByName] = {}
-    for path, per_file in zip(paths, each_file(lambda p: interval_stats(p, "Kernel_Name", fast), paths)):
+    # One file after the other: polars already spreads each file over the cores, and two polars
+    # queries side by side only add up their memory (722 MB for 8 ranks in bench/ingest.py).
+    for path in paths:
+        per_file = interval_stats(path, "Kernel_Name", fast)
         merged = merge_stats(merged, per_file)
         key = ranks.identity(path)
         per_rank[key] = merge_stats(per_rank.get(key, {}), per_file)
@@ -55,7 +58,7 @@ def kernel_trace(paths: list[Path], fast: bool | None = None) -> tuple[StatsByNa
 
 
 def named_intervals(paths: list[Path], name_col: str) -> StatsByName:
-    return merge_stats(*each_file(lambda p: interval_stats(p, name_col), paths))
+    return merge_stats(*(interval_stats(path, name_col) for path in paths))
 
 
 def counter_collection(paths: list[Path]) -> tuple[CounterValue, ...]:

@@ -162,7 +162,8 @@ class CounterValue:
 @dataclass(frozen=True)
 class RankRow:
     """One process (rank) of a multi-process run: its GPU time (kernels), the part of it in
-    collectives (NCCL/RCCL kernels), its heaviest kernel. Rows of the same rank merge."""
+    collectives (NCCL/RCCL kernels), its heaviest kernel; for a rank with no GPU kernels, its
+    operators' CPU self time, gloo/c10d operators and heaviest operator. Rows of the same rank merge."""
     rank: str
     kernels: int
     dispatches: int
@@ -172,6 +173,7 @@ class RankRow:
     top_kernel: str | None = None
     top_kernel_ns: float = 0.0
     status: str | None = None  # how the rank ended, where the run knows (ok, exit code 3, ...)
+    basis: str = ""  # gpu: kernel time; cpu: operators' self time (the rank ran no GPU kernel); "": no times
 
 
 @dataclass(frozen=True)

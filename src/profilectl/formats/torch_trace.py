@@ -31,7 +31,7 @@ def read(path: Path, fast: bool = True, workers: int | None = None) -> Tables:
     kernels = _stats(partial.kernels)
     return Tables(kernels=kernels, kernel_detail=PER_DISPATCH if kernels else 0,
                   memory_copies=_stats(partial.copies), api=_stats(partial.api), operators=operators,
-                  trace_files=(str(path),), ranks=(ranks.rank_row(*ranks.identity(path), kernels),))
+                  trace_files=(str(path),), ranks=(ranks.rank_row(*ranks.identity(path), kernels, operators),))
 
 
 def _head(path: Path) -> bytes:

@@ -110,6 +110,12 @@ class Launcher(ABC):
                 return int(value)
         return None
 
+    def fatal(self, text: str) -> str | None:
+        """The launcher's own last fatal error in its output (not a rank's), when it printed one."""
+        pattern = self.facts.get("fatal")
+        found = re.findall(pattern, text, re.MULTILINE) if pattern else []
+        return found[-1].strip() if found else None
+
     def failed_ranks(self, text: str) -> list[RankFailure]:
         """The ranks the launcher reported as failed, from its output."""
         pattern = self.facts.get("failure")

@@ -36,7 +36,7 @@ def load_job(path: Path) -> Summary:
         parts = []
         for rank in job.ranks:
             tables = read_path(path / rank.run / "raw", READERS, required=False)
-            row = dataclasses.replace(rank_row(str(rank.rank), rank.host, tables.kernels), status=rank.status)
+            row = dataclasses.replace(rank_row(str(rank.rank), rank.host, tables.kernels, tables.operators), status=rank.status)
             parts.append(dataclasses.replace(tables, ranks=(row,)))
         merged: Tables = merge_all(parts)
         return build(merged, SourceInfo(kind="profilectl-job", path=str(path)),

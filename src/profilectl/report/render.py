@@ -205,9 +205,11 @@ def report(console: Console, summary: Summary, top: int = 10, header: bool = Tru
                       markup=False, highlight=False)
     if summary.ranks:
         table = Table(title="Per rank", title_justify="left")
-        for column in ("rank", "host", "GPU time", "dispatches", "in collectives", "top kernel", "status"):
-            table.add_column(column, justify="right" if column in ("GPU time", "dispatches", "in collectives") else "left",
-                             overflow="fold")
+        cpu = all(rank.basis == "cpu" for rank in summary.ranks)  # a CPU-only job: operators, not kernels
+        columns = ("rank", "host", "CPU op time" if cpu else "GPU time", "operator calls" if cpu else "dispatches",
+                   "in collectives", "top operator" if cpu else "top kernel", "status")
+        for index, column in enumerate(columns):
+            table.add_column(column, justify="right" if index in (2, 3, 4) else "left", overflow="fold")
         for rank in summary.ranks:
             table.add_row(rank.rank, rank.host or "-", _ns(rank.total_ns), f"{rank.dispatches:,}",
                           f"{rank.collective_percent:.1f} %", _short(rank.top_kernel or "-", 40), rank.status or "-")
@@ -219,12 +221,15 @@ def report(console: Console, summary: Summary, top: int = 10, header: bool = Tru
         console.print(f"[yellow]note:[/] {note}", highlight=False)
 
 
-def outcome(console: Console, manifest: Manifest, summary: Summary, run_dir: str) -> None:
-    report(console, summary, header=False)  # the closing line names the run
+def outcome(console: Console, manifest: Manifest, summary: Summary, run_dir: str, brief: str = "") -> None:
+    """A finished run: its tables, then one line naming it. `brief` (a rank of a SLURM job other
+    than rank 0: "rank 3 on node2: ") prints that line alone, so a job's log is not N reports."""
+    if not brief:
+        report(console, summary, header=False)  # the closing line names the run
     colour = "green" if manifest.status == "ok" else "red"
-    console.print(f"[{colour}]{manifest.status}[/] {manifest.service} via {manifest.backend} "
+    console.print(f"{brief}[{colour}]{manifest.status}[/] {manifest.service} via {manifest.backend} "
                   f"in {manifest.wall_seconds or 0:.2f} s → {run_dir}", highlight=False)
-    if summary.perfetto_trace:
+    if summary.perfetto_trace and not brief:
         console.print(f"  Perfetto trace: {run_dir}/{summary.perfetto_trace} (open in ui.perfetto.dev)",
                       highlight=False)
 

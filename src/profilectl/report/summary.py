@@ -54,18 +54,21 @@ class RankSummary:
     host: str | None = None
     collective_ns: float = 0.0
     collective_percent: float = 0.0
-    top_kernel: str | None = None
+    top_kernel: str | None = None  # for a cpu-basis rank: its heaviest operator
     status: str | None = None
+    basis: str = "gpu"  # gpu: kernel time; cpu: operators' self time (a rank with no GPU kernels)
 
 
 @dataclass(frozen=True)
 class Imbalance:
-    """Slowest against fastest rank by GPU time; the straggler is the slowest."""
+    """Slowest against fastest rank by GPU time (CPU operator time for CPU-only jobs); the
+    straggler is the slowest."""
     slowest: str
     slowest_ns: float
     fastest: str
     fastest_ns: float
     percent: float  # (slowest - fastest) / slowest
+    basis: str = "gpu"
 
 
 @dataclass(frozen=True)
@@ -172,7 +175,7 @@ class Summary:
         return cls.from_dict(read_json(path), path)
 
 
-RANK_COLUMNS = ("rank", "host", "total_ns", "dispatches", "collective_percent", "top_kernel", "status")
+RANK_COLUMNS = ("rank", "host", "basis", "total_ns", "dispatches", "collective_percent", "top_kernel", "status")
 
 
 def job_line(summary: "Summary") -> str | None:
@@ -187,7 +190,8 @@ def imbalance_line(summary: "Summary") -> str | None:
     spread = summary.imbalance
     if spread is None:
         return None
-    return (f"imbalance: rank {spread.slowest} is the straggler, {spread.percent:.1f} % more GPU time than the "
+    what = "GPU time" if spread.basis == "gpu" else "CPU time in operators"
+    return (f"imbalance: rank {spread.slowest} is the straggler, {spread.percent:.1f} % more {what} than the "
             f"fastest, rank {spread.fastest}")
 
 
@@ -260,7 +264,9 @@ def rank_summaries(rows: tuple[RankRow, ...]) -> tuple[RankSummary, ...]:
                                           total_ns=before.total_ns + row.total_ns,
                                           collective_ns=before.collective_ns + row.collective_ns,
                                           top_kernel=heavier.top_kernel, top_kernel_ns=heavier.top_kernel_ns,
-                                          status=before.status or row.status)
+                                          status=before.status or row.status,
+                                          basis="gpu" if "gpu" in (before.basis, row.basis) else
+                                          before.basis or row.basis)
 
     def order(key: tuple[str, str | None]) -> tuple[int, str, str]:
         rank, host = key
@@ -270,19 +276,20 @@ def rank_summaries(rows: tuple[RankRow, ...]) -> tuple[RankSummary, ...]:
     return tuple(RankSummary(rank=r.rank, host=r.host, kernels=r.kernels, dispatches=r.dispatches, total_ns=r.total_ns,
                              collective_ns=r.collective_ns,
                              collective_percent=100.0 * r.collective_ns / r.total_ns if r.total_ns else 0.0,
-                             top_kernel=r.top_kernel, status=r.status)
+                             top_kernel=r.top_kernel, status=r.status, basis=r.basis or "gpu")
                  for _, r in sorted(merged.items(), key=lambda item: order(item[0])))
 
 
 def imbalance(ranks: tuple[RankSummary, ...]) -> Imbalance | None:
-    timed = [r for r in ranks if r.total_ns > 0]
+    basis = "gpu" if any(r.basis == "gpu" and r.total_ns > 0 for r in ranks) else "cpu"
+    timed = [r for r in ranks if r.total_ns > 0 and r.basis == basis]  # GPU and CPU times do not compare
     if len(timed) < 2:
         return None
     slow = max(timed, key=lambda r: r.total_ns)
     fast = min(timed, key=lambda r: r.total_ns)
     label = (lambda r: f"{r.rank}" + (f" ({r.host})" if r.host else ""))
     return Imbalance(slowest=label(slow), slowest_ns=slow.total_ns, fastest=label(fast), fastest_ns=fast.total_ns,
-                     percent=100.0 * (slow.total_ns - fast.total_ns) / slow.total_ns)
+                     percent=100.0 * (slow.total_ns - fast.total_ns) / slow.total_ns, basis=basis)
 
 
 def timing_stats(seconds: tuple[float, ...]) -> TimingStats | None:
