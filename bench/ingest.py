@@ -367,6 +367,8 @@ def main() -> int:
     print()
     for line in checks:
         print(line)
+    import shutil
+    shutil.rmtree(work, ignore_errors=True)  # the bench's own scratch (caches, outputs), not the inputs
     return 0 if all(line.endswith("True") for line in checks) else 1
 
 
