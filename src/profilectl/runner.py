@@ -181,6 +181,7 @@ class Runner:
                               self.timed_out, bool(self.interrupted))
         full_env = dict(os.environ)
         full_env.update(env)
+        full_env.update(step.env)  # what differs between the steps of one phase
         self._in_step = True
         out_log, err_log = _Log(self.run_dir / "stdout.log", self), _Log(self.run_dir / "stderr.log", self)
         try:

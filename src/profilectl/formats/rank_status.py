@@ -1,5 +1,6 @@
 """rank-<R>-<host>-<pid>.status.json: how each rank of a profiled job ended, written by profilectl's
-start-up hook in the rank (backends/rank_startup/sitecustomize.py): exit code, exception, steps."""
+start-up hook in the rank (backends/rank_startup/sitecustomize.py): exit code, exception, steps, and
+when each step ended (read as step times for the timed runs of `profile`, raw/steps/run-<N>/)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from profilectl.formats.reader import Reader
 from profilectl.formats.tables import RankRow, Tables
 
 NAME = re.compile(r"^rank-(?P<rank>[^-]+)-(?P<host>.+)-(?P<pid>\d+)\.status\.json$")
+TIMED_RUN = re.compile(r"^run-\d+$")  # raw/steps/run-<N>/: the timing backend's timed runs (warmup-<N>: not)
 
 
 def status_text(doc: dict[str, object]) -> str:
@@ -34,4 +36,8 @@ class RankStatusReader(Reader):
             raise FormatError(f"{path}: not a profilectl rank status file")
         row = RankRow(rank=str(doc.get("rank", match.group("rank"))), kernels=0, dispatches=0, total_ns=0.0,
                       host=str(doc.get("host") or match.group("host")), status=status_text(doc))
-        return Tables(ranks=(row,))
+        ends = doc.get("step_ends_ns") or []
+        timed = TIMED_RUN.match(path.parent.name) is not None  # a warm-up run's steps are not measured
+        if not timed or not isinstance(ends, list) or not all(isinstance(t, int) for t in ends):
+            return Tables(ranks=(row,))
+        return Tables(ranks=(row,), step_ends_ns=(tuple(ends),))

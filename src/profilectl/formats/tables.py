@@ -192,6 +192,8 @@ class Tables:
     operators: StatsByName = field(default_factory=dict)
     counters: tuple[CounterValue, ...] = ()
     timing_s: tuple[float, ...] = ()  # seconds of each timed run (timing backend)
+    # When each step ended (ns, one process's monotonic clock), per timed process (profilectl's hook)
+    step_ends_ns: tuple[tuple[int, ...], ...] = ()
     ranks: tuple[RankRow, ...] = ()
     trace_files: tuple[str, ...] = ()  # files that open in Perfetto
     sources: tuple[Source, ...] = ()
@@ -219,6 +221,7 @@ class Tables:
                       memory_copies=merge_stats(self.memory_copies, other.memory_copies),
                       operators=merge_stats(self.operators, other.operators),
                       counters=self.counters + other.counters, timing_s=self.timing_s + other.timing_s,
+                      step_ends_ns=self.step_ends_ns + other.step_ends_ns,
                       ranks=self.ranks + other.ranks, trace_files=self.trace_files + other.trace_files,
                       pc_samples=_add_counts(self.pc_samples, other.pc_samples),
                       stall_reasons=_add_counts(self.stall_reasons, other.stall_reasons),

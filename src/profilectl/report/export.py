@@ -10,7 +10,7 @@ from typing import Any, Iterable, Sequence
 
 from profilectl.report.compare import Comparison
 from profilectl.report.summary import (RANK_COLUMNS, SECTIONS, KernelRow, Summary, aggregation_legend, imbalance_line,
-                                       job_line)
+                                       job_line, step_time_line)
 
 KERNEL_COLUMNS = ("name", "calls", "total_ns", "mean_ns", "min_ns", "max_ns", "std_ns", "percent")
 
@@ -85,6 +85,8 @@ def to_markdown(summary: Summary, top: int = 10) -> str:
         lines += ["## Timing", ""] + md_table(
             ("runs", "mean s", "median s", "p95 s", "min s", "max s", "std s"),
             [(timing.runs, *(f"{getattr(timing, k + '_s'):.4f}" for k in ("mean", "median", "p95", "min", "max", "std")))])
+    if (steps := step_time_line(summary)):
+        lines += [f"- {steps}", ""]
     for key, title in SECTIONS:
         rows: tuple[KernelRow, ...] = getattr(summary, key)
         if rows:

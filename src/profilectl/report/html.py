@@ -12,7 +12,7 @@ from typing import Any, Sequence
 
 from profilectl.report.export import row_columns
 from profilectl.report.summary import (RANK_COLUMNS, SECTIONS, KernelRow, Summary, aggregation_legend, imbalance_line,
-                                       job_line)
+                                       job_line, step_time_line)
 
 PALETTE = ("#3366cc", "#dc3912", "#ff9900", "#109618", "#990099", "#0099c6", "#dd4477", "#66aa00", "#b82e2e",
            "#316395", "#994499")
@@ -108,6 +108,8 @@ def to_html(summary: Summary, top: int = 15) -> str:
     if summary.timing:
         timing = dataclasses.asdict(summary.timing)
         parts += ["<h2>Timing</h2>", _table([timing], list(timing), 1)]
+    if (steps := step_time_line(summary)):
+        parts.append(f"<p class=meta>{escape(steps)}</p>")
     for key, heading in SECTIONS:
         rows: tuple[KernelRow, ...] = getattr(summary, key)
         if rows:

@@ -13,7 +13,7 @@ from profilectl.manifest import Manifest
 from profilectl.plan import Plan
 from profilectl.report.compare import Comparison
 from profilectl.report.listing import ListedRun
-from profilectl.report.summary import SECTIONS, KernelRow, Summary, aggregation_legend, imbalance_line, job_line
+from profilectl.report.summary import SECTIONS, KernelRow, Summary, aggregation_legend, imbalance_line, job_line, step_time_line
 
 
 def _bytes(n: int | None) -> str:
@@ -102,10 +102,13 @@ def plan(console: Console, planned: Plan) -> None:
                 console.print(f"      {line}", markup=False, highlight=False)
         shown = phase.steps if len(phase.steps) <= 3 else phase.steps[:1]
         for step in shown:
-            console.print(f"    $ {shlex.join(step.argv)}", markup=False, highlight=False)
+            step_env = "".join(f"{k}={v} " for k, v in step.env.items())
+            console.print(f"    $ {step_env}{shlex.join(step.argv)}", markup=False, highlight=False)
         if len(phase.steps) > len(shown):
+            varies = f"; {', '.join(sorted({k for s in phase.steps for k in s.env}))} per run" \
+                if any(s.env for s in phase.steps) else ""
             console.print(f"    … the same command {len(phase.steps)} times in all "
-                          f"({sum(1 for s in phase.steps if s.warmup)} warm-up)")
+                          f"({sum(1 for s in phase.steps if s.warmup)} warm-up{varies})")
     for note in planned.notes:
         console.print(f"  note: {note}", markup=False)
 
@@ -183,6 +186,8 @@ def report(console: Console, summary: Summary, top: int = 10, header: bool = Tru
             table.add_column(column, justify="right")
         table.add_row(*[f"{getattr(timing, k + '_s'):.4f} s" for k in keys])
         console.print(table)
+    if (steps := step_time_line(summary)):
+        console.print(f"  {steps}", markup=False, highlight=False)
     for key, title in SECTIONS:
         rows: tuple[KernelRow, ...] = getattr(summary, key)
         if rows:

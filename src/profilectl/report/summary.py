@@ -101,6 +101,26 @@ class TimingStats:
 
 
 @dataclass(frozen=True)
+class StepTime:
+    """The steady-state time of a Python workload's steps (from optimizer.step() or profilectl.step()
+    marks in the timed runs), beside the process wall time that also pays for start-up and set-up.
+    A step's time is the interval between two step ends; the first `warmup_steps` of every run are
+    warm-up (CUDA context, autotuning, allocator growth) and shown apart."""
+    runs: int
+    steps: int  # steady-state steps measured, all runs together
+    warmup_steps: int  # per run
+    median_s: float
+    mean_s: float
+    p95_s: float
+    min_s: float
+    max_s: float
+    std_s: float
+    warmup_s: tuple[float, ...]  # the warm-up steps, position by position (median over the runs)
+    loop_s: float  # median over the runs of first to last step end
+    source: str = "optimizer.step() / profilectl.step() marks"
+
+
+@dataclass(frozen=True)
 class SourceInfo:
     kind: str
     path: str
@@ -152,6 +172,7 @@ class Summary:
     hotspots: tuple[Hotspot, ...] = ()  # PC sampling, most samples first (the top MAX_HOTSPOTS)
     stall_reasons: tuple[StallReason, ...] = ()
     timing: TimingStats | None = None
+    step_time: StepTime | None = None  # steady-state step time of a Python workload (profile)
     perfetto_trace: str | None = None
     run: RunStory | None = None
     job: JobManifest | None = None  # a SLURM job's ranks, nodes and statuses (profilectl under srun)
@@ -184,6 +205,29 @@ def job_line(summary: "Summary") -> str | None:
         return None
     return (f"SLURM job {job.job_id}.{job.step_id} ({job.service}): {job.status}: {job.message}; nodes "
             f"{', '.join(job.nodes) or '-'}")
+
+
+def _seconds(value: float) -> str:
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g} {unit}" if value / scale < 100 else f"{value / scale:.0f} {unit}"
+    return f"{value * 1e9:.0f} ns"
+
+
+def step_time_line(summary: "Summary") -> str | None:
+    """The steady-state step time beside the process wall time, in one line."""
+    steps = summary.step_time
+    if steps is None:
+        return None
+    warm = (f"; {steps.warmup_steps} warm-up step(s) per run apart: {', '.join(map(_seconds, steps.warmup_s))}"
+            if steps.warmup_steps else "")
+    line = (f"steady-state step: median {_seconds(steps.median_s)} (p95 {_seconds(steps.p95_s)}, min "
+            f"{_seconds(steps.min_s)}, max {_seconds(steps.max_s)}; {steps.steps} steps over {steps.runs} run(s){warm})")
+    if summary.timing:
+        share = 100.0 * steps.loop_s / summary.timing.median_s if summary.timing.median_s else 0.0
+        line += (f"; the loop takes {_seconds(steps.loop_s)} of the process's {_seconds(summary.timing.median_s)} "
+                 f"median wall time ({share:.0f} %: the rest is start-up and set-up)")
+    return line
 
 
 def imbalance_line(summary: "Summary") -> str | None:
@@ -292,6 +336,24 @@ def imbalance(ranks: tuple[RankSummary, ...]) -> Imbalance | None:
                      percent=100.0 * (slow.total_ns - fast.total_ns) / slow.total_ns, basis=basis)
 
 
+WARMUP_STEPS = 2  # per run, at most: enough for CUDA context creation and first-call autotuning
+
+
+def step_time(ends_per_run: tuple[tuple[int, ...], ...]) -> StepTime | None:
+    """Step times of the timed runs: intervals between step ends, the first ones of each run apart."""
+    intervals = [[(b - a) / 1e9 for a, b in zip(ends, ends[1:])] for ends in ends_per_run if len(ends) >= 2]
+    if not intervals:
+        return None
+    warmup = min(WARMUP_STEPS, min(len(run) for run in intervals) - 1)  # at least one steady step per run
+    steady = sorted(t for run in intervals for t in run[warmup:])
+    warm = tuple(statistics.median(run[i] for run in intervals) for i in range(warmup))
+    p95_index = max(0, min(len(steady) - 1, round(0.95 * (len(steady) - 1))))
+    return StepTime(runs=len(intervals), steps=len(steady), warmup_steps=warmup, median_s=statistics.median(steady),
+                    mean_s=statistics.fmean(steady), p95_s=steady[p95_index], min_s=steady[0], max_s=steady[-1],
+                    std_s=statistics.pstdev(steady) if len(steady) > 1 else 0.0, warmup_s=warm,
+                    loop_s=statistics.median((ends[-1] - ends[0]) / 1e9 for ends in ends_per_run if len(ends) >= 2))
+
+
 def timing_stats(seconds: tuple[float, ...]) -> TimingStats | None:
     if not seconds:
         return None
@@ -345,4 +407,5 @@ def build(tables: Tables, source: SourceInfo, derived: dict[str, str] | None = N
         ranks=(ranked := rank_summaries(tables.ranks)), imbalance=imbalance(ranked),
         hotspots=hotspots(tables.pc_samples), stall_reasons=stall_reasons(tables.stall_reasons),
         kernel_timing=tables.kernel_timing or None,
-        timing=timing_stats(tables.timing_s), perfetto_trace=perfetto_trace, notes=tables.notes)
+        timing=timing_stats(tables.timing_s), step_time=step_time(tables.step_ends_ns), perfetto_trace=perfetto_trace,
+        notes=tables.notes)

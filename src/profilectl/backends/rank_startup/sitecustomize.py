@@ -14,7 +14,9 @@ is a rank of this run, waits for `torch` to be imported and:
   drives: torch (torch.profiler's schedule), cuda-profiler (cudaProfilerStart/Stop, for
   `ncu --profile-from-start off`), roctx (roctxProfilerResume/Pause, for rocprofv3
   --selected-regions);
-- writes rank-<R>-<host>-<pid>.status.json (exit code or exception) so a run knows which rank failed.
+- writes rank-<R>-<host>-<pid>.status.json (exit code or exception, and when each step ended) so a
+  run knows which rank failed and how long its steps took: into PROFILECTL_TORCH_OUT, or
+  PROFILECTL_STATUS_OUT when only the steps are timed (the `profile` service: no profiler at all).
 
 Which processes count as ranks: those with one of PROFILECTL_RANK_ENV's variables set, or every
 process when PROFILECTL_SINGLE=1 (a plain `python train.py`). A profiled process sets
@@ -29,6 +31,9 @@ import os
 import signal
 import socket
 import sys
+import time
+
+MAX_STEP_MARKS = 100_000  # a bound on the status file, for loops of millions of tiny steps
 
 
 def _debug(message):
@@ -84,6 +89,8 @@ class _RankProfiler:
         self.out_dir = out_dir
         self.host = socket.gethostname()
         self.pid = os.getpid()
+        self.status_dir = os.environ.get("PROFILECTL_STATUS_OUT") or out_dir
+        self.step_ends_ns = []  # perf_counter_ns (CLOCK_MONOTONIC) at the end of each step
         self.window = _Window(os.environ.get("PROFILECTL_STEPS"))
         self.action = os.environ.get("PROFILECTL_STEP_ACTION", "torch")
         self.profiler = None
@@ -119,12 +126,12 @@ class _RankProfiler:
         elif self.window.bounded and self.window.first == 0:
             self._window_on()
         _install_step_hook(torch, self.on_step)
-        import builtins
-        builtins._profilectl_step = self.on_step  # profilectl.step() finds it here
 
     # ------------------------------------------------------------ steps
     def on_step(self):
         self.window.step += 1
+        if len(self.step_ends_ns) < MAX_STEP_MARKS:
+            self.step_ends_ns.append(time.perf_counter_ns())
         _debug(f"step {self.window.step} ended")
         if self.profiler is not None and self.action == "torch":
             self.profiler.step()
@@ -137,7 +144,7 @@ class _RankProfiler:
             self._window_off()
 
     def _window_on(self):
-        if self.active:
+        if self.active or not self.started:  # no torch in this process: nothing to switch
             return
         self.active = True
         _debug(f"window on ({self.action}) before step {self.window.step}")
@@ -174,8 +181,8 @@ class _RankProfiler:
         prof.export_chrome_trace(self.trace_path())
 
     def finish(self):
-        if not self.started:
-            return  # a process of the job that never imported torch: nothing to say
+        if not self.started and not self.step_ends_ns:
+            return  # a process of the job that neither imported torch nor marked a step: nothing to say
         if self.profiler is not None:
             try:
                 self.profiler.stop()  # an unfinished schedule window still exports what it has
@@ -186,14 +193,16 @@ class _RankProfiler:
         self._window_off()
         if self.exit_code is None:
             self.exit_code = 1 if self.error else 0  # ran to its end: no sys.exit, no exception
-        if self.out_dir:
+        if self.status_dir:
             status = {"rank": self.rank, "host": self.host, "pid": self.pid, "exit_code": self.exit_code,
                       "error": self.error, "trace": os.path.basename(self.trace_path()) if self.exported else None,
-                      "steps": self.window.step}
-            path = os.path.join(self.out_dir, f"rank-{self.rank}-{self.host}-{self.pid}.status.json")
+                      "steps": self.window.step, "step_ends_ns": self.step_ends_ns}
+            path = os.path.join(self.status_dir, f"rank-{self.rank}-{self.host}-{self.pid}.status.json")
             try:
-                with open(path, "w") as fh:
+                os.makedirs(self.status_dir, exist_ok=True)
+                with open(path + ".tmp", "w") as fh:
                     json.dump(status, fh)
+                os.replace(path + ".tmp", path)  # a reader never sees half a file
             except OSError:
                 pass
 
@@ -283,6 +292,8 @@ def _main():
     if out_dir:
         os.makedirs(out_dir, exist_ok=True)
     rank_profiler = _RankProfiler(rank, out_dir)
+    import builtins
+    builtins._profilectl_step = rank_profiler.on_step  # profilectl.step() finds it here, torch or not
 
     def on_exit():
         rank_profiler.finish()
