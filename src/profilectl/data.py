@@ -68,10 +68,15 @@ def require(relative: str) -> Path:
     return found
 
 
+# libyaml's safe loader where PyYAML was built with it (PyPI wheels and Debian's are): the same
+# documents ~8x faster than the pure-Python one (0.15 s of every command's start-up otherwise).
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def load_yaml(path: Path) -> Any:
     try:
         with open(path, "rb") as fh:
-            return yaml.safe_load(fh)
+            return yaml.load(fh, Loader=_SAFE_LOADER)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f":{mark.line + 1}" if mark else ""

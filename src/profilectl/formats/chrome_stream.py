@@ -74,6 +74,7 @@ class Event(NamedTuple):
     tid: Any
     ts: Any
     dur: Any
+    args: Any = None  # only its "correlation" is read (the link of a launch call to its kernel)
 
 
 _MISSING: Any = object()  # an event without "dur" (the stdlib path's stand-in for msgspec.UNSET)
@@ -101,6 +102,53 @@ class Partial:
     names: list[str] = field(default_factory=list)
     tail: str | None = None
     events: int = 0
+    timeline: TimelineEvents = field(default_factory=lambda: TimelineEvents())
+    untimed: int = 0  # events with a duration but no "ts": in the tables, not on the timeline
+
+
+@dataclass
+class TimelineEvents:
+    """What the timeline analysis needs (analysis/timeline.py), in integer ns: every GPU activity
+    (kernel 0, copy or memset 1) with its stream and launch correlation, every runtime/driver call
+    with its correlation, and the ProfilerStep#N ranges (CPU side and, in torch 2.x, GPU side).
+    ~33 bytes per GPU event: flat arrays, not objects."""
+    start: array = field(default_factory=lambda: array("q"))
+    end: array = field(default_factory=lambda: array("q"))
+    stream: array = field(default_factory=lambda: array("l"))  # index into `streams`
+    kind: bytearray = field(default_factory=bytearray)
+    name: array = field(default_factory=lambda: array("l"))  # index into `names`
+    correlation: array = field(default_factory=lambda: array("q"))  # -1: none
+    streams: list[str] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)
+    api_start: array = field(default_factory=lambda: array("q"))
+    api_end: array = field(default_factory=lambda: array("q"))
+    api_correlation: array = field(default_factory=lambda: array("q"))
+    markers: list[tuple[str, int, int, bool]] = field(default_factory=list)  # name, start, end, on the GPU
+
+    def extend(self, other: "TimelineEvents") -> None:
+        """Append another chunk's events (its streams and names re-indexed into ours)."""
+        for mine, theirs, index in ((self.streams, other.streams, other.stream), (self.names, other.names, other.name)):
+            known = {value: i for i, value in enumerate(mine)}
+            remap = []
+            for value in theirs:
+                if value not in known:
+                    known[value] = len(mine)
+                    mine.append(value)
+                remap.append(known[value])
+            target = self.stream if index is other.stream else self.name
+            target.extend(index if remap == list(range(len(remap))) else array("l", [remap[i] for i in index]))
+        self.start.extend(other.start)
+        self.end.extend(other.end)
+        self.kind.extend(other.kind)
+        self.correlation.extend(other.correlation)
+        self.api_start.extend(other.api_start)
+        self.api_end.extend(other.api_end)
+        self.api_correlation.extend(other.api_correlation)
+        self.markers.extend(other.markers)
+
+
+STEP_MARKER = "ProfilerStep#"
+MARKER_CATEGORIES = {"user_annotation": False, "gpu_user_annotation": True}  # category -> on the GPU
 
 
 class _Undecodable(Exception):
@@ -119,9 +167,11 @@ def _msgspec_decoder() -> Callable[[bytes | bytearray | memoryview], list[Any]] 
 
     # defstruct, not a class body: this module's annotations are strings (PEP 563) and msgspec
     # would look for a name it cannot see. `args` and the other keys are skipped, never built.
+    event_args = msgspec.defstruct("EventArgs", [("correlation", Any, None)], gc=False)
     trace_event = msgspec.defstruct("TraceEvent", [
         ("ph", Any, None), ("cat", Any, None), ("name", Any, "?"), ("pid", Any, 0), ("tid", Any, 0),
-        ("ts", float, 0.0), ("dur", float | str | None | msgspec.UnsetType, msgspec.UNSET)], gc=False)
+        ("ts", float | str | None, None), ("dur", float | str | None | msgspec.UnsetType, msgspec.UNSET),
+        ("args", event_args | None, None)], gc=False)
     typed = msgspec.json.Decoder(list[trace_event])  # type: ignore[valid-type]
     global _UNSET
     _UNSET = msgspec.UNSET
@@ -142,8 +192,17 @@ def _stdlib_decode(data: bytes | bytearray | memoryview) -> list[Any]:
     except (ValueError, RecursionError):
         raise _Undecodable from None
     return [Event(e.get("ph"), e.get("cat"), e.get("name", "?"), e.get("pid", 0), e.get("tid", 0),
-                  e.get("ts", 0.0), e.get("dur", _MISSING))
+                  e.get("ts"), e.get("dur", _MISSING), _Args.of(e.get("args")))
             for e in items if isinstance(e, dict)]
+
+
+class _Args(NamedTuple):
+    """The stdlib path's form of the msgspec EventArgs struct."""
+    correlation: Any
+
+    @staticmethod
+    def of(value: Any) -> "_Args | None":
+        return _Args(value.get("correlation")) if isinstance(value, dict) and "correlation" in value else None
 
 
 _DECODERS: dict[bool, Callable[[bytes | bytearray | memoryview], list[Any]]] = {}
@@ -208,16 +267,34 @@ def aggregate(path: str, events: Iterable[Any], into: Partial | None = None) -> 
     # Timestamps become integer ns relative to the chunk's first one: the difference of two
     # nearby doubles is exact, so 3 decimals of a 13-digit microsecond timestamp survive.
     base_us: float | None = None
-    count = 0
+    # The timeline's events of this call, in plain lists too; starts relative to base_us like above.
+    gpu_start: list[int] = []
+    gpu_end: list[int] = []
+    gpu_stream: list[int] = []
+    gpu_kind: list[int] = []
+    gpu_name: list[int] = []
+    gpu_corr: list[int] = []
+    api_start: list[int] = []
+    api_end: list[int] = []
+    api_corr: list[int] = []
+    markers: list[tuple[str, int, int, bool]] = []
+    timeline = out.timeline
+    stream_index: dict[str, int] = {n: i for i, n in enumerate(timeline.streams)}
+    gpu_name_index: dict[str, int] = {n: i for i, n in enumerate(timeline.names)}
+    marker_categories = MARKER_CATEGORIES
+    count = untimed = 0
     for event in events:
         count += 1
         if event.ph != "X":
             continue
         role = role_of(event.cat)
         if role is None:
-            role = _LEGACY_ROLE.get(event.pid) if type(event.pid) is str else None
-            if role is None:
-                continue
+            if event.cat in marker_categories:
+                role = 16  # a step marker (ProfilerStep#N ranges on the GPU timeline)
+            else:
+                role = _LEGACY_ROLE.get(event.pid) if type(event.pid) is str else None
+                if role is None:
+                    continue
         dur = event.dur
         if type(dur) is float and dur - dur == 0.0:
             ns = round(dur * 1000)
@@ -241,13 +318,44 @@ def aggregate(path: str, events: Iterable[Any], into: Partial | None = None) -> 
                     sums[3] = ns
                 elif ns > sums[4]:
                     sums[4] = ns
+        ts = event.ts
+        if ts is None:  # counted in the tables; without a time it has no place on a timeline or tree
+            untimed += 1
+            continue
+        if type(ts) is not float or ts - ts != 0.0:
+            ts = _nanoseconds(path, event, ts, "ts") / 1000
+        if base_us is None:
+            base_us = float(int(ts))
+        start = round((ts - base_us) * 1000)
+        low = role & 3
+        if low == 1 or low == 2:  # a kernel, copy or memset on the GPU timeline
+            stream = f"{event.pid}:{event.tid}"
+            sid = stream_index.get(stream)
+            if sid is None:
+                sid = stream_index[stream] = len(timeline.streams)
+                timeline.streams.append(stream)
+            gid = gpu_name_index.get(name)
+            if gid is None:
+                gid = gpu_name_index[name] = len(timeline.names)
+                timeline.names.append(name)
+            gpu_start.append(start)
+            gpu_end.append(start + ns)
+            gpu_stream.append(sid)
+            gpu_kind.append(low - 1)
+            gpu_name.append(gid)
+            args = event.args
+            corr = args.correlation if args is not None else None
+            gpu_corr.append(corr if type(corr) is int else -1)
+        elif low == 3:
+            args = event.args
+            corr = args.correlation if args is not None else None
+            if type(corr) is int:
+                api_start.append(start)
+                api_end.append(start + ns)
+                api_corr.append(corr)
+        if (role & 16 or event.cat == "user_annotation") and name.startswith(STEP_MARKER):
+            markers.append((name, start, start + ns, bool(role & 16)))
         if role & 8 and name not in unlisted:
-            ts = event.ts
-            if type(ts) is not float or ts - ts != 0.0:
-                ts = _nanoseconds(path, event, ts, "ts") / 1000
-            if base_us is None:
-                base_us = float(int(ts))
-            start = round((ts - base_us) * 1000)
             key = (event.pid, event.tid)
             if key != last_key:
                 lists = columns.get(key)
@@ -272,7 +380,19 @@ def aggregate(path: str, events: Iterable[Any], into: Partial | None = None) -> 
         thread.end.extend(array("q", ends) if not offset else array("q", [e + offset for e in ends]))
         thread.name.extend(array("l", name_ids))
         thread.operator.extend(operators)
+    shift = (lambda values: array("q", [v + offset for v in values])) if offset else (lambda values: array("q", values))
+    timeline.start.extend(shift(gpu_start))
+    timeline.end.extend(shift(gpu_end))
+    timeline.stream.extend(array("l", gpu_stream))
+    timeline.kind.extend(gpu_kind)
+    timeline.name.extend(array("l", gpu_name))
+    timeline.correlation.extend(array("q", gpu_corr))
+    timeline.api_start.extend(shift(api_start))
+    timeline.api_end.extend(shift(api_end))
+    timeline.api_correlation.extend(array("q", api_corr))
+    timeline.markers.extend((name, a + offset, b + offset, gpu) for name, a, b, gpu in markers)
     out.events += count
+    out.untimed += untimed
     return out
 
 
@@ -309,7 +429,9 @@ def merge_partials(parts: Iterable[Partial]) -> Partial:
             else:
                 thread.name.extend(array("l", [remap[i] for i in events.name]))
             thread.operator.extend(events.operator)
+        out.timeline.extend(part.timeline)
         out.events += part.events
+        out.untimed += part.untimed
         if part.tail is not None:
             out.tail = part.tail
     return out
@@ -569,7 +691,7 @@ def _line_at(path: Path, offset: int) -> int:
 
 def _event(value: dict[str, Any]) -> Event:
     return Event(value.get("ph"), value.get("cat"), value.get("name", "?"), value.get("pid", 0),
-                 value.get("tid", 0), value.get("ts", 0.0), value.get("dur", _MISSING))
+                 value.get("tid", 0), value.get("ts"), value.get("dur", _MISSING), _Args.of(value.get("args")))
 
 
 class _Values:

@@ -16,12 +16,15 @@ import os
 import sqlite3
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from profilectl.errors import FormatError
 from profilectl.formats import ranks
 from profilectl.formats.reader import Reader, each_file, first_bytes
 from profilectl.formats.tables import PER_DISPATCH, CounterValue, KernelStats, RankRow, Tables, merge_all
+
+if TYPE_CHECKING:
+    from profilectl.analysis.timeline import RankTimeline
 
 PARALLEL_MIN_ROWS = 200_000  # below this one query is as fast
 BUSY_TIMEOUT_S = 5.0  # a writer's transaction in progress: wait this long for it
@@ -241,6 +244,65 @@ def is_rocpd(path: Path) -> bool:
     return "rocpd_kernel_dispatch" in names
 
 
+TIMELINE_MAX_ROWS = 4_000_000  # dispatches held for the timeline analysis (~40 bytes each)
+
+
+def _interval_rows(db: sqlite3.Connection, table: str, alias: str, fields: tuple[str, ...],
+                   stream: tuple[str, ...]) -> list[Any]:
+    """(start, end, *fields, stream key, correlation id) of every row of an interval table; the
+    correlation comes from the row's rocpd_event where the schema has one (-1: none)."""
+    columns = _columns(db, table)
+    if not columns:
+        return []  # an optional table this database does not have
+    source, _ = _interval(db, table, alias)
+    start, end = ("TS.value", "TE.value") if "rocpd_timestamp" in source else (f"{alias}.start", f'{alias}."end"')
+    keys = " || ':' || ".join(f"{alias}.{c}" for c in stream if c in columns) or "''"
+    correlation = "-1"
+    if "event_id" in columns and "correlation_id" in _columns(db, "rocpd_event"):
+        source += f" LEFT JOIN rocpd_event EV ON EV.id = {alias}.event_id AND EV.guid = {alias}.guid"
+        correlation = "coalesce(EV.correlation_id, -1)"
+    selected = ", ".join(f"{alias}.{f}" for f in fields)
+    return db.execute(f"SELECT {start}, {end}, {selected}, {keys}, {correlation} FROM {source}").fetchall()
+
+
+def rocpd_timeline(path: Path, rank: str, host: str | None) -> tuple[tuple["RankTimeline", ...], tuple[str, ...]]:
+    """The database's GPU activity, launch calls and step regions, for the timeline analysis."""
+    from profilectl.analysis.timeline import COPY, KERNEL, Marker, rank_timeline
+    from profilectl.formats.rocprofv3 import STEP_NAME
+    db = _connect(path)
+    try:
+        rows = db.execute("SELECT count(*) FROM rocpd_kernel_dispatch").fetchone()[0]
+        if rows > TIMELINE_MAX_ROWS:
+            return (), (f"no timeline analysis for {path.name}: {rows:,} dispatches (more than "
+                        f"{TIMELINE_MAX_ROWS:,}); the tables above are complete",)
+        symbols = {(guid, sid): name for sid, guid, name in
+                   db.execute("SELECT id, guid, display_name FROM rocpd_info_kernel_symbol")}
+        strings = {(guid, sid): text for sid, guid, text in db.execute("SELECT id, guid, string FROM rocpd_string")} \
+            if _columns(db, "rocpd_string") else {}
+        kernels = _interval_rows(db, "rocpd_kernel_dispatch", "K", ("guid", "kernel_id"), ("agent_id", "queue_id"))
+        copies = _interval_rows(db, "rocpd_memory_copy", "M", ("guid", "name_id"), ("stream_id",))
+        regions = _interval_rows(db, "rocpd_region", "R", ("guid", "name_id"), ())
+    except (sqlite3.DatabaseError, FormatError) as exc:
+        raise _unreadable(path, exc) from None
+    finally:
+        db.close()
+    names: dict[str, int] = {}
+    streams: dict[str, int] = {}
+    events = [(a, b, symbols.get((g, k), f"<unknown kernel {k}>"), f"queue {key}", c, KERNEL)
+              for a, b, g, k, key, c in kernels]
+    events += [(a, b, strings.get((g, n), "memory copy"), f"copy {key}", c, COPY) for a, b, g, n, key, c in copies]
+    api = [(a, b, c) for a, b, _, _, _, c in regions if c >= 0]
+    markers = [Marker(text, a, b, False) for a, b, g, n, _, _ in regions
+               if b > a and STEP_NAME.match(text := strings.get((g, n), ""))]
+    timeline = rank_timeline(
+        rank, host, start=[e[0] for e in events], end=[e[1] for e in events],
+        stream=[streams.setdefault(e[3], len(streams)) for e in events], kind=[e[5] for e in events],
+        name=[names.setdefault(e[2], len(names)) for e in events], correlation=[e[4] for e in events],
+        names=list(names), streams=list(streams), api_start=[a[0] for a in api], api_end=[a[1] for a in api],
+        api_correlation=[a[2] for a in api], markers=markers)
+    return ((timeline,) if events else ()), ()
+
+
 class RocpdReader(Reader):
     kind = "rocpd"
 
@@ -252,7 +314,10 @@ class RocpdReader(Reader):
 
     def read_file(self, path: Path) -> Tables:
         kernels = rocpd_kernels(path)
-        rank = ranks.rank_row(*ranks.identity(path), kernels)
+        rank_id, host = ranks.identity(path)
+        rank = ranks.rank_row(rank_id, host, kernels)
+        timelines, notes = rocpd_timeline(path, rank_id, host) if kernels else ((), ())
         return Tables(kernels=kernels, kernel_detail=PER_DISPATCH if kernels else 0, api=rocpd_regions(path),
                       memory_copies=rocpd_memory_copies(path), counters=rocpd_counters(path), ranks=(rank,),
-                      notes=() if kernels else (f"{path.name} holds zero kernel dispatches",))
+                      timelines=timelines,
+                      notes=notes if kernels else (f"{path.name} holds zero kernel dispatches",))

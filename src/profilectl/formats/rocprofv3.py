@@ -7,16 +7,28 @@ columns instead of 19; only the columns read here are required.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from profilectl.formats import polars_csv, ranks
-from profilectl.formats.common import number, read_csv
+from profilectl.errors import FormatError
+from profilectl.formats.common import csv_header, number, read_csv
 from profilectl.formats.reader import Reader
 from profilectl.formats.tables import (PER_DISPATCH, CounterValue, KernelStats, RankRow, StatsByName, Tables,
                                        merge_stats)
 
-KINDS = ("kernel_trace", "counter_collection", "hip_api_trace", "hip_runtime_api_trace", "memory_copy_trace")
+if TYPE_CHECKING:
+    from profilectl.analysis.timeline import RankTimeline
+
+KINDS = ("kernel_trace", "counter_collection", "hip_api_trace", "hip_runtime_api_trace", "memory_copy_trace",
+         "marker_api_trace")
 API_KINDS = ("hip_api_trace", "hip_runtime_api_trace")
+# Timeline analysis holds a trace's events in memory (~40 bytes each): above this much CSV per rank
+# (about 4 million dispatches) the tables are still read, streamed, but the timeline is left out.
+TIMELINE_MAX_BYTES = 1536 * 2**20
+# ROCTx ranges that mark steps: torch's own names, or "step 12" / "step#12" of a user's roctxRangePush
+STEP_NAME = re.compile(r"^(?:ProfilerStep#|step[ #_:-]?)(\d+)$", re.IGNORECASE)
 
 
 def kind_of(name: str) -> str | None:
@@ -78,6 +90,83 @@ def counter_collection(paths: list[Path]) -> tuple[CounterValue, ...]:
     return tuple(CounterValue.of(kernel, counter, items) for (kernel, counter), items in values.items())
 
 
+def _columns(path: Path, text: tuple[str, ...], numbers: tuple[str, ...]) -> dict[str, list[Any]]:
+    """The named columns of a trace file (numbers as int); polars for large files, else csv."""
+    if path.stat().st_size >= polars_csv.FAST_PATH_MIN_BYTES and polars_csv.fast_engine_available():
+        import polars as pl
+        try:
+            frame = pl.read_csv(path, columns=list(text + numbers), infer_schema=False,
+                                schema_overrides={c: pl.Int64 for c in numbers})
+        except (pl.exceptions.PolarsError, OSError) as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise FormatError(f"{path}: truncated or malformed CSV ({first[:200]})") from None
+        return {c: frame[c].to_list() for c in text + numbers}
+    out: dict[str, list[Any]] = {c: [] for c in text + numbers}
+    for line, row in read_csv(path, text + numbers):
+        for c in text:
+            out[c].append(row[c])
+        for c in numbers:
+            out[c].append(int(number(path, line, row[c])))
+    return out
+
+
+def timelines(by_kind: dict[str, list[Path]]) -> tuple[tuple["RankTimeline", ...], tuple[str, ...]]:
+    """One timeline per rank (process) from its kernel, copy, API and marker traces."""
+    from profilectl.analysis.timeline import Marker, rank_timeline
+    per_rank: dict[tuple[str, str | None], dict[str, list[Path]]] = {}
+    for kind in ("kernel_trace", "memory_copy_trace", *API_KINDS, "marker_api_trace"):
+        for path in by_kind.get(kind, []):
+            rank, host = ranks.identity(path)
+            if rank == path.stem:  # no pid or rank in the name (a renamed file): the one process
+                rank = "0"
+            per_rank.setdefault((rank, host), {}).setdefault(kind, []).append(path)
+    found, notes = [], []
+    for (rank, host), files in sorted(per_rank.items(), key=lambda item: (item[0][1] or "", item[0][0])):
+        if "kernel_trace" not in files:
+            continue
+        size = sum(p.stat().st_size for paths in files.values() for p in paths)
+        if size > TIMELINE_MAX_BYTES:
+            notes.append(f"no timeline analysis for rank {rank}: its traces hold {size / 2**30:.1f} GiB (more than "
+                         f"{TIMELINE_MAX_BYTES / 2**30:.1f} GiB); the tables above are complete")
+            continue
+        names: dict[str, int] = {}
+        streams: dict[str, int] = {}
+        start: list[int] = []
+        end: list[int] = []
+        stream: list[int] = []
+        kind_of_event: list[int] = []
+        name: list[int] = []
+        correlation: list[int] = []
+        for kind, code, name_col, stream_cols in (("kernel_trace", 0, "Kernel_Name", ("Agent_Id", "Queue_Id")),
+                                                   ("memory_copy_trace", 1, "Direction", ("Kind", "Stream_Id"))):
+            for path in files.get(kind, []):
+                header = csv_header(path)
+                present = tuple(c for c in stream_cols if c in header)
+                cols = _columns(path, (name_col, *present), ("Start_Timestamp", "End_Timestamp", "Correlation_Id"))
+                keys = [":".join(parts) for parts in zip(*(cols[c] for c in present))] if present else \
+                    [kind] * len(cols[name_col])
+                start += cols["Start_Timestamp"]
+                end += cols["End_Timestamp"]
+                correlation += cols["Correlation_Id"]
+                stream += [streams.setdefault(k, len(streams)) for k in keys]
+                name += [names.setdefault(n, len(names)) for n in cols[name_col]]
+                kind_of_event += [code] * len(keys)
+        api = [_columns(p, (), ("Start_Timestamp", "End_Timestamp", "Correlation_Id"))
+               for kind in API_KINDS for p in files.get(kind, [])]
+        markers = []
+        for path in files.get("marker_api_trace", []):
+            cols = _columns(path, ("Function",), ("Start_Timestamp", "End_Timestamp"))
+            markers += [Marker(f, a, b, False) for f, a, b in zip(cols["Function"], cols["Start_Timestamp"],
+                                                                  cols["End_Timestamp"])
+                        if b > a and STEP_NAME.match(f)]
+        found.append(rank_timeline(
+            rank, host, start=start, end=end, stream=stream, kind=kind_of_event, name=name, correlation=correlation,
+            names=list(names), streams=list(streams), api_start=[t for c in api for t in c["Start_Timestamp"]],
+            api_end=[t for c in api for t in c["End_Timestamp"]],
+            api_correlation=[t for c in api for t in c["Correlation_Id"]], markers=markers))
+    return tuple(found), tuple(notes)
+
+
 class Rocprofv3CsvReader(Reader):
     kind = "rocprofv3-csv"
 
@@ -98,11 +187,12 @@ class Rocprofv3CsvReader(Reader):
         api = [p for kind in API_KINDS for p in by_kind.get(kind, [])]
         traces = by_kind.get("kernel_trace", [])
         empty = (f"{len(traces)} kernel trace file(s) hold zero kernel dispatches",) if traces and not kernels else ()
+        found, notes = timelines(by_kind) if kernels else ((), ())
         return Tables(kernels=kernels, kernel_detail=PER_DISPATCH if kernels else 0,
                       api=named_intervals(api, "Function") if api else {},
                       memory_copies=named_intervals(by_kind.get("memory_copy_trace", []), "Direction"),
                       counters=counter_collection(by_kind.get("counter_collection", [])),
-                      ranks=ranks if len(ranks) > 1 else (), notes=empty)
+                      ranks=ranks if len(ranks) > 1 else (), notes=empty + notes, timelines=found)
 
 
 class PerfettoTraceReader(Reader):

@@ -12,12 +12,15 @@ The whole document is loaded: JSON output is meant for small runs (use CSV or ro
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from profilectl.errors import FormatError
 from profilectl.files import read_json
 from profilectl.formats.reader import Reader, first_bytes
 from profilectl.formats.tables import PER_DISPATCH, KernelStats, Tables
+
+if TYPE_CHECKING:
+    from profilectl.analysis.timeline import RankTimeline
 
 TOOL_KEY = "rocprofiler-sdk-tool"
 
@@ -77,6 +80,58 @@ def read(path: Path) -> tuple[dict[str, KernelStats], dict[str, KernelStats], di
     return kernels, api, copies
 
 
+def _correlation(record: dict[str, Any]) -> int:
+    value = (record.get("correlation_id") or {}).get("internal")
+    return value if isinstance(value, int) else -1
+
+
+def timeline(path: Path) -> tuple["RankTimeline", ...]:
+    """Each process's dispatches, copies, API calls and step markers, for the timeline analysis."""
+    from profilectl.analysis.timeline import COPY, KERNEL, Marker, rank_timeline
+    from profilectl.formats import ranks
+    from profilectl.formats.rocprofv3 import STEP_NAME
+    found = []
+    try:
+        for number, tool in enumerate(_load(path)):
+            symbols = {s.get("kernel_id", i): s.get("formatted_kernel_name") or s.get("kernel_name") or f"kernel {i}"
+                       for i, s in enumerate(tool.get("kernel_symbols") or []) if isinstance(s, dict)}
+            strings = _operation_names(tool)
+            records = tool.get("buffer_records") or {}
+            events = []
+            for d in records.get("kernel_dispatch") or []:
+                info = d.get("dispatch_info") or {}
+                stream = f"{(info.get('agent_id') or {}).get('handle')}:{(info.get('queue_id') or {}).get('handle')}"
+                name = symbols.get(info.get("kernel_id"), f"kernel {info.get('kernel_id')}")
+                events.append((d["start_timestamp"], d["end_timestamp"], name, stream, _correlation(d), KERNEL))
+            for r in records.get("memory_copy") or []:
+                events.append((r["start_timestamp"], r["end_timestamp"],
+                               _op_name(strings, r.get("kind"), r.get("operation"), "memory copy"), "copies",
+                               _correlation(r), COPY))
+            api = [(r["start_timestamp"], r["end_timestamp"], _correlation(r)) for r in records.get("hip_api") or []]
+            markers = [Marker(text, r["start_timestamp"], r["end_timestamp"], False)
+                       for r in records.get("marker_api") or []
+                       if r["end_timestamp"] > r["start_timestamp"]
+                       and STEP_NAME.match(text := _op_name(strings, r.get("kind"), r.get("operation"), ""))]
+            if not events:
+                continue
+            rank, host = ranks.identity(path)
+            pid = (tool.get("metadata") or {}).get("pid")
+            names: dict[str, int] = {}
+            streams: dict[str, int] = {}
+            found.append(rank_timeline(
+                str(pid) if pid is not None and len(_load(path)) > 1 else rank, host,
+                start=[e[0] for e in events], end=[e[1] for e in events],
+                stream=[streams.setdefault(e[3], len(streams)) for e in events], kind=[e[5] for e in events],
+                name=[names.setdefault(e[2], len(names)) for e in events], correlation=[e[4] for e in events],
+                names=list(names), streams=list(streams), api_start=[a[0] for a in api],
+                api_end=[a[1] for a in api], api_correlation=[a[2] for a in api], markers=markers))
+    except KeyError as exc:
+        raise FormatError(f"{path}: rocprofv3 JSON record without {exc}") from None
+    except (TypeError, AttributeError, ValueError) as exc:
+        raise FormatError(f"{path}: malformed rocprofv3 JSON record ({exc})") from None
+    return tuple(found)
+
+
 class Rocprofv3JsonReader(Reader):
     kind = "rocprofv3-json"
 
@@ -85,4 +140,5 @@ class Rocprofv3JsonReader(Reader):
 
     def read_file(self, path: Path) -> Tables:
         kernels, api, copies = read(path)
-        return Tables(kernels=kernels, kernel_detail=PER_DISPATCH if kernels else 0, api=api, memory_copies=copies)
+        return Tables(kernels=kernels, kernel_detail=PER_DISPATCH if kernels else 0, api=api, memory_copies=copies,
+                      timelines=timeline(path) if kernels else ())

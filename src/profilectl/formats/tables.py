@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Iterable, TypeVar
+from typing import TYPE_CHECKING, Iterable, TypeVar
+
+if TYPE_CHECKING:  # numpy arrays inside: imported where a trace with timestamps is read
+    from profilectl.analysis.timeline import RankTimeline
 
 # How a kernel's time was measured, best first. When several readers of one folder report kernels,
 # the most detailed measurement wins (a per-dispatch trace beats ncu's duration metric, which beats
@@ -194,6 +197,8 @@ class Tables:
     timing_s: tuple[float, ...] = ()  # seconds of each timed run (timing backend)
     # When each step ended (ns, one process's monotonic clock), per timed process (profilectl's hook)
     step_ends_ns: tuple[tuple[int, ...], ...] = ()
+    # GPU activity with timestamps, per process (analysis/timeline.py); empty for tools without them
+    timelines: tuple["RankTimeline", ...] = ()
     ranks: tuple[RankRow, ...] = ()
     trace_files: tuple[str, ...] = ()  # files that open in Perfetto
     sources: tuple[Source, ...] = ()
@@ -221,7 +226,7 @@ class Tables:
                       memory_copies=merge_stats(self.memory_copies, other.memory_copies),
                       operators=merge_stats(self.operators, other.operators),
                       counters=self.counters + other.counters, timing_s=self.timing_s + other.timing_s,
-                      step_ends_ns=self.step_ends_ns + other.step_ends_ns,
+                      step_ends_ns=self.step_ends_ns + other.step_ends_ns, timelines=self.timelines + other.timelines,
                       ranks=self.ranks + other.ranks, trace_files=self.trace_files + other.trace_files,
                       pc_samples=_add_counts(self.pc_samples, other.pc_samples),
                       stall_reasons=_add_counts(self.stall_reasons, other.stall_reasons),

@@ -13,7 +13,8 @@ from profilectl.formats.reader import Reader, first_bytes
 from profilectl.formats.tables import PER_DISPATCH, KernelStats, StatsByName, Tables, merge_all
 
 if TYPE_CHECKING:
-    from profilectl.formats.chrome_stream import SumsByName
+    from profilectl.analysis.timeline import RankTimeline
+    from profilectl.formats.chrome_stream import SumsByName, TimelineEvents
 
 
 def _stats(sums: "SumsByName") -> StatsByName:
@@ -29,9 +30,24 @@ def read(path: Path, fast: bool = True, workers: int | None = None) -> Tables:
     operators = {name: KernelStats.from_integer_sums(n, total, total_sq, low, high, self_total=self_ns)
                  for name, (n, total, self_ns, total_sq, low, high) in sums.items()}
     kernels = _stats(partial.kernels)
+    rank, host = ranks.identity(path)
     return Tables(kernels=kernels, kernel_detail=PER_DISPATCH if kernels else 0,
                   memory_copies=_stats(partial.copies), api=_stats(partial.api), operators=operators,
-                  trace_files=(str(path),), ranks=(ranks.rank_row(*ranks.identity(path), kernels, operators),))
+                  trace_files=(str(path),), ranks=(ranks.rank_row(rank, host, kernels, operators),),
+                  timelines=() if partial.untimed else _timeline(rank, host, partial.timeline),
+                  notes=(f"no timeline analysis for {path.name}: {partial.untimed:,} events have no timestamp "
+                         "(\"ts\"); the tables are complete",) if partial.untimed else ())
+
+
+def _timeline(rank: str, host: str | None, events: "TimelineEvents") -> tuple["RankTimeline", ...]:
+    if not len(events.start):
+        return ()
+    from profilectl.analysis.timeline import Marker, rank_timeline
+    return (rank_timeline(rank, host, start=events.start, end=events.end, stream=events.stream, kind=events.kind,
+                          name=events.name, correlation=events.correlation, names=events.names,
+                          streams=events.streams, api_start=events.api_start, api_end=events.api_end,
+                          api_correlation=events.api_correlation,
+                          markers=[Marker(*marker) for marker in events.markers]),)
 
 
 def _head(path: Path) -> bytes:

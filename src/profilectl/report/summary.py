@@ -12,12 +12,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from profilectl.analysis.timeline import TimelineAnalysis
 from profilectl.countersets import aggregation, evaluate
 from profilectl.envreport import Fallback
 from profilectl.files import load_typed, read_json, write_json_atomic
 from profilectl.formats.tables import CounterValue, RankRow, StatsByName, Tables
 from profilectl.jobs import JobManifest
 from profilectl.manifest import Manifest
+from profilectl.telemetry.model import PowerSummary
 
 SUMMARY_SCHEMA = 1
 AGGREGATION_WORDS = {"sum": "sum over dispatches", "mean": "mean weighted by dispatch duration",
@@ -155,6 +157,62 @@ class RunStory:
 
 
 @dataclass(frozen=True)
+class RunMetadata:
+    """Where, when and with what the data was made, shown by every report format. From a run's
+    manifest.json and env.json; for files a tool wrote by hand, what they say of themselves (a
+    torch.profiler trace: its GPU, CUDA versions and clock). None: not known, never guessed."""
+    started_at: str | None = None  # ISO 8601, UTC
+    host: str | None = None
+    gpu: str | None = None  # model (architecture)
+    driver: str | None = None  # the GPU driver: "NVIDIA 580.159.04"; a torch trace: the CUDA driver API
+    rocm: str | None = None
+    cuda: str | None = None  # the CUDA runtime (PyTorch's build, or the trace's runtime)
+    torch: str | None = None
+    tool: str | None = None  # the profiler that wrote the data
+    tool_version: str | None = None
+    profilectl_version: str | None = None
+    command: tuple[str, ...] = ()  # the workload, as the manifest keeps it (secret --env values redacted)
+    profiler_command: tuple[str, ...] = ()  # the profiler's own command line, where it differs
+    backend: str | None = None
+    reason: str | None = None  # why that backend
+    source: str = ""  # where these facts were read
+
+
+def metadata_items(summary: "Summary", backend_shown: bool = False) -> list[tuple[str, str]]:
+    """The metadata a report shows, as (label, text) pairs, unknown ones left out; the backend and
+    why too, unless the report's heading already says it (backend_shown)."""
+    meta = summary.metadata
+    if meta is None:
+        return []
+    import shlex
+    stamp = meta.started_at or ""
+    date = stamp[:19].replace("T", " ") + (" UTC" if stamp.endswith(("Z", "+00:00")) else "") if stamp else None
+    tool = " ".join(filter(None, (meta.tool, meta.tool_version))) or None
+    backend = None if backend_shown else \
+        f"{meta.backend}: {meta.reason}" if meta.backend and meta.reason else meta.backend
+    items = [("date", date), ("host", meta.host), ("GPU", meta.gpu), ("driver", meta.driver), ("ROCm", meta.rocm),
+             ("CUDA", meta.cuda), ("PyTorch", meta.torch), ("tool", tool),
+             ("profilectl", meta.profilectl_version), ("backend", backend),
+             ("command", shlex.join(meta.command) if meta.command else None),
+             ("profiler command", shlex.join(meta.profiler_command) if meta.profiler_command else None),
+             ("metadata from", meta.source or None)]
+    return [(label, text) for label, text in items if text]
+
+
+# Fallbacks that say nothing about this machine: another vendor's backend ("no NVIDIA GPU found" on an
+# AMD host; backends.base.NO_VENDOR_GPU, kept apart so reports need not import the backends) and a
+# trace preset's refusal of backends that cannot do it.
+OTHER_MACHINE_CAUSES = frozenset({"no-vendor-gpu", "preset-backend"})
+
+
+def machine_fallbacks(run: "RunStory") -> tuple[tuple[Fallback, ...], tuple[str, ...]]:
+    """The fallbacks that concern the machine the run was made on, and the backends left unshown."""
+    shown = tuple(f for f in run.fallbacks if f.cause not in OTHER_MACHINE_CAUSES)
+    hidden = tuple(f.backend for f in run.fallbacks if f.cause in OTHER_MACHINE_CAUSES)
+    return shown, hidden
+
+
+@dataclass(frozen=True)
 class Summary:
     source: SourceInfo
     totals: Totals = field(default_factory=Totals)
@@ -173,8 +231,11 @@ class Summary:
     stall_reasons: tuple[StallReason, ...] = ()
     timing: TimingStats | None = None
     step_time: StepTime | None = None  # steady-state step time of a Python workload (profile)
+    timeline: TimelineAnalysis | None = None  # idle, overlap, launch-bound, steps (traces with timestamps)
+    power: PowerSummary | None = None  # GPU power, energy, peak memory sampled during the run (telemetry.csv)
     perfetto_trace: str | None = None
     run: RunStory | None = None
+    metadata: RunMetadata | None = None  # date, host, GPU, versions, tool, command (report/load.py)
     job: JobManifest | None = None  # a SLURM job's ranks, nodes and statuses (profilectl under srun)
     status: str | None = None
     notes: tuple[str, ...] = ()
@@ -208,10 +269,8 @@ def job_line(summary: "Summary") -> str | None:
 
 
 def _seconds(value: float) -> str:
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
-        if abs(value) >= scale:
-            return f"{value / scale:.3g} {unit}" if value / scale < 100 else f"{value / scale:.0f} {unit}"
-    return f"{value * 1e9:.0f} ns"
+    from profilectl.report.units import duration_s  # the one formatter of every human-read report
+    return duration_s(value)
 
 
 def step_time_line(summary: "Summary") -> str | None:
@@ -336,6 +395,23 @@ def imbalance(ranks: tuple[RankSummary, ...]) -> Imbalance | None:
                      percent=100.0 * (slow.total_ns - fast.total_ns) / slow.total_ns, basis=basis)
 
 
+def timeline_of(tables: Tables) -> TimelineAnalysis | None:
+    if not tables.timelines:
+        return None
+    from profilectl.analysis.timeline import analyse
+    return analyse(tables.timelines)
+
+
+def _timeline_notes(tables: Tables) -> tuple[str, ...]:
+    """Kernels without timestamps (statistics files, counter runs): say why there is no timeline."""
+    said = any(note.startswith("no timeline analysis") for note in tables.notes)
+    if tables.kernels and not tables.timelines and not tables.counters and not said:
+        kinds = ", ".join(sorted({s.kind for s in tables.sources})) or "these files"
+        return (f"no timeline analysis: {kinds} hold no kernel timestamps (a trace does: trace service, "
+                "rocprofv3 --kernel-trace, torch.profiler)",)
+    return ()
+
+
 WARMUP_STEPS = 2  # per run, at most: enough for CUDA context creation and first-call autotuning
 
 
@@ -408,4 +484,4 @@ def build(tables: Tables, source: SourceInfo, derived: dict[str, str] | None = N
         hotspots=hotspots(tables.pc_samples), stall_reasons=stall_reasons(tables.stall_reasons),
         kernel_timing=tables.kernel_timing or None,
         timing=timing_stats(tables.timing_s), step_time=step_time(tables.step_ends_ns), perfetto_trace=perfetto_trace,
-        notes=tables.notes)
+        timeline=timeline_of(tables), notes=tables.notes + _timeline_notes(tables))

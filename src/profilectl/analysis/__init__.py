@@ -1,0 +1,1 @@
+"""Analyses over what the readers found: the timeline (idle, overlap, launch-bound, steps)."""

@@ -1,0 +1,498 @@
+"""Time on the timeline: is the GPU idle and when, do streams overlap, is communication hidden under
+compute, is the job launch-bound, which step was slow. Over the GPU events of any trace with
+timestamps (torch Chrome traces, rocprofv3 CSV/JSON traces, rocpd databases), per rank and merged.
+
+Definitions, chosen to match Holistic Trace Analysis (HTA) where it has the same number:
+- span: from the first GPU activity's start to the last one's end, per rank (HTA: the trace's
+  kernel time span); busy: the union of every kernel, copy and memset on every stream of the rank
+  (HTA's temporal breakdown counts the same three kinds); idle = span - busy.
+- idle gaps: the holes in that union. Gaps shorter than GAP_MIN_NS are counted in idle time but not
+  as gaps (they are the launch granularity of back-to-back kernels, not a GPU waiting on the host).
+- concurrency: time with two or more GPU activities running at once (on different streams).
+- communication: NCCL/RCCL kernels; compute: every other kernel (copies and memsets are neither);
+  hidden communication: the part of the communication time during which compute also runs, as a
+  share of communication time (HTA's comm/comp overlap).
+- launch-bound indicators: GPU time in kernels that ran shorter than their own launch call on the
+  CPU (HTA's "short kernels"; where no launch is linked, shorter than SHORT_KERNEL_NS); launch call
+  time against kernel time; the launch delay (the launch call's end to the kernel's start, HTA's);
+  the mean queue depth (kernels launched and not yet finished).
+- HTA by default drops kernels launched after the last ProfilerStep began
+  (include_last_profiler_step=False): every kernel of the trace counts here.
+- steps: ProfilerStep#N ranges, from the GPU-side annotation when the trace has it (torch 2.x),
+  else the CPU-side range; a step's GPU busy time is the union of activity inside its range.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Iterable, Sequence
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+COLLECTIVE = re.compile(r"nccl|rccl", re.IGNORECASE)
+GAP_MIN_NS = 10_000  # 10 µs
+SHORT_KERNEL_NS = 5_000  # a typical launch call's cost, where a kernel's own launch is not in the trace
+TOP_GAPS = 5
+MAX_CURVE_POINTS = 300  # busy-over-time samples per rank, for the report's timeline chart
+KERNEL, COPY = 0, 1
+
+
+@dataclass(frozen=True)
+class Marker:
+    name: str
+    start: int
+    end: int
+    on_gpu: bool
+
+
+@dataclass(frozen=True)
+class RankTimeline:
+    """One process's GPU activity and launch calls, in ns of one clock (numpy int64 arrays)."""
+    rank: str
+    host: str | None
+    start: "NDArray[np.int64]"
+    end: "NDArray[np.int64]"
+    stream: "NDArray[np.int64]"  # index into streams
+    kind: "NDArray[np.int8]"  # KERNEL or COPY (copies and memsets)
+    name: "NDArray[np.int64]"  # index into names
+    correlation: "NDArray[np.int64]"  # -1 where unknown
+    names: tuple[str, ...]
+    streams: tuple[str, ...]
+    api_start: "NDArray[np.int64]"
+    api_end: "NDArray[np.int64]"
+    api_correlation: "NDArray[np.int64]"
+    markers: tuple[Marker, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return len(self.start) == 0
+
+
+def rank_timeline(rank: str, host: str | None, *, start: Sequence[int], end: Sequence[int], stream: Sequence[int],
+                  kind: Sequence[int] | bytes, name: Sequence[int], correlation: Sequence[int] | None = None,
+                  names: Sequence[str], streams: Sequence[str], api_start: Sequence[int] = (),
+                  api_end: Sequence[int] = (), api_correlation: Sequence[int] = (),
+                  markers: Iterable[Marker] = ()) -> RankTimeline:
+    import numpy as np
+    count = len(start)
+    return RankTimeline(
+        rank=rank, host=host, start=np.asarray(start, dtype=np.int64), end=np.asarray(end, dtype=np.int64),
+        stream=np.asarray(stream, dtype=np.int64),
+        kind=np.frombuffer(bytes(kind), dtype=np.int8) if isinstance(kind, (bytes, bytearray)) else
+        np.asarray(kind, dtype=np.int8),
+        name=np.asarray(name, dtype=np.int64),
+        correlation=np.asarray(correlation if correlation is not None else [-1] * count, dtype=np.int64),
+        names=tuple(names), streams=tuple(streams), api_start=np.asarray(api_start, dtype=np.int64),
+        api_end=np.asarray(api_end, dtype=np.int64), api_correlation=np.asarray(api_correlation, dtype=np.int64),
+        markers=tuple(markers))
+
+
+def combine(parts: Sequence[RankTimeline]) -> list[RankTimeline]:
+    """Files of the same rank (rocprofv3 writes kernels, copies and API calls to separate files)
+    joined into one timeline per (rank, host)."""
+    import numpy as np
+    by_key: dict[tuple[str, str | None], list[RankTimeline]] = {}
+    for part in parts:
+        by_key.setdefault((part.rank, part.host), []).append(part)
+    joined = []
+    for (rank, host), group in by_key.items():
+        if len(group) == 1:
+            joined.append(group[0])
+            continue
+        names: dict[str, int] = {}
+        streams: dict[str, int] = {}
+        name_parts, stream_parts = [], []
+        for part in group:
+            name_map = np.array([names.setdefault(v, len(names)) for v in part.names] or [0], dtype=np.int64)
+            stream_map = np.array([streams.setdefault(v, len(streams)) for v in part.streams] or [0], dtype=np.int64)
+            name_parts.append(name_map[part.name])
+            stream_parts.append(stream_map[part.stream])
+        joined.append(RankTimeline(
+            rank=rank, host=host, start=np.concatenate([p.start for p in group]),
+            end=np.concatenate([p.end for p in group]), stream=np.concatenate(stream_parts),
+            kind=np.concatenate([p.kind for p in group]), name=np.concatenate(name_parts),
+            correlation=np.concatenate([p.correlation for p in group]), names=tuple(names), streams=tuple(streams),
+            api_start=np.concatenate([p.api_start for p in group]), api_end=np.concatenate([p.api_end for p in group]),
+            api_correlation=np.concatenate([p.api_correlation for p in group]),
+            markers=tuple(m for p in group for m in p.markers)))
+    return joined
+
+
+# ---------------------------------------------------------------- results
+@dataclass(frozen=True)
+class Gap:
+    start_ns: int  # from the rank's first GPU activity
+    duration_ns: int
+    after: str  # the activity that ended before the gap
+    before: str  # the activity that started after it
+    rank: str = ""
+
+
+@dataclass(frozen=True)
+class LaunchStats:
+    """How kernels relate to their launch calls on the CPU."""
+    short_kernel_percent: float  # of kernel time, in kernels shorter than their launch
+    short_kernels: int
+    short_kernel_basis: str  # "launch call" (each kernel against its own launch) or "5 µs"
+    launch_call_ns: int  # CPU time in the launch calls of the trace's kernels
+    launch_delay_mean_ns: float | None  # launch call's end to kernel start (HTA's launch delay)
+    queue_depth_mean: float | None
+    queue_depth_max: int | None
+
+
+@dataclass(frozen=True)
+class TimelineRow:
+    """One rank (or, as `merged`, all of them together: times added, shares of the sums)."""
+    rank: str
+    host: str | None
+    span_ns: int
+    busy_ns: int
+    idle_ns: int
+    busy_percent: float
+    gaps: int  # idle gaps of at least GAP_MIN_NS
+    gap_total_ns: int
+    largest_gap_ns: int
+    concurrent_ns: int  # two or more GPU activities at once
+    max_concurrency: int
+    streams: int
+    compute_ns: int
+    communication_ns: int
+    hidden_communication_ns: int
+    hidden_communication_percent: float | None  # None: no communication kernels
+    memory_ns: int  # copies and memsets
+    launch: LaunchStats
+    launch_bound: bool
+    verdict: str  # one line: what the numbers say
+
+
+@dataclass(frozen=True)
+class StepRow:
+    step: int
+    name: str
+    wall_ns: int  # the step's range
+    gpu_busy_ns: int
+    busy_percent: float
+    top_kernel: str | None
+    top_kernel_ns: int
+    communication_percent: float  # of the step's busy time
+    warmup: bool
+    rank: str = ""  # merged steps: the slowest rank's
+
+
+@dataclass(frozen=True)
+class BusyCurve:
+    """GPU busy share over time, downsampled: `busy[i]` is the busy fraction of bucket i."""
+    rank: str
+    start_ns: int
+    bucket_ns: int
+    busy: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class TimelineAnalysis:
+    merged: TimelineRow
+    ranks: tuple[TimelineRow, ...] = ()  # per rank when there are several
+    gaps: tuple[Gap, ...] = ()  # the largest idle gaps, all ranks
+    steps: tuple[StepRow, ...] = ()  # per step (merged over ranks: the slowest rank's row)
+    slowest_steps: tuple[int, ...] = ()  # step numbers, slowest first, warm-up left out
+    step_source: str = ""  # "GPU-side ProfilerStep ranges" / "CPU-side ProfilerStep ranges"
+    curves: tuple[BusyCurve, ...] = ()
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+# ---------------------------------------------------------------- interval arithmetic
+def _union(start: "NDArray[np.int64]", end: "NDArray[np.int64]") -> tuple["NDArray[np.int64]", "NDArray[np.int64]"]:
+    """Disjoint, sorted intervals covering the same time."""
+    import numpy as np
+    if len(start) == 0:
+        return start, end
+    order = np.argsort(start, kind="stable")
+    s, e = start[order], end[order]
+    reach = np.maximum.accumulate(e)
+    # a new block starts where an interval begins after everything before it has ended
+    new = np.empty(len(s), dtype=bool)
+    new[0] = True
+    new[1:] = s[1:] > reach[:-1]
+    first = np.flatnonzero(new)
+    last = np.append(first[1:] - 1, len(s) - 1)
+    return s[first], reach[last]
+
+
+def _length(start: "NDArray[np.int64]", end: "NDArray[np.int64]") -> int:
+    return int((end - start).sum()) if len(start) else 0
+
+
+def _intersection_length(a: tuple["NDArray[np.int64]", "NDArray[np.int64]"],
+                         b: tuple["NDArray[np.int64]", "NDArray[np.int64]"]) -> int:
+    """Total overlap of two disjoint sorted interval sets (a sweep over both)."""
+    import numpy as np
+    if not len(a[0]) or not len(b[0]):
+        return 0
+    # +1 at each start, -1 at each end, per set; time where both counts are 1
+    points = np.concatenate([a[0], a[1], b[0], b[1]])
+    da = np.concatenate([np.ones(len(a[0]), np.int64), -np.ones(len(a[1]), np.int64),
+                         np.zeros(len(b[0]) * 2, np.int64)])
+    db = np.concatenate([np.zeros(len(a[0]) * 2, np.int64), np.ones(len(b[0]), np.int64),
+                         -np.ones(len(b[1]), np.int64)])
+    order = np.argsort(points, kind="stable")
+    points, da, db = points[order], np.cumsum(da[order]), np.cumsum(db[order])
+    both = (da[:-1] > 0) & (db[:-1] > 0)
+    return int((np.diff(points) * both).sum())
+
+
+def _depth(start: "NDArray[np.int64]", end: "NDArray[np.int64]") -> tuple["NDArray[np.int64]", "NDArray[np.int64]"]:
+    """(times, how many intervals are open from each time to the next)."""
+    import numpy as np
+    points = np.concatenate([start, end])
+    delta = np.concatenate([np.ones(len(start), np.int64), -np.ones(len(end), np.int64)])
+    order = np.lexsort((delta, points))  # at equal times, ends (-1) before starts: touching is not overlapping
+    return points[order], np.cumsum(delta[order])
+
+
+def _clip_union(blocks: tuple["NDArray[np.int64]", "NDArray[np.int64]"], low: int, high: int) -> int:
+    import numpy as np
+    s, e = blocks
+    return int(np.clip(np.minimum(e, high) - np.maximum(s, low), 0, None).sum()) if len(s) else 0
+
+
+# ---------------------------------------------------------------- one rank
+def analyse_rank(t: RankTimeline) -> tuple[TimelineRow, list[Gap], BusyCurve]:
+    import numpy as np
+    span_start, span_end = int(t.start.min()), int(t.end.max())
+    span = span_end - span_start
+    busy_blocks = _union(t.start, t.end)
+    busy = _length(*busy_blocks)
+    # gaps: between consecutive busy blocks
+    gap_len = busy_blocks[0][1:] - busy_blocks[1][:-1]
+    counted = gap_len >= GAP_MIN_NS
+    gaps: list[Gap] = []
+    if counted.any():
+        order = np.argsort(-gap_len, kind="stable")[:TOP_GAPS]
+        ends_sorted = np.argsort(t.end, kind="stable")
+        starts_sorted = np.argsort(t.start, kind="stable")
+        for i in order:
+            if gap_len[i] < GAP_MIN_NS:
+                break
+            gap_start, gap_end = int(busy_blocks[1][i]), int(busy_blocks[0][i + 1])
+            before_idx = ends_sorted[np.searchsorted(t.end[ends_sorted], gap_start, side="right") - 1]
+            after_idx = starts_sorted[np.searchsorted(t.start[starts_sorted], gap_end, side="left")]
+            gaps.append(Gap(start_ns=gap_start - span_start, duration_ns=int(gap_len[i]),
+                            after=t.names[int(t.name[before_idx])], before=t.names[int(t.name[after_idx])],
+                            rank=t.rank))
+    times, depth = _depth(t.start, t.end)
+    concurrent = int((np.diff(times) * (depth[:-1] >= 2)).sum()) if len(times) > 1 else 0
+    kernels = t.kind == KERNEL
+    collective = np.array([bool(COLLECTIVE.search(n)) for n in t.names] or [False], dtype=bool)[t.name] \
+        if len(t.name) else np.zeros(0, dtype=bool)
+    comm_mask, compute_mask = kernels & collective, kernels & ~collective
+    comm = _union(t.start[comm_mask], t.end[comm_mask])
+    compute = _union(t.start[compute_mask], t.end[compute_mask])
+    comm_ns = _length(*comm)
+    hidden = _intersection_length(comm, compute)
+    memory = _union(t.start[~kernels], t.end[~kernels])
+    launch = _launch_stats(t, kernels)
+    busy_percent = 100.0 * busy / span if span else 0.0
+    row = TimelineRow(
+        rank=t.rank, host=t.host, span_ns=span, busy_ns=busy, idle_ns=span - busy, busy_percent=busy_percent,
+        gaps=int(counted.sum()), gap_total_ns=int(gap_len[counted].sum()),
+        largest_gap_ns=int(gap_len.max()) if len(gap_len) else 0, concurrent_ns=concurrent,
+        max_concurrency=int(depth.max()) if len(depth) else 0, streams=len(np.unique(t.stream)),
+        compute_ns=_length(*compute), communication_ns=comm_ns, hidden_communication_ns=hidden,
+        hidden_communication_percent=100.0 * hidden / comm_ns if comm_ns else None, memory_ns=_length(*memory),
+        launch=launch, launch_bound=(verdict := _verdict(busy_percent, launch))[0], verdict=verdict[1])
+    return row, gaps, _curve(t.rank, busy_blocks, span_start, span_end)
+
+
+def _launch_stats(t: RankTimeline, kernels: "NDArray[np.bool_]") -> LaunchStats:
+    """Each kernel against its own launch call, where the trace links them by correlation id."""
+    import numpy as np
+    k_start, k_end, k_corr = t.start[kernels], t.end[kernels], t.correlation[kernels]
+    kernel_time = int((k_end - k_start).sum())
+    linked = np.zeros(len(k_start), dtype=bool)
+    launch_start = launch_dur = np.zeros(0, dtype=np.int64)
+    if len(t.api_correlation) and (k_corr >= 0).any():
+        order = np.argsort(t.api_correlation, kind="stable")
+        api_corr = t.api_correlation[order]
+        at = np.searchsorted(api_corr, k_corr)
+        at_clipped = np.minimum(at, len(api_corr) - 1)
+        linked = (k_corr >= 0) & (api_corr[at_clipped] == k_corr)
+        launch_start = t.api_start[order][at_clipped[linked]]
+        launch_dur = (t.api_end - t.api_start)[order][at_clipped[linked]]
+    duration = k_end - k_start
+    if linked.any():
+        short = duration[linked] < launch_dur
+        short_time = int(duration[linked][short].sum())
+        basis, short_count = "launch call", int(short.sum())
+        # HTA's launch delay: from the end of the launch call to the kernel's start, never negative
+        delay = float(np.clip(k_start[linked] - launch_start - launch_dur, 0, None).mean())
+        depth_mean, depth_max = _queue_depth(launch_start, k_end[linked])
+        launch_ns = int(launch_dur.sum())
+        denominator = int(duration[linked].sum())
+    else:
+        short = duration < SHORT_KERNEL_NS
+        short_time, short_count, basis = int(duration[short].sum()), int(short.sum()), "5 µs"
+        delay, depth_mean, depth_max, launch_ns, denominator = None, None, None, 0, kernel_time
+    return LaunchStats(short_kernel_percent=100.0 * short_time / denominator if denominator else 0.0,
+                       short_kernels=short_count, short_kernel_basis=basis, launch_call_ns=launch_ns,
+                       launch_delay_mean_ns=delay, queue_depth_mean=depth_mean, queue_depth_max=depth_max)
+
+
+def _queue_depth(launched: "NDArray[np.int64]", finished: "NDArray[np.int64]") -> tuple[float | None, int | None]:
+    """Kernels launched and not yet finished, averaged over the time from the first launch to the
+    last end (HTA's queue length, over all streams of the rank)."""
+    import numpy as np
+    if not len(launched):
+        return None, None
+    times, depth = _depth(launched, np.maximum(finished, launched))
+    width = np.diff(times)
+    total = int(width.sum())
+    return (float((width * depth[:-1]).sum() / total) if total else 0.0), int(depth.max())
+
+
+def _verdict(busy_percent: float, launch: LaunchStats) -> tuple[bool, str]:
+    """Launch-bound: the GPU idles much of the time while its kernels are, in time, mostly shorter
+    than launching them, or the queue is nearly always empty."""
+    short, depth = launch.short_kernel_percent, launch.queue_depth_mean
+    starved = depth is not None and depth < 1.5
+    bound = busy_percent < 70.0 and (short >= 30.0 or starved)
+    if bound:
+        why = f"{short:.0f} % of kernel time is in kernels shorter than their launch" if short >= 30.0 else \
+            f"the launch queue holds {depth:.1f} kernels on average"
+        text = (f"likely launch-bound: the GPU is busy {busy_percent:.0f} % of the time and {why}; fewer, larger "
+                "kernels (fusion, CUDA/HIP graphs, torch.compile) or larger batches would help")
+    elif busy_percent < 70.0:
+        text = (f"the GPU is busy {busy_percent:.0f} % of the time, but its kernels are not launch-limited: look at "
+                "the largest gaps (host work, data loading, synchronisation)")
+    else:
+        text = f"the GPU is busy {busy_percent:.0f} % of the time"
+    return bound, text
+
+
+def _curve(rank: str, blocks: tuple["NDArray[np.int64]", "NDArray[np.int64]"], low: int, high: int) -> BusyCurve:
+    import numpy as np
+    buckets = min(MAX_CURVE_POINTS, max(1, len(blocks[0])))
+    width = max(1, -(-(high - low) // buckets))
+    edges = low + width * np.arange(buckets + 1, dtype=np.int64)
+    # busy time up to each edge, from the cumulative union
+    s, e = blocks
+    done = np.concatenate([[0], np.cumsum(e - s)])
+
+    def busy_until(t: "NDArray[np.int64]") -> "NDArray[np.int64]":
+        i = np.searchsorted(s, t, side="right")  # blocks starting at or before t
+        partial = np.where(i > 0, np.minimum(t, e[np.maximum(i - 1, 0)]) - s[np.maximum(i - 1, 0)], 0)
+        return done[np.maximum(i - 1, 0)] * (i > 0) + np.clip(partial, 0, None)
+    busy = np.diff(busy_until(edges)) / width
+    return BusyCurve(rank=rank, start_ns=low, bucket_ns=int(width), busy=tuple(round(float(b), 4) for b in busy))
+
+
+# ---------------------------------------------------------------- steps
+def steps_of(t: RankTimeline) -> tuple[list[StepRow], str]:
+    import numpy as np
+    gpu = [m for m in t.markers if m.on_gpu]
+    chosen, source = (gpu, "GPU-side ProfilerStep ranges") if gpu else \
+        ([m for m in t.markers if not m.on_gpu], "CPU-side ProfilerStep ranges")
+    by_step: dict[int, Marker] = {}
+    for marker in chosen:
+        number = marker.name.rsplit("#", 1)[-1]
+        if number.isdigit():
+            step = int(number)
+            # torch may split a GPU-side step range per stream: one step spans all its pieces
+            have = by_step.get(step)
+            by_step[step] = marker if have is None else Marker(marker.name, min(have.start, marker.start),
+                                                               max(have.end, marker.end), marker.on_gpu)
+    if not by_step:
+        return [], ""
+    busy_blocks = _union(t.start, t.end)
+    kernels = t.kind == KERNEL
+    collective = np.array([bool(COLLECTIVE.search(n)) for n in t.names] or [False], dtype=bool)[t.name] \
+        if len(t.name) else np.zeros(0, dtype=bool)
+    comm_blocks = _union(t.start[kernels & collective], t.end[kernels & collective])
+    numbers = sorted(by_step)
+    warm = min(2, len(numbers) // 4)  # the first steps of a trace pay for the profiler's start and the caches
+    rows = []
+    for position, step in enumerate(numbers):
+        marker = by_step[step]
+        low, high = marker.start, marker.end
+        busy = _clip_union(busy_blocks, low, high)
+        inside = kernels & (t.end > low) & (t.start < high)
+        top, top_ns = None, 0
+        if inside.any():
+            clipped = np.minimum(t.end[inside], high) - np.maximum(t.start[inside], low)
+            per_name = np.bincount(t.name[inside], weights=clipped, minlength=len(t.names))
+            best = int(per_name.argmax())
+            top, top_ns = t.names[best], int(per_name[best])
+        comm = _clip_union(comm_blocks, low, high)
+        rows.append(StepRow(step=step, name=marker.name, wall_ns=high - low, gpu_busy_ns=busy,
+                            busy_percent=100.0 * busy / (high - low) if high > low else 0.0, top_kernel=top,
+                            top_kernel_ns=top_ns, communication_percent=100.0 * comm / busy if busy else 0.0,
+                            warmup=position < warm, rank=t.rank))
+    return rows, source
+
+
+def _merge_steps(per_rank: list[list[StepRow]]) -> list[StepRow]:
+    """A job's step is as slow as its slowest rank: per step number, that rank's row."""
+    by_step: dict[int, StepRow] = {}
+    for rows in per_rank:
+        for row in rows:
+            have = by_step.get(row.step)
+            if have is None or row.wall_ns > have.wall_ns:
+                by_step[row.step] = row
+    return [by_step[n] for n in sorted(by_step)]
+
+
+# ---------------------------------------------------------------- all ranks
+def analyse(parts: Sequence[RankTimeline]) -> TimelineAnalysis | None:
+    timelines = [t for t in combine(parts) if not t.empty]
+    if not timelines:
+        return None
+    timelines.sort(key=lambda t: (int(t.rank) if t.rank.isdigit() else 1 << 30, t.rank, t.host or ""))
+    rows, gaps, curves, steps, sources = [], [], [], [], []
+    for t in timelines:
+        row, rank_gaps, curve = analyse_rank(t)
+        rows.append(row)
+        gaps += rank_gaps
+        curves.append(curve)
+        rank_steps, source = steps_of(t)
+        if rank_steps:
+            steps.append(rank_steps)
+            sources.append(source)
+    merged_steps = _merge_steps(steps)
+    slowest = tuple(r.step for r in sorted((r for r in merged_steps if not r.warmup), key=lambda r: -r.wall_ns)[:3])
+    gaps.sort(key=lambda g: -g.duration_ns)
+    return TimelineAnalysis(merged=_merged(rows), ranks=tuple(rows) if len(rows) > 1 else (), gaps=tuple(gaps[:TOP_GAPS]),
+                            steps=tuple(merged_steps), slowest_steps=slowest,
+                            step_source=sources[0] if sources else "", curves=tuple(curves))
+
+
+def _merged(rows: list[TimelineRow]) -> TimelineRow:
+    if len(rows) == 1:
+        return rows[0]
+
+    def total(name: str) -> int:
+        return sum(int(getattr(r, name)) for r in rows)
+    span, busy, comm, hidden = total("span_ns"), total("busy_ns"), total("communication_ns"), \
+        total("hidden_communication_ns")
+    kernel_time = sum(r.compute_ns + r.communication_ns for r in rows)
+    short_time = sum(r.launch.short_kernel_percent * (r.compute_ns + r.communication_ns) / 100.0 for r in rows)
+    delays = [r.launch.launch_delay_mean_ns for r in rows if r.launch.launch_delay_mean_ns is not None]
+    depths = [r.launch.queue_depth_mean for r in rows if r.launch.queue_depth_mean is not None]
+    maxima = [r.launch.queue_depth_max for r in rows if r.launch.queue_depth_max is not None]
+    launch = LaunchStats(short_kernel_percent=100.0 * short_time / kernel_time if kernel_time else 0.0,
+                         short_kernels=sum(r.launch.short_kernels for r in rows),
+                         short_kernel_basis=rows[0].launch.short_kernel_basis,
+                         launch_call_ns=sum(r.launch.launch_call_ns for r in rows),
+                         launch_delay_mean_ns=sum(delays) / len(delays) if delays else None,
+                         queue_depth_mean=sum(depths) / len(depths) if depths else None,
+                         queue_depth_max=max(maxima) if maxima else None)
+    busy_percent = 100.0 * busy / span if span else 0.0
+    return TimelineRow(
+        rank="all", host=None, span_ns=span, busy_ns=busy, idle_ns=span - busy, busy_percent=busy_percent,
+        gaps=total("gaps"), gap_total_ns=total("gap_total_ns"), largest_gap_ns=max(r.largest_gap_ns for r in rows),
+        concurrent_ns=total("concurrent_ns"), max_concurrency=max(r.max_concurrency for r in rows),
+        streams=total("streams"), compute_ns=total("compute_ns"), communication_ns=comm,
+        hidden_communication_ns=hidden, hidden_communication_percent=100.0 * hidden / comm if comm else None,
+        memory_ns=total("memory_ns"), launch=launch, launch_bound=(verdict := _verdict(busy_percent, launch))[0],
+        verdict=verdict[1])
