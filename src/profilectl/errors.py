@@ -12,6 +12,7 @@ USAGE = 2
 UNAVAILABLE = 3
 PROFILER_FAILED = 4
 DISK_FULL = 5  # the traces folder's file system ran out of space (status `disk-full`)
+SLOWER = 6  # `compare --fail-if-slower PCT`: NEW is slower than BASE by more than PCT percent (the CI gate)
 TIMEOUT = 124  # the --timeout ran out (same code as coreutils `timeout`)
 INTERRUPTED = 130
 

@@ -1,4 +1,6 @@
-"""Two summaries kernel by kernel: time, calls, speedup, kernels only in one, totals.
+"""Two summaries kernel by kernel: time, calls, speedup, kernels only in one, totals; two timing
+(profile) runs by their timing statistics; and the CI gate: one metric, BASE against NEW, judged
+against a threshold (`compare --fail-if-slower PCT --metric ...`).
 
 Works across backends and tools wherever kernel names match (rocprofv3 vs rocprof, or two ncu runs);
 `--match base` matches by function name for tools that spell namespaces and templates differently.
@@ -7,9 +9,11 @@ Works across backends and tools wherever kernel names match (rocprofv3 vs rocpro
 from __future__ import annotations
 
 import re
+import statistics
 from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
+from profilectl.errors import UsageError
 from profilectl.report.summary import KernelRow, Summary
 
 # The same kernel as different tools spell it: ncu and rocprofv3 print "<unnamed>" where
@@ -64,6 +68,31 @@ class RankDelta:
 
 
 @dataclass(frozen=True)
+class TimingDelta:
+    """One statistic of two timing runs, in seconds; speedup A / B (above 1: B is faster). std has
+    no speedup: a smaller spread is not a faster run."""
+    stat: str  # mean, median, p95, min, max, std; "step median": the steady-state step time
+    a_s: float
+    b_s: float
+    speedup: float | None
+
+
+@dataclass(frozen=True)
+class Gate:
+    """The CI gate's verdict: one metric in BASE (A) and NEW (B), NEW's change in percent (positive:
+    slower), and whether it crossed the threshold."""
+    metric: str  # gpu-time, kernel:REGEX, step-time, wall-time
+    description: str  # what was measured, in words
+    unit: str  # of base and new: "ns" or "s"
+    base: float
+    new: float
+    change_percent: float  # (new - base) / base * 100
+    threshold_percent: float | None  # None: measured, not gated
+    verdict: str  # pass, fail, or measured (no threshold)
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Comparison:
     a: str
     b: str
@@ -77,6 +106,10 @@ class Comparison:
     kernel_timing_a: str | None = None
     kernel_timing_b: str | None = None
     ranks: tuple[RankDelta, ...] = ()
+    timing: tuple[TimingDelta, ...] = ()  # both runs timed (profile): their statistics side by side
+    timing_runs_a: int = 0
+    timing_runs_b: int = 0
+    gate: Gate | None = None
 
     @property
     def warning(self) -> str | None:
@@ -122,7 +155,9 @@ def compare(a: Summary, b: Summary, match: str = "exact") -> Comparison:
         only_in_a=tuple(sorted((ka[n] for n in ka.keys() - kb.keys()), key=lambda r: -r.total_ns)),
         only_in_b=tuple(sorted((kb[n] for n in kb.keys() - ka.keys()), key=lambda r: -r.total_ns)),
         gpu_time_ns_a=total_a, gpu_time_ns_b=total_b, speedup=total_a / total_b if total_b else None,
-        kernel_timing_a=a.kernel_timing, kernel_timing_b=b.kernel_timing, ranks=rank_deltas(a, b))
+        kernel_timing_a=a.kernel_timing, kernel_timing_b=b.kernel_timing, ranks=rank_deltas(a, b),
+        timing=timing_deltas(a, b), timing_runs_a=a.timing.runs if a.timing else 0,
+        timing_runs_b=b.timing.runs if b.timing else 0)
 
 
 def rank_deltas(a: Summary, b: Summary) -> tuple[RankDelta, ...]:
@@ -131,3 +166,136 @@ def rank_deltas(a: Summary, b: Summary) -> tuple[RankDelta, ...]:
     both = [rank for rank in ranks_a if rank in ranks_b]
     return tuple(RankDelta(rank=rank, total_ns_a=ranks_a[rank], total_ns_b=ranks_b[rank],
                            speedup=ranks_a[rank] / ranks_b[rank] if ranks_b[rank] else None) for rank in both)
+
+
+TIMING_STATS = ("mean", "median", "p95", "min", "max", "std")
+
+
+def timing_deltas(a: Summary, b: Summary) -> tuple[TimingDelta, ...]:
+    """Two timed runs statistic by statistic, and their steady-state step times where both have them."""
+    if a.timing is None or b.timing is None:
+        return ()
+    rows = []
+    for stat in TIMING_STATS:
+        value_a, value_b = getattr(a.timing, stat + "_s"), getattr(b.timing, stat + "_s")
+        rows.append(TimingDelta(stat=stat, a_s=value_a, b_s=value_b,
+                                speedup=value_a / value_b if value_b and stat != "std" else None))
+    steps_a, steps_b = steady_step_s(a), steady_step_s(b)
+    if steps_a and steps_b:
+        rows.append(TimingDelta(stat="step median", a_s=steps_a[0], b_s=steps_b[0],
+                                speedup=steps_a[0] / steps_b[0] if steps_b[0] else None))
+    return tuple(rows)
+
+
+# ---------------------------------------------------------------- the CI gate
+METRICS = ("gpu-time", "kernel:REGEX", "step-time", "wall-time")
+MAX_THRESHOLD_PERCENT = 1000.0  # beyond 11x slower a threshold gates nothing: a typo, refused
+
+
+def parse_metric(text: str) -> str:
+    """A metric name as --metric takes it; a kernel regex is compiled here so a bad one is a usage error."""
+    if text in ("gpu-time", "step-time", "wall-time"):
+        return text
+    if text.startswith("kernel:") and text[len("kernel:"):]:
+        try:
+            re.compile(text[len("kernel:"):])
+        except re.error as exc:
+            raise UsageError(f"--metric {text}: not a regular expression: {exc}") from None
+        return text
+    raise UsageError(f"--metric {text!r}: expected gpu-time, kernel:REGEX, step-time or wall-time")
+
+
+def parse_threshold(text: str) -> float:
+    """--fail-if-slower PCT: a percentage from 0 to MAX_THRESHOLD_PERCENT ('5', '2.5', '5%')."""
+    try:
+        value = float(text.strip().removesuffix("%"))
+    except ValueError:
+        raise UsageError(f"--fail-if-slower {text!r}: expected a percentage such as 5 or 2.5") from None
+    if not 0 <= value <= MAX_THRESHOLD_PERCENT:  # also refuses nan; inf is above the bound
+        raise UsageError(f"--fail-if-slower {text!r}: the threshold must be between 0 and "
+                         f"{MAX_THRESHOLD_PERCENT:.0f} percent")
+    return value
+
+
+def steady_step_s(summary: Summary) -> tuple[float, str] | None:
+    """The steady-state step time (median, seconds) and where it comes from: the `profile` run's
+    step marks, else the trace's ProfilerStep ranges with the warm-up steps left out."""
+    if summary.step_time is not None:
+        return summary.step_time.median_s, "median; step marks of the timed runs"
+    steps = [s for s in summary.timeline.steps if not s.warmup] if summary.timeline else []
+    if steps:
+        return statistics.median(s.wall_ns for s in steps) / 1e9, "median; ProfilerStep ranges, warm-up left out"
+    return None
+
+
+def _label(summary: Summary) -> str:
+    return summary.source.path
+
+
+def _value(summary: Summary, metric: str) -> tuple[float, str, str, tuple[str, ...]]:
+    """(value, unit, description, notes) of one metric in one run; a usage error saying why not."""
+    where = _label(summary)
+    if metric == "gpu-time":
+        if not summary.kernels:
+            raise UsageError(f"GPU time unavailable in {where}: it has no kernels (a timing run? try --metric "
+                             "wall-time or step-time)")
+        return summary.totals.gpu_time_ns, "ns", "total GPU time", ()
+    if metric.startswith("kernel:"):
+        pattern = re.compile(metric[len("kernel:"):])
+        matched = [k for k in summary.kernels if pattern.search(k.name)]
+        if not matched:
+            raise UsageError(f"no kernel matches {pattern.pattern!r} in {where} "
+                             f"({len(summary.kernels)} kernels there)")
+        calls = sum(k.calls for k in matched)
+        return (sum(k.total_ns for k in matched), "ns",
+                f"GPU time of kernels matching {pattern.pattern!r}", (f"{len(matched)} kernel(s), {calls} calls",))
+    if metric == "step-time":
+        steady = steady_step_s(summary)
+        if steady is None:
+            raise UsageError(f"step time unavailable in {where}: no step marks (a `profile` run of a Python "
+                             "workload records them at each optimizer.step() or profilectl.step()) and no "
+                             "ProfilerStep ranges in a trace")
+        return steady[0], "s", f"steady-state step time ({steady[1]})", ()
+    raise UsageError(f"unknown metric {metric!r}")  # wall-time is judged on both runs together
+
+
+def _wall(a: Summary, b: Summary) -> tuple[float, float, str]:
+    """Both runs' wall time measured the same way: the timing runs' median when both were timed,
+    else the runs' wall time from their manifests."""
+    if a.timing and b.timing:
+        return a.timing.median_s, b.timing.median_s, (f"wall time (median of {a.timing.runs} vs "
+                                                      f"{b.timing.runs} timed runs)")
+    for summary in (a, b):
+        if summary.run is None or summary.run.wall_seconds is None:
+            raise UsageError(f"wall time unavailable in {_label(summary)}: neither timed runs (`profile`) nor a "
+                             "run manifest with its wall time (files a tool wrote hold none)")
+    assert a.run and b.run and a.run.wall_seconds is not None and b.run.wall_seconds is not None
+    return a.run.wall_seconds, b.run.wall_seconds, "wall time (whole run, manifest.json)"
+
+
+def default_metric(a: Summary, b: Summary) -> str:
+    """gpu-time when both runs have kernels, else wall-time."""
+    return "gpu-time" if a.kernels and b.kernels else "wall-time"
+
+
+def gate(a: Summary, b: Summary, metric: str | None, threshold: float | None) -> Gate:
+    """BASE (a) against NEW (b) on one metric; `fail` when NEW is slower by more than the threshold."""
+    metric = parse_metric(metric) if metric else default_metric(a, b)
+    notes: tuple[str, ...] = ()
+    if metric == "wall-time":
+        base, new, description = _wall(a, b)
+        unit = "s"
+    else:
+        base, unit, description, notes_a = _value(a, metric)
+        new, _, _, notes_b = _value(b, metric)
+        if notes_a != notes_b:
+            notes = (f"base: {'; '.join(notes_a)}", f"new: {'; '.join(notes_b)}")
+    if base <= 0:
+        raise UsageError(f"{description} is 0 in {_label(a)}: no change can be measured against it")
+    if metric in ("gpu-time",) or metric.startswith("kernel:"):
+        if (a.kernel_timing or None) != (b.kernel_timing or None):
+            notes += ("kernel times measured differently (a counters run's replay against a trace): not comparable",)
+    change = 100.0 * (new - base) / base
+    verdict = "measured" if threshold is None else ("fail" if change > threshold else "pass")
+    return Gate(metric=metric, description=description, unit=unit, base=base, new=new, change_percent=change,
+                threshold_percent=threshold, verdict=verdict, notes=notes)

@@ -1,0 +1,96 @@
+"""Human units, one formatter for every report read by people (terminal table, Markdown, HTML).
+
+Durations get the unit that suits each value (ns, µs, ms, s) and four significant digits, so a
+timing's std of 3 ms reads "3.012 ms", never "0.0". JSON and CSV keep raw numbers in columns named
+by their unit (`total_ns`, `median_s`): this module decides how a column named so is shown.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+MISSING = "–"  # the tool does not report this value (ncu: no per-launch min/max)
+SIGNIFICANT = 4
+_UNITS = (("ns", 1.0), ("µs", 1e3), ("ms", 1e6), ("s", 1e9))  # smallest first
+
+
+def _digits(value: float) -> str:
+    """Four significant digits without an exponent; thousands separators from 1,000 up."""
+    if abs(value) >= 1000:
+        return f"{value:,.0f}"
+    if value == 0:
+        return "0"
+    text = f"{value:.{SIGNIFICANT}g}"
+    return text if "e" not in text else f"{value:.3f}"
+
+
+def duration_ns(value: float | None, missing: str = MISSING) -> str:
+    """A duration in nanoseconds, in the largest unit it reaches: 51821441.0 -> '51.82 ms'."""
+    if value is None or not math.isfinite(value):
+        return missing
+    magnitude = abs(value)
+    index = 0
+    while index + 1 < len(_UNITS) and magnitude >= _UNITS[index + 1][1]:
+        index += 1
+    unit, scale = _UNITS[index]
+    text = _digits(value / scale)
+    # 999.96 µs rounds to "1000 µs": say "1 ms" instead
+    if index + 1 < len(_UNITS) and abs(float(text.replace(",", ""))) >= 1000:
+        unit, scale = _UNITS[index + 1]
+        text = _digits(value / scale)
+    return f"{text} {unit}"
+
+
+def duration_s(value: float | None, missing: str = MISSING) -> str:
+    """A duration in seconds, shown like duration_ns: 0.003012 -> '3.012 ms'."""
+    if value is None or not math.isfinite(value):
+        return missing
+    return duration_ns(value * 1e9, missing)
+
+
+def number(value: Any, missing: str = MISSING) -> str:
+    """A count or a counter value: integers with separators, fractions to four digits."""
+    if value is None or value == "":
+        return missing
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, int) or value == int(value):
+        return f"{int(value):,}"
+    return _digits(value)
+
+
+def percent(value: float | None, missing: str = MISSING) -> str:
+    if value is None:
+        return missing
+    return f"{value:.1f} %"
+
+
+def cell(column: str, value: Any, missing: str = MISSING) -> str:
+    """A value of a column named by its unit, as people read it: `*_ns` and `*_s` durations,
+    `percent`/`*_percent` shares, numbers with separators, text as it is."""
+    if value is None or value == "":
+        return missing
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if column.endswith("_ns"):
+            return duration_ns(value, missing)
+        if column.endswith("_s"):
+            return duration_s(value, missing)
+        if column == "percent" or column.endswith("_percent"):
+            return percent(value, missing)
+    return number(value, missing)
+
+
+def heading(column: str) -> str:
+    """The heading of a unit-named column once its values carry their unit: total_ns -> total."""
+    for suffix in ("_ns", "_s"):
+        if column.endswith(suffix) and len(column) > len(suffix):
+            column = column[: -len(suffix)]
+            break
+    if column == "percent":
+        return "% time"
+    if column.endswith("_percent"):
+        return column[: -len("_percent")].replace("_", " ") + " %"
+    return column.replace("_", " ")
