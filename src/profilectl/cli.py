@@ -42,6 +42,8 @@ def _measuring(sub: "argparse._SubParsersAction[_Parser]", name: str, help_text:
     p.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="set/override an environment variable")
     p.add_argument("--serialize", action="store_true",
                    help="HIP_LAUNCH_BLOCKING=1 / CUDA_LAUNCH_BLOCKING=1 (changes what is measured)")
+    p.add_argument("--no-sample", action="store_true",
+                   help="do not sample GPU power, memory, clocks, temperature, utilisation (telemetry.csv)")
     p.add_argument("workload", nargs=argparse.REMAINDER,
                    help="the program to profile, after -- (default: $PROFILECTL_WORKLOAD or the built-in matmul)")
     return p
@@ -116,6 +118,13 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--match", choices=("exact", "base"), default="exact",
                          help="exact: full kernel names (default); base: function names only, for "
                               "comparing across tools that spell namespaces/templates differently")
+    gate = compare.add_argument_group("CI gate (run_a is BASE, run_b is NEW)")
+    gate.add_argument("--fail-if-slower", metavar="PCT", dest="fail_if_slower",
+                      help="exit 6 when NEW is slower than BASE by more than PCT percent (0 to 1000) on --metric")
+    gate.add_argument("--metric", metavar="METRIC",
+                      help="gpu-time (all kernels), kernel:REGEX (the kernels whose name matches), step-time "
+                           "(steady-state step), wall-time (timing median, else the run's wall time); default: "
+                           "gpu-time when both runs have kernels, else wall-time")
 
     docker = sub.add_parser("docker", help="run a compose service from the host (builds the image if missing)")
     docker.add_argument("service", help="env-check, profile, counters or trace")
@@ -166,13 +175,14 @@ def main(argv: list[str] | None = None) -> int:
                      "trace": lambda: {"preset": args.preset, "bounds": _bounds_of(args)}}[args.command]()
             return commands.measure(args.command, args.workload, backend=args.backend, dry_run=args.dry_run,
                                     timeout=args.timeout, as_json=args.json, traces_dir=args.traces_dir,
-                                    env_items=args.env, serialize=args.serialize, **extra)
+                                    env_items=args.env, serialize=args.serialize, sample=not args.no_sample, **extra)
         if args.command == "ls":
             return commands.ls(args.traces_dir, args.json)
         if args.command == "report":
             return commands.report(args.path, args.format, args.output, args.top, args.force)
         if args.command == "compare":
-            return commands.compare(args.run_a, args.run_b, args.format, args.top, args.match)
+            return commands.compare(args.run_a, args.run_b, args.format, args.top, args.match,
+                                    fail_if_slower=args.fail_if_slower, metric=args.metric)
         if args.command == "docker":
             return commands.docker(args.service, args.workload, args.vendor, args.build)
         if args.command == "cluster":

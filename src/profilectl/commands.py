@@ -80,7 +80,7 @@ def measure(service: str, workload: list[str], *, backend: str | None, dry_run: 
             as_json: bool, traces_dir: str | None, env_items: list[str], serialize: bool,
             repeat: int = 5, warmup: int = 1, counter_set: str = "basic", fallback: bool = False,
             preset: str = "lightweight", clock_control: str = "base", bounds: dict[str, Any] | None = None,
-            include_collectives: bool = False) -> int:
+            include_collectives: bool = False, sample: bool = True) -> int:
     from profilectl import execute
     from profilectl.plan import make_plan
     from profilectl.request import Request, parse_bounds, parse_env_assignments, resolve_workload
@@ -93,7 +93,7 @@ def measure(service: str, workload: list[str], *, backend: str | None, dry_run: 
                       counter_set=counter_set, preset=preset, fallback=fallback, timeout_s=timeout,
                       serialize=serialize, repeat=repeat, warmup=warmup, env_overrides=env_overrides,
                       clock_control=clock_control, bounds=parse_bounds(**(bounds or {})),
-                      include_collectives=include_collectives)
+                      include_collectives=include_collectives, sample=sample)
     traces_root = Path(traces_dir) if traces_dir else runs.default_traces_root()
     from profilectl.jobs import SlurmTask
     task = SlurmTask.from_env() if os.environ.get("PROFILECTL_NO_JOB") != "1" else None
@@ -184,9 +184,16 @@ def report(path: str, fmt: str, output: str | None, top: int, force: bool = Fals
     from profilectl.report import export, html, load
     if top < 1:
         raise errors.UsageError("--top must be at least 1")
+    if output and fmt == "csv":
+        return report_csv_files(Path(path), output, force)
     if output:
         check_output(Path(output), force)
     summary = load.load(Path(path))
+    if fmt == "csv" and not output:
+        tables = export.csv_tables(summary)
+        if len(tables) > 1:  # one CSV document on stdout: the main table; the others need files
+            say(f"csv: the {export.main_csv_table(summary)} table on stdout; -o NAME.csv (or -o FOLDER/) writes all "
+                f"{len(tables)} tables, one file each: {', '.join(tables)}")
     if fmt == "table" and not output:
         from profilectl.report import render
         render.report(_console(), summary, top)
@@ -199,6 +206,40 @@ def report(path: str, fmt: str, output: str | None, top: int, force: bool = Fals
         say(f"wrote {output}")
     else:
         sys.stdout.write(text)
+    return errors.OK
+
+
+def csv_targets(output: str, names: list[str]) -> dict[str, Path]:
+    """`-o FOLDER/` (or an existing folder): FOLDER/<table>.csv; `-o NAME.csv`: NAME.<table>.csv."""
+    target = Path(output)
+    if output.endswith(("/", os.sep)) or target.is_dir():
+        return {name: target / f"{name}.csv" for name in names}
+    stem = target.name[:-len(".csv")] if target.name.endswith(".csv") else target.name
+    return {name: target.with_name(f"{stem}.{name}.csv") for name in names}
+
+
+def report_csv_files(path: Path, output: str, force: bool) -> int:
+    """Every table of the report as a CSV file of its own, all written or none."""
+    from profilectl.report import export, load
+    folder = Path(output) if output.endswith(("/", os.sep)) else Path(output).parent
+    if folder.exists() and not folder.is_dir():
+        raise errors.UsageError(f"{folder} is not a folder: -o FOLDER/ writes one CSV file per table there")
+    summary = load.load(path)
+    tables = export.csv_tables(summary)
+    targets = csv_targets(output, list(tables))
+    for target in targets.values():  # every name judged before the first is written
+        check_output(target, force)
+    folder.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    try:
+        for name, target in targets.items():
+            write_output(target, export.csv_text(tables[name]), force, inputs=[path, *map(Path, summary.source.files)])
+            written.append(target)
+    except BaseException:
+        for done in written:  # all or none: a half set of tables would pass for the whole report
+            done.unlink(missing_ok=True)
+        raise
+    say(f"wrote {len(written)} CSV tables: {', '.join(str(t) for t in written)}")
     return errors.OK
 
 
@@ -242,10 +283,21 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
-def compare(path_a: str, path_b: str, fmt: str, top: int, match: str = "exact") -> int:
+def compare(path_a: str, path_b: str, fmt: str, top: int, match: str = "exact", *,
+            fail_if_slower: str | None = None, metric: str | None = None) -> int:
+    """Two runs side by side; with --fail-if-slower (or --metric), the CI gate: exit SLOWER when NEW
+    (path_b) is slower than BASE (path_a) by more than the threshold, after printing the result."""
+    import dataclasses
     from profilectl.report import export, load
     from profilectl.report.compare import compare as compare_summaries
-    result = compare_summaries(load.load(Path(path_a)), load.load(Path(path_b)), match)
+    from profilectl.report.compare import gate, parse_metric, parse_threshold
+    threshold = parse_threshold(fail_if_slower) if fail_if_slower is not None else None  # before any reading
+    if metric is not None:
+        parse_metric(metric)
+    base, new = load.load(Path(path_a)), load.load(Path(path_b))
+    result = compare_summaries(base, new, match)
+    if threshold is not None or metric is not None:
+        result = dataclasses.replace(result, gate=gate(base, new, metric, threshold))
     if fmt == "json":
         _print_json(result.to_dict())
     elif fmt == "md":
@@ -253,4 +305,7 @@ def compare(path_a: str, path_b: str, fmt: str, top: int, match: str = "exact") 
     else:
         from profilectl.report import render
         render.comparison(_console(), result, top)
+    if result.gate and result.gate.verdict == "fail":
+        say(export.gate_line(result.gate))
+        return errors.SLOWER
     return errors.OK

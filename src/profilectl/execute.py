@@ -32,6 +32,8 @@ from profilectl.report import summary as summaries
 from profilectl.request import redact_env
 from profilectl.report.summary import SourceInfo, Summary
 from profilectl.runner import Interrupted, Runner
+from profilectl.telemetry.model import PowerSummary
+from profilectl.telemetry.sampler import Sampler
 
 COUNTER_LIST_TIMEOUT_S = 60.0
 
@@ -90,7 +92,12 @@ def run(plan: Plan, report: EnvReport, echo: tuple[BinaryIO | None, BinaryIO | N
     runs.hand_over(run_dir, owner)
     try:
         with Runner(run_dir, *echo, timeout_s=plan.request.timeout_s) as runner:
-            ending = _run_and_read(plan, report.facts, run_dir, runner)
+            sampler = Sampler.start(plan.sampling, run_dir)  # GPU power and memory while the steps run
+            try:
+                ending = _run_and_read(plan, report.facts, run_dir, runner, sampler)
+            finally:
+                sampler.stop()  # on every ending; normally stopped already, when the steps ended
+            ending.notes += tuple(n for n in sampler.notes if n not in ending.summary.notes)
             manifest = _finish(run_dir, guard, manifest, started, ending)  # signals only recorded now
     finally:
         guard.close()  # after the final manifest: never `running` and unlocked while profilectl lives
@@ -112,7 +119,7 @@ class _Ending:
     error: BaseException | None = None  # re-raised after the final manifest is written
 
 
-def _run_and_read(plan: Plan, facts: Facts, run_dir: Path, runner: Runner) -> _Ending:
+def _run_and_read(plan: Plan, facts: Facts, run_dir: Path, runner: Runner, sampler: Sampler) -> _Ending:
     """The phases' steps, then their tables and summary. Every way this can end (a failure, a
     signal, a full disk, a bug in profilectl) becomes an _Ending, so a final manifest is written."""
     phases: list[PhaseOutcome] = []
@@ -142,10 +149,11 @@ def _run_and_read(plan: Plan, facts: Facts, run_dir: Path, runner: Runner) -> _E
                     phases.append(PhaseOutcome(phase.backend, returncode, Tables(), read_error=str(exc)))
                 if runner.interrupted or runner.timed_out or runner.disk_full or failed:
                     break
+            power = sampler.stop()  # the steps are over: reading their files is profilectl's own work
             disk_full = _disk_full_message(run_dir, _log_writing(runner), results) if runner.disk_full else None
             status, exit_code, message = _verdict(plan, facts, phases, runner.interrupted, runner.timed_out,
                                                   _tail(run_dir / "stderr.log"), disk_full)
-            summary, unwritten = _write_tables_and_summary(run_dir, plan, phases, status)
+            summary, unwritten = _write_tables_and_summary(run_dir, plan, phases, status, power, tuple(sampler.notes))
             if unwritten is not None:
                 if not runs.is_disk_full(unwritten):
                     raise unwritten
@@ -307,8 +315,23 @@ def _relative(run_dir: Path, path: str) -> str:
         return path
 
 
-def _write_tables_and_summary(run_dir: Path, plan: Plan, phases: list[PhaseOutcome],
-                              status: str) -> tuple[Summary, OSError | None]:
+def _with_step_energy(telemetry: Path, power: PowerSummary, ends_per_run: tuple[tuple[int, ...], ...],
+                      warmup_steps: int) -> PowerSummary:
+    """The energy of each steady-state step: the step marks (perf_counter_ns) and the samples
+    (monotonic_ns) share CLOCK_MONOTONIC, so the power samples are integrated between the marks."""
+    from profilectl.telemetry.energy import read_samples, step_energy
+    intervals = [(a, b) for ends in ends_per_run for a, b in list(zip(ends, ends[1:]))[warmup_steps:]]
+    if not intervals:
+        return power
+    try:
+        return dataclasses.replace(power, steps=step_energy(read_samples(telemetry), intervals))
+    except OSError:  # the samples went with the disk: the run's energy is still there
+        return power
+
+
+def _write_tables_and_summary(run_dir: Path, plan: Plan, phases: list[PhaseOutcome], status: str,
+                              power: PowerSummary | None = None,
+                              notes: tuple[str, ...] = ()) -> tuple[Summary, OSError | None]:
     """The summary, and its tables and summary.json written all or none: when one cannot be
     written (a full disk), those already written are removed too, so no table is left looking
     complete beside a missing one. Returns the write error, if any."""
@@ -323,7 +346,9 @@ def _write_tables_and_summary(run_dir: Path, plan: Plan, phases: list[PhaseOutco
     if len(traces) > 1:
         summary = dataclasses.replace(summary, notes=summary.notes + (
             f"{len(traces)} Perfetto traces (one per process or phase); the first is {traces[0]}",))
-    summary = dataclasses.replace(summary, status=status)
+    if power is not None and summary.step_time is not None:
+        power = _with_step_energy(run_dir / power.file, power, tables.step_ends_ns, summary.step_time.warmup_steps)
+    summary = dataclasses.replace(summary, status=status, power=power, notes=summary.notes + notes)
     contents: list[tuple[str, Iterable[dict[str, Any]]]] = [
         (f"{name}.csv", (dataclasses.asdict(r) for r in rows))
         for name, rows in (("kernels", summary.kernels), ("api", summary.api),

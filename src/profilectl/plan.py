@@ -26,6 +26,8 @@ from profilectl.errors import UnavailableError, UsageError
 from profilectl.facts import Facts, Tool, Verdict
 from profilectl.probe.machine import CommandResult
 from profilectl.request import Request, redact_env
+from profilectl.telemetry.model import SamplingPlan
+from profilectl.telemetry.plan import plan_sampling
 
 PLAN_SCHEMA = 1
 # Extra phases a service adds when their backend is available (profile: torch tables for PyTorch).
@@ -58,6 +60,7 @@ class Plan:
     counter_set: CounterPlan | None = None
     notes: tuple[str, ...] = ()
     ran_as: str = ""  # the service whose commands run: `service`, or profile for counters --fallback
+    sampling: SamplingPlan | None = None  # GPU power/memory sampling while the steps run (None: none)
     schema_version: int = PLAN_SCHEMA
 
     @property
@@ -184,10 +187,13 @@ def make_plan(request: Request, facts: Facts, run_dir: Path, list_counters: List
             notes.append(f"also {extra}: {extra_verdict.reason}")
         else:
             notes.append(f"no {extra} phase: {extra_verdict.reason}")
+    sampling, sampling_note = plan_sampling(request.sample, facts, {**os.environ, **request.env_overrides})
+    notes.append(sampling_note)
     tool = chosen.tool(facts)
     plan = Plan(service=request.service, backend=chosen.name, reason=reason, fallbacks=fallbacks, phases=(),
                 workload=request.workload, workload_source=request.workload_source, run_dir=str(run_dir),
-                request=request, tool=tool, counter_set=counters, notes=tuple(notes), ran_as=request.service)
+                request=request, tool=tool, counter_set=counters, notes=tuple(notes), ran_as=request.service,
+                sampling=sampling)
     return dataclasses.replace(plan, phases=_phases(plan, facts, chosen, extras, run_dir))
 
 

@@ -64,6 +64,8 @@ class Request:
     # counters: replay NCCL/RCCL kernels too (by default they are left out: replaying a collective
     # waits for ranks that are not replaying, and the job hangs)
     include_collectives: bool = False
+    # sample GPU power, memory, clocks, temperature and utilisation while the run executes (--no-sample: off)
+    sample: bool = True
 
     @functools.cached_property
     def launch(self) -> "Launch":

@@ -32,7 +32,7 @@ DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 # overwritten by anything else, e.g. `report -o`.
 RUN_FILES = frozenset({"manifest.json", "env.json", "summary.json", "stdout.log", "stderr.log", "kernels.csv",
                        "api.csv", "memory_copies.csv", "operators.csv", "counters.csv", "counters_by_kernel.csv",
-                       "timing.csv", "raw", LOCK_NAME, RESERVE_NAME})
+                       "timing.csv", "telemetry.csv", "raw", LOCK_NAME, RESERVE_NAME})
 
 
 def now_utc() -> datetime:

@@ -165,6 +165,7 @@ def test_ncu_wraps_every_launcher_and_refuses_srun(machine):
     around the launcher follows its children; srun's tasks are no children of srun."""
     machine.nvidia("0, NVIDIA H100 80GB HBM3, 81559, 9.0")
     machine.tool("ncu", "Version 2025.3.1.0\n")
+    machine.tool("srun")  # SLURM's client on PATH; this host need not have it
     argv = plan_argv(machine, "counters", "--dry-run", "--json", "--", *MPIRUN, *WORKLOAD)
     assert Path(argv[0]).name == "ncu" and argv[-len(MPIRUN) - len(WORKLOAD):] == [*MPIRUN, *WORKLOAD]
     done = cli(machine, "counters", "--dry-run", "--", "srun", "-n", "2", *WORKLOAD)

@@ -8,14 +8,20 @@ empty trace) is an error, not an empty report: nothing there can be reported."""
 from __future__ import annotations
 
 import dataclasses
+import datetime
+import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from profilectl.errors import FormatError
+from profilectl.errors import FormatError, ProfilectlError
 from profilectl.formats.reader import read_groups, read_path, recognised
 from profilectl.manifest import Manifest
 from profilectl.report import cache
 from profilectl.report.listing import run_state
-from profilectl.report.summary import RunStory, SourceInfo, Summary, build
+from profilectl.report.summary import RunMetadata, RunStory, SourceInfo, Summary, build
+
+if TYPE_CHECKING:
+    from profilectl.jobs import JobManifest
 
 
 def is_run_dir(path: Path) -> bool:
@@ -43,7 +49,7 @@ def load_job(path: Path) -> Summary:
                      perfetto_trace=merged.trace_files[0] if merged.trace_files else None)
 
     result, hit = cache.cached(path, files + [path / rank.run / "manifest.json" for rank in job.ranks], summarise)
-    story = dataclasses.replace(result, job=job, cache_hit=hit)
+    story = dataclasses.replace(result, job=job, cache_hit=hit, metadata=job_metadata(path, job))
     # the ranks' statuses can change without a file of theirs changing (a lost node): always live
     live = {str(r.rank): r.status for r in job.ranks}
     return dataclasses.replace(story, ranks=tuple(dataclasses.replace(r, status=live.get(r.rank, r.status))
@@ -66,11 +72,20 @@ def load(path: Path) -> Summary:
             result = build(tables, SourceInfo(kind="profilectl-run", path=str(path)))
             result = dataclasses.replace(result, notes=("no summary.json (the run did not finish): "
                                                         "summarised from raw/ now",) + result.notes)
+        if result.power is None and (path / "telemetry.csv").is_file():  # sampled, but never summarised
+            from profilectl.telemetry.energy import summarise_file
+            try:
+                result = dataclasses.replace(result, power=summarise_file(path / "telemetry.csv"))
+            except OSError as exc:
+                result = dataclasses.replace(result, notes=result.notes + (
+                    f"telemetry.csv left out: {exc.strerror or exc}",))
         story = RunStory.of(manifest)
         status, note = run_state(path, manifest)
         if note:  # running or abandoned: the manifest has no message yet
             story = dataclasses.replace(story, status=status, message=note)
-        return dataclasses.replace(result, run=story, source=SourceInfo(kind="profilectl-run", path=str(path)))
+        metadata, problem = run_metadata(path, manifest)
+        return dataclasses.replace(result, run=story, source=SourceInfo(kind="profilectl-run", path=str(path)),
+                                   metadata=metadata, notes=result.notes + ((problem,) if problem else ()))
     if path.is_dir():
         runs_inside = list(path.glob("*/manifest.json")) + [p for p in path.iterdir() if jobs.is_job_dir(p)]
         if runs_inside:  # a traces folder: merging every run's raw files would mean nothing
@@ -91,9 +106,118 @@ def load(path: Path) -> Summary:
         kinds = ", ".join(dict.fromkeys(reader.kind for reader, _ in groups))
         raise FormatError(f"{path}: no records in it: {len(files)} {kinds} file(s) recognised, but they hold "
                           f"no kernels, calls, counters or timings (header only, or an empty trace?)")
-    return dataclasses.replace(result, cache_hit=hit)
+    return dataclasses.replace(result, cache_hit=hit, metadata=files_metadata(result))
 
 
 def has_records(summary: Summary) -> bool:
     return bool(summary.kernels or summary.api or summary.memory_copies or summary.operators
                 or summary.counters_by_kernel or summary.timing or summary.ranks or summary.hotspots)
+
+
+# ---------------------------------------------------------------- metadata
+def run_metadata(run_dir: Path, manifest: Manifest) -> tuple[RunMetadata, str | None]:
+    """A run's metadata from its manifest and env.json (the probe at the run's start); an env.json
+    that is missing or unreadable costs its facts only (the problem comes back as a note)."""
+    from profilectl.envreport import EnvReport
+    env: EnvReport | None = None
+    problem = None
+    if (run_dir / "env.json").is_file():
+        try:
+            env = EnvReport.read(run_dir / "env.json")
+        except (ProfilectlError, OSError) as exc:
+            problem = f"metadata: env.json left out: {exc}"
+    facts = env.facts if env else None
+    gpu = manifest.gpu or (facts.gpus[0] if facts and facts.gpus else None)
+    gpu_text = None
+    if gpu is not None:
+        gpu_text = " ".join(filter(None, (gpu.name or gpu.vendor.upper(), f"({gpu.arch})" if gpu.arch else None)))
+        count = len(facts.gpus) if facts else 0
+        gpu_text += f", {count} GPUs on the host" if count > 1 else ""
+    nvidia_smi = facts.tools.get("nvidia-smi") if facts else None
+    torch = facts.torch if facts else None
+    rocm = facts.rocm.version if facts and facts.rocm.version else None
+    if rocm and torch and torch.hip:
+        rocm += f" (PyTorch's own HIP runtime: {torch.hip})"
+    tool = manifest.tool
+    profiler = tuple(manifest.argv)
+    return RunMetadata(
+        started_at=manifest.started_at or None,
+        host=(facts.host.hostname if facts else None) or (manifest.controller.hostname if manifest.controller else None),
+        gpu=gpu_text, driver=f"NVIDIA {nvidia_smi.version} (nvidia-smi)" if nvidia_smi and nvidia_smi.version else None,
+        rocm=rocm, cuda=f"{torch.cuda} (PyTorch's build)" if torch and torch.cuda else None,
+        torch=torch.version if torch else None,
+        tool=tool.name if tool else manifest.backend, tool_version=tool.version if tool else None,
+        profilectl_version=manifest.profilectl_version, command=tuple(manifest.workload),
+        profiler_command=profiler if profiler != tuple(manifest.workload) else (),
+        backend=manifest.backend, reason=manifest.reason,
+        source="manifest.json" + (", env.json" if env else "")), problem
+
+
+def job_metadata(job_dir: Path, job: "JobManifest") -> RunMetadata | None:
+    """A SLURM job's metadata: its first rank's run, with every node of the job."""
+    for rank in job.ranks:
+        try:
+            manifest = Manifest.read(job_dir / rank.run)
+        except (ProfilectlError, OSError):
+            continue
+        metadata, _ = run_metadata(job_dir / rank.run, manifest)
+        return dataclasses.replace(metadata, host=", ".join(job.nodes) or metadata.host,
+                                   source=f"{rank.run}/{metadata.source}")
+    return None
+
+
+def files_metadata(summary: Summary) -> RunMetadata:
+    """What files a tool wrote by hand say of themselves: the hosts the readers found in their
+    names, and a torch.profiler trace's header (GPU, CUDA versions, the clock of its first event)."""
+    hosts = sorted({r.host for r in summary.ranks if r.host})
+    metadata = RunMetadata(host=", ".join(hosts) or None, tool=summary.source.kind,
+                           source="the files' kinds" + (" and names" if hosts else "") + " (no manifest.json)")
+    traces = [Path(f) for f in summary.source.files if f.endswith((".json", ".json.gz"))]
+    for trace in traces[:HEADERS_READ]:
+        header = trace_header(trace)
+        if header:
+            return dataclasses.replace(metadata, source=f"{trace.name} (torch.profiler header)", tool="torch.profiler",
+                                       gpu=header.get("gpu"), cuda=header.get("cuda"), driver=header.get("driver"),
+                                       started_at=header.get("started_at"))
+    return metadata
+
+
+HEADER_BYTES = 1 << 16  # kineto writes its header (device properties, versions) before the events
+HEADERS_READ = 8  # of a thousand ranks' files, the first few say what the others would
+_NUMBER = r'"{}"\s*:\s*(-?\d+(?:\.\d+)?)'
+
+
+def trace_header(path: Path) -> dict[str, str]:
+    """GPU, CUDA versions and start time from the head of a torch.profiler (kineto) Chrome trace;
+    nothing for a file without that header. Read from the first bytes only: the events can be GiBs."""
+    from profilectl.formats import chrome_stream
+    try:
+        with chrome_stream.open_stream(path) as fh:
+            head = fh.read(HEADER_BYTES).decode("utf-8", errors="replace")
+    except OSError:
+        return {}
+    events_at = head.find('"traceEvents"')
+    header = head if events_at < 0 else head[:events_at]
+    found: dict[str, str] = {}
+    device = re.search(r'"deviceProperties"\s*:\s*\[\s*\{[^}]*?"name"\s*:\s*"([^"]+)"', header)
+    if device:
+        major = re.search(_NUMBER.format("computeMajor"), header)
+        minor = re.search(_NUMBER.format("computeMinor"), header)
+        gcn = re.search(r'"gcnArchName"\s*:\s*"([^":]+)', header)  # a ROCm build of PyTorch
+        arch = f" ({gcn.group(1)})" if gcn else \
+            f" (sm_{major.group(1)}{minor.group(1)})" if major and minor and '"cuda_runtime_version"' in header else ""
+        count = len(re.findall(r'"computeMajor"', header))
+        found["gpu"] = device.group(1) + arch + (f", {count} GPUs in the trace" if count > 1 else "")
+    for key, field in (("cuda_runtime_version", "cuda"), ("cuda_driver_version", "driver")):
+        version = re.search(_NUMBER.format(key), header)
+        if version and int(float(version.group(1))) > 0:
+            number = int(float(version.group(1)))  # CUDA's encoding: 1000 * major + 10 * minor
+            text = f"{number // 1000}.{number % 1000 // 10}"
+            found[field] = text if field == "cuda" else f"CUDA driver API {text}"
+    base = re.search(_NUMBER.format("baseTimeNanoseconds"), head)
+    first = re.search(_NUMBER.format("ts"), head[events_at:]) if events_at >= 0 else None
+    if base and first:  # kineto: an event's epoch time is baseTimeNanoseconds + its ts (µs)
+        epoch_s = (float(base.group(1)) + float(first.group(1)) * 1000) / 1e9
+        moment = datetime.datetime.fromtimestamp(epoch_s, tz=datetime.timezone.utc)
+        found["started_at"] = moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return found

@@ -11,9 +11,11 @@ from rich.table import Table
 from profilectl.envreport import EnvReport
 from profilectl.manifest import Manifest
 from profilectl.plan import Plan
+from profilectl.report import units
 from profilectl.report.compare import Comparison
 from profilectl.report.listing import ListedRun
-from profilectl.report.summary import SECTIONS, KernelRow, Summary, aggregation_legend, imbalance_line, job_line, step_time_line
+from profilectl.report.summary import (SECTIONS, KernelRow, Summary, aggregation_legend, imbalance_line, job_line,
+                                       machine_fallbacks, metadata_items, step_time_line)
 
 
 def _bytes(n: int | None) -> str:
@@ -23,12 +25,7 @@ def _bytes(n: int | None) -> str:
 
 
 def _ns(value: float | None) -> str:
-    if value is None:
-        return "-"
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
-        if abs(value) >= scale:
-            return f"{value / scale:.3f} {unit}"
-    return f"{value:.0f} ns"
+    return units.duration_ns(value, missing="-")
 
 
 def _mark(ok: bool) -> str:
@@ -113,6 +110,23 @@ def plan(console: Console, planned: Plan) -> None:
         console.print(f"  note: {note}", markup=False)
 
 
+def power_section(console: Console, summary: Summary) -> None:
+    """GPU power, energy and memory sampled during the run: one line, and a row per GPU when several."""
+    if summary.power is None:
+        return
+    from profilectl.telemetry import text
+    console.print(f"  {text.power_line(summary.power)}", markup=False, highlight=False)
+    if (steps := text.steps_line(summary.power)):
+        console.print(f"  {steps}", markup=False, highlight=False)
+    if len(summary.power.gpus) > 1:
+        table = Table(title="GPU power per GPU", title_justify="left")
+        for index, column in enumerate(text.GPU_COLUMNS):
+            table.add_column(column, justify="left" if index == 0 else "right", no_wrap=index > 0)
+        for gpu in summary.power.gpus:
+            table.add_row(*text.gpu_row(gpu))
+        console.print(table)
+
+
 WIDE_TERMINAL = 120  # below this, min/max/std are left out so kernel names stay readable
 
 
@@ -147,22 +161,21 @@ def counters_table(rows: Sequence[dict[str, Any]], limit: int = 10) -> Table:
 
 
 def _num(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:,.0f}" if abs(value) >= 1000 or value == int(value) else f"{value:.3g}"
-    return str(value)
+    return units.number(value, missing="-")
 
 
 def report(console: Console, summary: Summary, top: int = 10, header: bool = True) -> None:
     """Every section the summary has, as rich tables; empty sections are left out."""
     run = summary.run
     if header and run:
-        wall = f" ({run.wall_seconds} s)" if run.wall_seconds is not None else ""
+        wall = f" ({units.duration_s(run.wall_seconds)})" if run.wall_seconds is not None else ""
         console.print(f"[bold]{run.service}[/] via [bold]{run.backend}[/] — {run.status}{wall}: {run.reason}",
                       highlight=False)
-        for fallback in run.fallbacks:
+        shown, hidden = machine_fallbacks(run)
+        for fallback in shown:
             console.print(f"  fell back from {fallback.backend}: {fallback.reason}", markup=False)
+        if hidden:
+            console.print(f"  not considered on this machine: {', '.join(hidden)}", markup=False)
         if run.status != "ok":
             console.print(f"  {run.message}", style="red", markup=False)
     elif header and summary.job:
@@ -171,6 +184,9 @@ def report(console: Console, summary: Summary, top: int = 10, header: bool = Tru
     elif header:
         cached = " (cached summary)" if summary.cache_hit else ""
         console.print(f"[bold]{summary.source.kind}[/] {summary.source.path}{cached}", highlight=False)
+    if header:
+        for label, text in metadata_items(summary, backend_shown=run is not None):
+            console.print(f"  {label}: {text}", markup=False, highlight=False)
     totals = summary.totals
     if totals.dispatches:
         console.print(f"  {totals.dispatches:,} dispatches of {totals.kernels:,} kernels, "
@@ -184,10 +200,11 @@ def report(console: Console, summary: Summary, top: int = 10, header: bool = Tru
         keys = ("mean", "median", "p95", "min", "max", "std")
         for column in keys:
             table.add_column(column, justify="right")
-        table.add_row(*[f"{getattr(timing, k + '_s'):.4f} s" for k in keys])
+        table.add_row(*[units.duration_s(getattr(timing, k + '_s')) for k in keys])
         console.print(table)
     if (steps := step_time_line(summary)):
         console.print(f"  {steps}", markup=False, highlight=False)
+    power_section(console, summary)
     for key, title in SECTIONS:
         rows: tuple[KernelRow, ...] = getattr(summary, key)
         if rows:
@@ -208,6 +225,10 @@ def report(console: Console, summary: Summary, top: int = 10, header: bool = Tru
     if summary.stall_reasons:
         console.print("  stall reasons: " + ", ".join(f"{s.reason} {s.percent:.1f} %" for s in summary.stall_reasons[:6]),
                       markup=False, highlight=False)
+    if summary.timeline:
+        from profilectl.report import timeline_view
+        for renderable in timeline_view.terminal(summary.timeline):
+            console.print(renderable, highlight=False)
     if summary.ranks:
         table = Table(title="Per rank", title_justify="left")
         cpu = all(rank.basis == "cpu" for rank in summary.ranks)  # a CPU-only job: operators, not kernels
@@ -260,20 +281,35 @@ def _speedup(value: float | None) -> str:
 
 
 def comparison(console: Console, result: Comparison, top: int = 15) -> None:
+    from profilectl.report.export import gate_line
+    if result.gate:
+        colour = {"pass": "green", "fail": "red"}.get(result.gate.verdict, "bold")
+        console.print(gate_line(result.gate), style=colour, markup=False, highlight=False, soft_wrap=True)
+        for note in result.gate.notes:
+            console.print(f"  {note}", markup=False, highlight=False)
     console.print(f"[bold]A[/] {result.a}\n[bold]B[/] {result.b}", highlight=False)
     if result.warning:
         console.print(f"warning: {result.warning}", style="yellow", markup=False, highlight=False)
-    console.print(f"GPU time {_ns(result.gpu_time_ns_a)} → {_ns(result.gpu_time_ns_b)} "
-                  f"(speedup {_speedup(result.speedup)}); {len(result.kernels)} kernels in both, "
-                  f"{len(result.only_in_a)} only in A, {len(result.only_in_b)} only in B")
-    table = Table(title="Kernels in both (largest change first)", title_justify="left")
-    table.add_column("kernel", overflow="fold", min_width=24, ratio=1)
-    for column in ("calls A", "calls B", "total A", "total B", "speedup"):
-        table.add_column(column, justify="right", no_wrap=True)
-    for row in result.kernels[:top]:
-        table.add_row(_short(row.name), f"{row.calls_a:,}", f"{row.calls_b:,}", _ns(row.total_ns_a),
-                      _ns(row.total_ns_b), _speedup(row.speedup))
-    console.print(table)
+    if result.timing:
+        timing = Table(title=f"Timing ({result.timing_runs_a} runs in A, {result.timing_runs_b} in B)",
+                       title_justify="left")
+        for column in ("statistic", "A", "B", "speedup"):
+            timing.add_column(column, justify="left" if column == "statistic" else "right")
+        for stat in result.timing:
+            timing.add_row(stat.stat, units.duration_s(stat.a_s), units.duration_s(stat.b_s), _speedup(stat.speedup))
+        console.print(timing)
+    if result.kernels or result.only_in_a or result.only_in_b:  # timing runs alone have no kernels to list
+        console.print(f"GPU time {_ns(result.gpu_time_ns_a)} → {_ns(result.gpu_time_ns_b)} "
+                      f"(speedup {_speedup(result.speedup)}); {len(result.kernels)} kernels in both, "
+                      f"{len(result.only_in_a)} only in A, {len(result.only_in_b)} only in B")
+        table = Table(title="Kernels in both (largest change first)", title_justify="left")
+        table.add_column("kernel", overflow="fold", min_width=24, ratio=1)
+        for column in ("calls A", "calls B", "total A", "total B", "speedup"):
+            table.add_column(column, justify="right", no_wrap=True)
+        for row in result.kernels[:top]:
+            table.add_row(_short(row.name), f"{row.calls_a:,}", f"{row.calls_b:,}", _ns(row.total_ns_a),
+                          _ns(row.total_ns_b), _speedup(row.speedup))
+        console.print(table)
     if result.ranks:
         per_rank = Table(title="Per rank", title_justify="left")
         for column in ("rank", "GPU time A", "GPU time B", "speedup"):

@@ -1,0 +1,84 @@
+"""A PowerSummary as people read it: one line for the run, one row per GPU (the terminal table and
+the Markdown report lay these out; JSON keeps the raw numbers)."""
+
+from __future__ import annotations
+
+from profilectl.telemetry.model import GpuPower, PowerSummary
+
+GPU_COLUMNS = ("GPU", "avg power", "peak power", "energy", "peak memory", "peak temp", "max SM clock", "mean util")
+
+
+def watts(value: float | None) -> str:
+    return "–" if value is None else f"{value:,.1f} W"
+
+
+def joules(value: float | None) -> str:
+    if value is None:
+        return "–"
+    for unit, scale in (("MJ", 1e6), ("kJ", 1e3)):
+        if abs(value) >= scale:
+            return f"{value / scale:,.3g} {unit}" if value / scale < 100 else f"{value / scale:,.1f} {unit}"
+    return f"{value:,.1f} J"
+
+
+def size(value: int | None) -> str:
+    if value is None:
+        return "–"
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if value >= scale:
+            return f"{value / scale:,.1f} {unit}"
+    return f"{value} B"
+
+
+def seconds(value: float) -> str:
+    if value >= 120:
+        return f"{value / 60:,.1f} min"
+    return f"{value:.3g} s" if value >= 1 else f"{value * 1e3:.3g} ms"
+
+
+def energy_method(method: str | None) -> str:
+    return {"counter": "energy counter", "trapezoid": "power samples (trapezoid)",
+            "mixed": "counters where the GPU has one, else power samples"}.get(method or "", "–")
+
+
+def power_line(power: PowerSummary) -> str:
+    """The run's power in one line."""
+    gpus = f"{len(power.gpus)} GPUs, " if len(power.gpus) > 1 else ""
+    energy = joules(power.energy_j)
+    if power.energy_j is not None:
+        energy += f" from the {energy_method(power.energy_method)}"
+        if power.energy_method != "trapezoid" and power.trapezoid_energy_j is not None:
+            energy += f" (power samples: {joules(power.trapezoid_energy_j)})"
+    return (f"GPU power ({power.source}, {gpus}{power.samples:,} samples every {seconds(power.interval_s)} over "
+            f"{seconds(power.duration_s)}): average {watts(power.avg_power_w)}, peak {watts(power.peak_power_w)}, "
+            f"energy {energy}, peak memory {size(power.peak_memory_bytes)}"
+            + (f" of {size(power.gpus[0].memory_total_bytes)}" if len(power.gpus) == 1 and
+               power.gpus[0].memory_total_bytes else ""))
+
+
+def gpu_row(gpu: GpuPower) -> tuple[str, ...]:
+    memory = size(gpu.peak_memory_bytes)
+    if gpu.memory_total_bytes:
+        memory += f" / {size(gpu.memory_total_bytes)}"
+    return (str(gpu.gpu), watts(gpu.avg_power_w), watts(gpu.peak_power_w), joules(gpu.energy_j), memory,
+            "–" if gpu.peak_temperature_c is None else f"{gpu.peak_temperature_c:.0f} °C",
+            "–" if gpu.max_sm_clock_mhz is None else f"{gpu.max_sm_clock_mhz:,.0f} MHz",
+            "–" if gpu.mean_utilization_pct is None else f"{gpu.mean_utilization_pct:.0f} %")
+
+
+def steps_line(power: PowerSummary) -> str | None:
+    """Energy per steady-state step in one line (None without step marks)."""
+    covered = [s for s in power.steps if s.covered_s > 0]
+    if not covered:
+        return None
+    energy = sorted(s.energy_j for s in covered)
+    watts_ = sorted(s.avg_power_w for s in covered)
+    step_s = sorted((s.end_ns - s.start_ns) / 1e9 for s in covered)
+    median = energy[len(energy) // 2] if len(energy) % 2 else (energy[len(energy) // 2 - 1] + energy[len(energy) // 2]) / 2
+    line = (f"energy per step ({len(covered)} steady steps): median {joules(median)}, "
+            f"min {joules(energy[0])}, max {joules(energy[-1])}; average power {watts(watts_[len(watts_) // 2])}")
+    if step_s[len(step_s) // 2] < 2 * power.interval_s:  # several steps between two samples
+        line += f" (steps shorter than two samples: power interpolated between the {seconds(power.interval_s)} samples)"
+    if len(covered) < len(power.steps):
+        line += f"; {len(power.steps) - len(covered)} steps outside the sampled window left out"
+    return line
