@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -60,10 +61,72 @@ def hta_rows(folder: Path) -> dict[str, object]:
     return {"seconds": elapsed, "temporal": temporal, "overlap": overlap, "launch": launch, "queue": queue}
 
 
+HTA_LAUNCHES = {"cudaLaunchKernel", "cudaLaunchKernelExC", "cudaMemcpyAsync", "cudaMemsetAsync"}
+HTA_NOT_COMPUTE = re.compile(r"(^nccl.*Kernel)|(.*(Memcpy)|(Memset))|(.*Sync)")  # HTA 0.5 utils.py
+
+
+def _union_length(intervals: list[tuple[float, float]]) -> float:
+    total, reach = 0.0, float("-inf")
+    for start, end in sorted(intervals):
+        if end > reach:
+            total += end - max(start, reach)
+            reach = end
+    return total
+
+
+def explain(folder: Path) -> None:
+    """The differences, each recomputed from the trace by HTA's own rules (HTA 0.5 source):
+    its parser floors ns-resolution timestamps and durations to whole µs; its compute class leaves
+    out names matching .*Memcpy, ^Memset and .*Sync; its short kernels are the GPU events launched
+    by cudaLaunchKernel, cudaLaunchKernelExC, cudaMemcpyAsync or cudaMemsetAsync (copies and memsets
+    included, driver-API launches such as cuLaunchKernelEx left out)."""
+    import gzip
+    import math
+    for path in sorted(folder.iterdir()):
+        opener = gzip.open if path.name.endswith(".gz") else open
+        with opener(path, "rt") as fh:
+            doc = json.load(fh)
+        rank = (doc.get("distributedInfo") or {}).get("rank", "?")
+        events = [e for e in doc["traceEvents"] if e.get("ph") == "X" and "dur" in e]
+        gpu = [e for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+        exact = _union_length([(e["ts"], e["ts"] + e["dur"]) for e in gpu])
+        # HTA's parser (round_down_time_stamps): start rounded up, end rounded down, to whole µs
+        def inward(e: dict) -> tuple[int, int]:
+            return math.ceil(e["ts"]), math.floor(e["ts"] + e["dur"])
+        floored = _union_length([inward(e) for e in gpu])
+        compute = [e for e in gpu if e["cat"] == "kernel" and not HTA_NOT_COMPUTE.match(e["name"])]
+        compute_floored = _union_length([inward(e) for e in compute])
+        ours_compute = [e for e in gpu if e["cat"] == "kernel" and not re.search("nccl|rccl", e["name"], re.I)]
+        calls = {e["args"]["correlation"]: e for e in events
+                 if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})}
+        hta_short = ours_short = 0
+        launched_by: dict[str, int] = {}
+        for e in gpu:
+            call = calls.get((e.get("args") or {}).get("correlation"))
+            if call is None:
+                continue
+            launched_by[call["name"]] = launched_by.get(call["name"], 0) + 1
+            (k_start, k_end), (c_start, c_end) = inward(e), inward(call)
+            if call["name"] in HTA_LAUNCHES and k_end - k_start < c_end - c_start:
+                hta_short += 1
+            if e["cat"] == "kernel" and e["dur"] < call["dur"]:
+                ours_short += 1
+        print(f"rank {rank} ({path.name}), recomputed from the trace:")
+        print(f"  GPU busy: exact {exact:,.3f} µs; rounded inward to whole µs as HTA parses it {floored:,.0f} µs")
+        print(f"  compute union: profilectl's rule (every non-NCCL kernel) exact "
+              f"{_union_length([(e['ts'], e['ts'] + e['dur']) for e in ours_compute]):,.3f} µs; HTA's rule, floored "
+              f"{compute_floored:,.0f} µs ({sum(1 for e in gpu if e['cat'] == 'kernel') - len(compute)} kernels "
+              "HTA does not call compute, NCCL included)")
+        print(f"  kernels shorter than their launch: HTA's rule {hta_short:,}; profilectl's rule {ours_short:,}")
+        print("  GPU events by launch call: " + ", ".join(f"{k} {v:,}" for k, v in
+                                                         sorted(launched_by.items(), key=lambda kv: -kv[1])))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("trace_dir", type=Path)
     parser.add_argument("--synthetic", action="store_true")
+    parser.add_argument("--explain", action="store_true", help="recompute each difference by HTA's rules")
     args = parser.parse_args()
     if args.synthetic:
         synthetic(args.trace_dir)
@@ -105,6 +168,8 @@ def main() -> int:
         for name, mine, hta in pairs:
             print(f"{rank:>4} {name:<42} {float(mine):>14.3f} {float(hta):>14.3f}")
     print(f"time: profilectl {ours['seconds']:.3f} s (reading included), HTA {theirs['seconds']:.3f} s")
+    if args.explain:
+        explain(args.trace_dir)
     return 0
 
 

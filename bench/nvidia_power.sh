@@ -79,6 +79,6 @@ if rows:
           f"(all GPUs' readings pooled), max {max(watts):.1f} W; memory max {max(memory) / 1024:.2f} GiB")
 EOF
 
-python3 bench/sampler_overhead.py --seconds 10 --rounds 5 2>&1 | tee "$P/sampler_overhead.txt"
+python3 bench/sampler_overhead.py --seconds "${SAMPLER_SECONDS:-10}" --rounds "${SAMPLER_ROUNDS:-5}" 2>&1 | tee "$P/sampler_overhead.txt"
 find "$T" -type d -name raw -prune -exec rm -rf {} +  # keep the bundle small: manifests, summaries, telemetry.csv
 tar -C "$OUT" -czf "$OUT/power.tgz" power && echo "bundle: $OUT/power.tgz"

@@ -57,6 +57,12 @@ def test_trace_profiles_every_rank_torchrun_starts(machine, launcher):
     assert [(r["rank"], r["status"]) for r in summary["ranks"]] == [("0", "ok"), ("1", "ok")]
     ops = {o["name"]: o for o in summary["operators"]}
     assert ops["Optimizer.step#SGD.step"]["calls"] == 2 * 4  # merged: both ranks' steps
+    for trace in traces:  # a whole-run trace marks its steps too (the per-step breakdown, HTA read them)
+        doc = json.loads(trace.read_text())
+        events = doc["traceEvents"] if isinstance(doc, dict) else doc  # torch 1.13 writes a bare list
+        ranges = [e for e in events if str(e.get("name", "")).startswith("ProfilerStep#") and e.get("ph") == "X"
+                  and e.get("cat") in (None, "user_annotation", "cpu_op")]  # CPU-side (torch 2.x also GPU-side)
+        assert len(ranges) == 4 + 1, (trace.name, ranges)  # four steps, then the rest until the end
 
 
 @needs_torch

@@ -180,6 +180,13 @@ class StepRow:
     communication_percent: float  # of the step's busy time
     warmup: bool
     rank: str = ""  # merged steps: the slowest rank's
+    # the trace's last step: a profiler stopped at the program's end closes it there, so it may hold
+    # the teardown (HTA leaves it out by default for this reason); shown, but not median nor slowest
+    last: bool = False
+
+    @property
+    def steady(self) -> bool:
+        return not self.warmup and not self.last
 
 
 @dataclass(frozen=True)
@@ -389,11 +396,19 @@ def _curve(rank: str, blocks: tuple["NDArray[np.int64]", "NDArray[np.int64]"], l
 
 
 # ---------------------------------------------------------------- steps
+def _step_numbers(markers: Sequence[Marker]) -> set[str]:
+    return {m.name.rsplit("#", 1)[-1] for m in markers}
+
+
 def steps_of(t: RankTimeline) -> tuple[list[StepRow], str]:
     import numpy as np
     gpu = [m for m in t.markers if m.on_gpu]
-    chosen, source = (gpu, "GPU-side ProfilerStep ranges") if gpu else \
-        ([m for m in t.markers if not m.on_gpu], "CPU-side ProfilerStep ranges")
+    cpu = [m for m in t.markers if not m.on_gpu]
+    # GPU-side ranges say when the step's work ran; but torch does not always write one per step
+    # (torch 2.11 wrote ProfilerStep#0 alone on the GPU side, every step on the CPU side): the side
+    # with more steps wins
+    chosen, source = (gpu, "GPU-side ProfilerStep ranges") if len(_step_numbers(gpu)) >= len(_step_numbers(cpu)) \
+        else (cpu, "CPU-side ProfilerStep ranges")
     by_step: dict[int, Marker] = {}
     for marker in chosen:
         number = marker.name.rsplit("#", 1)[-1]
@@ -428,7 +443,7 @@ def steps_of(t: RankTimeline) -> tuple[list[StepRow], str]:
         rows.append(StepRow(step=step, name=marker.name, wall_ns=high - low, gpu_busy_ns=busy,
                             busy_percent=100.0 * busy / (high - low) if high > low else 0.0, top_kernel=top,
                             top_kernel_ns=top_ns, communication_percent=100.0 * comm / busy if busy else 0.0,
-                            warmup=position < warm, rank=t.rank))
+                            warmup=position < warm, rank=t.rank, last=position == len(numbers) - 1 > 0))
     return rows, source
 
 
@@ -460,7 +475,7 @@ def analyse(parts: Sequence[RankTimeline]) -> TimelineAnalysis | None:
             steps.append(rank_steps)
             sources.append(source)
     merged_steps = _merge_steps(steps)
-    slowest = tuple(r.step for r in sorted((r for r in merged_steps if not r.warmup), key=lambda r: -r.wall_ns)[:3])
+    slowest = tuple(r.step for r in sorted((r for r in merged_steps if r.steady), key=lambda r: -r.wall_ns)[:3])
     gaps.sort(key=lambda g: -g.duration_ns)
     return TimelineAnalysis(merged=_merged(rows), ranks=tuple(rows) if len(rows) > 1 else (), gaps=tuple(gaps[:TOP_GAPS]),
                             steps=tuple(merged_steps), slowest_steps=slowest,

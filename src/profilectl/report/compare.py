@@ -222,7 +222,7 @@ def steady_step_s(summary: Summary) -> tuple[float, str] | None:
     step marks, else the trace's ProfilerStep ranges with the warm-up steps left out."""
     if summary.step_time is not None:
         return summary.step_time.median_s, "median; step marks of the timed runs"
-    steps = [s for s in summary.timeline.steps if not s.warmup] if summary.timeline else []
+    steps = [s for s in summary.timeline.steps if s.steady] if summary.timeline else []
     if steps:
         return statistics.median(s.wall_ns for s in steps) / 1e9, "median; ProfilerStep ranges, warm-up left out"
     return None

@@ -46,10 +46,11 @@ def lines(analysis: TimelineAnalysis) -> list[str]:
     if analysis.steps:
         slow = ", ".join(f"#{n}" for n in analysis.slowest_steps)
         warm = sum(s.warmup for s in analysis.steps)
-        steady = [s.wall_ns for s in analysis.steps if not s.warmup]
+        steady = [s.wall_ns for s in analysis.steps if s.steady] or [s.wall_ns for s in analysis.steps]
         median = sorted(steady)[len(steady) // 2] if steady else 0
         out.append(f"steps ({analysis.step_source}): {len(analysis.steps)}, median {duration(median)}"
-                   + (f"; slowest {slow}" if slow else "") + (f"; first {warm} shown apart as warm-up" if warm else ""))
+                   + (f"; slowest {slow}" if slow else "") + (f"; first {warm} shown apart as warm-up" if warm else "")
+                   + ("; the last one apart (it may run until the profiler stopped)" if analysis.steps[-1].last else ""))
     out += list(analysis.notes)
     return out
 
@@ -81,7 +82,7 @@ def step_rows(analysis: TimelineAnalysis, limit: int = 50) -> list[tuple[str, ..
     slow = set(analysis.slowest_steps)
     return [(str(s.step), duration(s.wall_ns), duration(s.gpu_busy_ns), f"{s.busy_percent:.1f}",
              f"{s.communication_percent:.1f}", _short(s.top_kernel or "-", 50),
-             "warm-up" if s.warmup else ("slowest" if s.step in slow else ""))
+             "warm-up" if s.warmup else "last" if s.last else ("slowest" if s.step in slow else ""))
             for s in analysis.steps[:limit]]
 
 

@@ -109,7 +109,7 @@ class _RankProfiler:
         self.torch = torch
         _debug(f"torch imported: rank {self.rank}, action {self.action}, steps {os.environ.get('PROFILECTL_STEPS')}")
         if self.out_dir and self.action == "torch":
-            from torch.profiler import ProfilerActivity, profile, schedule
+            from torch.profiler import ProfilerAction, ProfilerActivity, profile, schedule
             activities = [ProfilerActivity.CPU]
             if torch.cuda.is_available():  # ROCm builds report their GPUs through the CUDA API too
                 activities.append(ProfilerActivity.CUDA)
@@ -121,6 +121,12 @@ class _RankProfiler:
                 active = (self.window.last - first) if self.window.last else 1 << 30
                 kwargs["schedule"] = schedule(wait=max(first - 1, 0), warmup=1 if first else 0, active=active, repeat=1)
                 kwargs["on_trace_ready"] = self._export
+            else:
+                # Recording all along, through a schedule: torch marks ProfilerStep#N ranges only
+                # when it has one, and the per-step breakdown (and HTA) read those.
+                kwargs["schedule"] = _record_always(ProfilerAction.RECORD)
+                if "acc_events" in _parameters(profile):  # torch >= 2.4 warns of cycles otherwise
+                    kwargs["acc_events"] = True
             self.profiler = profile(**kwargs)
             self.profiler.start()
         elif self.window.bounded and self.window.first == 0:
@@ -215,6 +221,20 @@ def _roctx(function):
             return
         except (OSError, AttributeError):
             continue
+
+
+def _parameters(function):
+    import inspect
+    try:
+        return inspect.signature(function).parameters
+    except (TypeError, ValueError):
+        return {}
+
+
+def _record_always(action):
+    def schedule(step):
+        return action
+    return schedule
 
 
 def _install_step_hook(torch, callback):
