@@ -7,6 +7,7 @@ through sudo); without it the test is skipped by that condition, not uncondition
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -104,3 +105,36 @@ def test_the_network_check_sees_a_request_when_there_is_one(tmp_path):
     page.write_text('<!DOCTYPE html><html><body><img src="https://example.com/chart.png"></body></html>')
     _, requested = render(page, tmp_path)
     assert "https://example.com/chart.png" in requested
+
+
+def test_the_timeline_and_power_charts_are_painted(tmp_path, monkeypatch):
+    """The H200 trace's timeline (GPU busy over time) and a run's power over time, two GPUs sampled
+    at 10 Hz (telemetry.csv as the sampler writes it), laid out by the browser."""
+    monkeypatch.setenv("PROFILECTL_CACHE_DIR", str(tmp_path / "cache"))
+    from profilectl.report.html import to_html
+    from profilectl.report.load import load
+    from profilectl.telemetry.energy import summarise_file
+    from profilectl.telemetry.model import CSV_COLUMNS
+    telemetry = tmp_path / "telemetry.csv"
+    rows = [",".join(CSV_COLUMNS)]
+    for sweep in range(30):
+        t = 10**9 + sweep * 10**8
+        rows += [f"{t},{t},{gpu},nvml,{100 + 10 * gpu + sweep},,{2**30},{2**34},1980,50,90" for gpu in (0, 1)]
+    telemetry.write_text("\n".join(rows) + "\n")
+    summary = dataclasses.replace(load(FIXTURES / "nvidia-h200/torch_profiler_trace.json"),
+                                  power=summarise_file(telemetry))
+    probe = ("<script>const painted=s=>[...document.querySelectorAll(`svg[aria-label='${s}'] *`)]"
+             ".filter(e=>{const b=e.getBoundingClientRect();return b.width>0&&b.height>0}).length;"
+             "document.body.dataset.busy=painted('GPU busy over time');"
+             "document.body.dataset.power=painted('GPU power over time');"
+             "document.body.dataset.lines=document.querySelectorAll(\"svg[aria-label='GPU power over time'] polyline\").length;"
+             "</script></body>")
+    page = tmp_path / "power.html"
+    page.write_text(to_html(summary).replace("</body>", probe))
+    dom, requested = render(page, tmp_path)
+    body = next(attrs for tag, attrs in dom.tags if tag == "body")
+    assert int(body["data-busy"] or 0) >= 1 and int(body["data-power"] or 0) >= 3, body
+    assert body["data-lines"] == "2", body  # one line per GPU
+    text = " ".join(dom.text)
+    assert "GPU power and energy" in text and "Timeline" in text
+    assert all(url.startswith(("file:", "data:")) for url in requested), requested

@@ -53,7 +53,8 @@ def power_chart(power: PowerSummary | None, width: int = 720, height: int = 240)
     def y(w: float) -> float:
         return top + plot_h * (1 - w / w_top)
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-             f'viewBox="0 0 {width} {height}" role="img" font-family="sans-serif" font-size="11">',
+             f'viewBox="0 0 {width} {height}" role="img" aria-label="GPU power over time" font-family="sans-serif" '
+             'font-size="11">',
              f"<title>GPU power over time ({escape(power.source)})</title>",
              f'<text x="{left}" y="16" font-size="13">GPU power (W) over time (s), {escape(power.source)}</text>',
              f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" fill="none" stroke="#999"/>']
