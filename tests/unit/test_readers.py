@@ -1,4 +1,4 @@
-"""Readers on the real tools' files (../shared/fixtures) and on the older column sets."""
+"""Readers on the real tools' files (tests/fixtures: real outputs of the real tools) and on the older column sets."""
 
 import csv
 import dataclasses
