@@ -11,12 +11,14 @@ import csv
 import dataclasses
 import io
 import json
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from profilectl.report import units
-from profilectl.report.compare import Comparison, Gate
 from profilectl.report.summary import (RANK_COLUMNS, SECTIONS, KernelRow, Summary, aggregation_legend, imbalance_line,
                                        job_line, machine_fallbacks, metadata_items, step_time_line)
+
+if TYPE_CHECKING:  # annotations only
+    from profilectl.report.compare import Comparison, Gate
 
 KERNEL_COLUMNS = ("name", "calls", "total_ns", "mean_ns", "min_ns", "max_ns", "std_ns", "percent")
 

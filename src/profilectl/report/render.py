@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import shlex
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from rich.console import Console
 from rich.table import Table
 
-from profilectl.envreport import EnvReport
-from profilectl.manifest import Manifest
-from profilectl.plan import Plan
 from profilectl.report import units
-from profilectl.report.compare import Comparison
-from profilectl.report.listing import ListedRun
 from profilectl.report.summary import (SECTIONS, KernelRow, Summary, aggregation_legend, imbalance_line, job_line,
                                        machine_fallbacks, metadata_items, step_time_line)
+
+if TYPE_CHECKING:  # annotations only: `report` and `ls` need not import the planner
+    from profilectl.envreport import EnvReport
+    from profilectl.manifest import Manifest
+    from profilectl.plan import Plan
+    from profilectl.report.compare import Comparison
+    from profilectl.report.listing import ListedRun
 
 
 def _bytes(n: int | None) -> str:
