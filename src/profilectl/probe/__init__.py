@@ -53,9 +53,15 @@ def probe(root: Path | str = "/", path: str | None = None, deep: bool = False,
     machine = Machine(root=root) if path is None else Machine(root=root, path=path)
     if env is not None:
         machine.env = env
-    rocm = sources.rocm(machine)
-    base = Facts(host=sources.host(machine), gpus=sources.gpus(machine), rocm=rocm,
-                 tools=sources.tools(machine, rocm.root), torch=sources.torch(machine))
+    # The slow sources are other programs (nvidia-smi or rocminfo, the workload's Python for torch):
+    # run them side by side while the files are read here.
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="profilectl-probe") as pool:
+        gpus = pool.submit(sources.gpus, machine)
+        torch = pool.submit(sources.torch, machine)
+        rocm = sources.rocm(machine)
+        base = Facts(host=sources.host(machine), gpus=gpus.result(), rocm=rocm,
+                     tools=sources.tools(machine, rocm.root), torch=torch.result())
     checks: dict[str, Verdict] = {}
     notes: list[str] = []
     if base.first_gpu("amd"):
