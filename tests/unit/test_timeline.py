@@ -299,3 +299,11 @@ def test_the_side_with_every_step_wins_over_a_lone_gpu_side_range():
     rows, source = steps_of(timeline)
     assert source == "CPU-side ProfilerStep ranges" and [r.step for r in rows] == [0, 1, 2, 3]
     assert [r.gpu_busy_ns for r in rows] == [50 * US, 50 * US, 50 * US, 80 * US] and rows[-1].last
+
+
+def test_gpu_activity_without_duration_is_not_judged():
+    from profilectl.analysis.timeline import rank_timeline
+    found = analyse([rank_timeline("0", None, start=[100], end=[100], stream=[0], kind=[0], name=[0], names=["k"],
+                                   streams=["7"])])
+    assert found.merged.span_ns == 0 and not found.merged.launch_bound
+    assert found.merged.verdict.startswith("no GPU time to judge")

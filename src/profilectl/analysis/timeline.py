@@ -309,7 +309,7 @@ def analyse_rank(t: RankTimeline) -> tuple[TimelineRow, list[Gap], BusyCurve]:
         max_concurrency=int(depth.max()) if len(depth) else 0, streams=len(np.unique(t.stream)),
         compute_ns=_length(*compute), communication_ns=comm_ns, hidden_communication_ns=hidden,
         hidden_communication_percent=100.0 * hidden / comm_ns if comm_ns else None, memory_ns=_length(*memory),
-        launch=launch, launch_bound=(verdict := _verdict(busy_percent, launch))[0], verdict=verdict[1])
+        launch=launch, launch_bound=(verdict := _verdict(busy_percent, launch, span))[0], verdict=verdict[1])
     return row, gaps, _curve(t.rank, busy_blocks, span_start, span_end)
 
 
@@ -359,9 +359,11 @@ def _queue_depth(launched: "NDArray[np.int64]", finished: "NDArray[np.int64]") -
     return (float((width * depth[:-1]).sum() / total) if total else 0.0), int(depth.max())
 
 
-def _verdict(busy_percent: float, launch: LaunchStats) -> tuple[bool, str]:
+def _verdict(busy_percent: float, launch: LaunchStats, span_ns: int) -> tuple[bool, str]:
     """Launch-bound: the GPU idles much of the time while its kernels are, in time, mostly shorter
     than launching them, or the queue is nearly always empty."""
+    if span_ns <= 0:
+        return False, "no GPU time to judge: the trace's GPU activity has no duration"
     short, depth = launch.short_kernel_percent, launch.queue_depth_mean
     starved = depth is not None and depth < 1.5
     bound = busy_percent < 70.0 and (short >= 30.0 or starved)
@@ -509,5 +511,5 @@ def _merged(rows: list[TimelineRow]) -> TimelineRow:
         concurrent_ns=total("concurrent_ns"), max_concurrency=max(r.max_concurrency for r in rows),
         streams=total("streams"), compute_ns=total("compute_ns"), communication_ns=comm,
         hidden_communication_ns=hidden, hidden_communication_percent=100.0 * hidden / comm if comm else None,
-        memory_ns=total("memory_ns"), launch=launch, launch_bound=(verdict := _verdict(busy_percent, launch))[0],
+        memory_ns=total("memory_ns"), launch=launch, launch_bound=(verdict := _verdict(busy_percent, launch, span))[0],
         verdict=verdict[1])
