@@ -245,7 +245,7 @@ def test_energy_per_step_integrates_the_power_between_the_step_marks(nvidia, tmp
         assert step["covered_s"] == pytest.approx(seconds) and 0.15 <= seconds < 0.3
         assert step["energy_j"] == pytest.approx(510.0 * seconds, rel=1e-6) and step["avg_power_w"] == pytest.approx(510.0)
     shown = report(run)
-    assert "energy per step (9 steady steps): median" in shown and "average power 510.0 W" in shown
+    assert "energy per step (9 steady steps): median" in shown and "median power 510.0 W" in shown
     html = report(run, "--format", "html")
     assert "<h2>GPU power and energy</h2>" in html and "<title>GPU power over time (nvml)</title>" in html
     csv_dir = tmp_path / "csv"

@@ -307,3 +307,42 @@ def test_gpu_activity_without_duration_is_not_judged():
                                    streams=["7"])])
     assert found.merged.span_ns == 0 and not found.merged.launch_bound
     assert found.merged.verdict.startswith("no GPU time to judge")
+
+
+@pytest.mark.parametrize("fast", [False, True], ids=["csv-module", "polars"])
+def test_a_kernel_trace_without_correlation_ids_keeps_its_tables_and_timeline(tmp_path, monkeypatch, fast):
+    """Hand-trimmed or older kernel traces may lack Correlation_Id: the tables and the timeline stay,
+    only the launch linking goes; an empty Correlation_Id cell (the polars path reads it as null)
+    is no traceback either."""
+    from profilectl.formats import polars_csv
+    if fast:
+        monkeypatch.setattr(polars_csv, "FAST_PATH_MIN_BYTES", 0)
+    folder = tmp_path / "trimmed"
+    folder.mkdir()
+    rows = [["Kernel_Name", "Agent_Id", "Queue_Id", "Start_Timestamp", "End_Timestamp", "Dispatch_Id"],
+            ["gemm", "Agent 4", "1", str(1000 * US), str(1100 * US), "1"],
+            ["relu", "Agent 4", "1", str(1300 * US), str(1320 * US), "2"]]
+    (folder / "77_kernel_trace.csv").write_text("\n".join(",".join(r) for r in rows) + "\n")
+    with_empty = [["Kernel_Name", "Correlation_Id", "Start_Timestamp", "End_Timestamp"],
+                  ["gemm", "", str(2000 * US), str(2100 * US)]]
+    (folder / "78_kernel_trace.csv").write_text("\n".join(",".join(r) for r in with_empty) + "\n")
+    tables = read_path(folder, READERS)
+    assert sorted(tables.kernels) == ["gemm", "relu"]
+    found = analyse(tables.timelines)
+    assert found is not None and found.merged.busy_ns == 220 * US
+    assert found.merged.launch.short_kernel_basis == "5 µs"  # nothing links kernels to launches
+
+
+def test_busy_curves_share_one_time_axis_and_keep_the_gaps():
+    """Two short kernels 1 ms apart on rank 0, one late kernel on rank 1: both lanes span the job's
+    first start to last end, and the idle millisecond shows as idle buckets."""
+    from profilectl.analysis.timeline import rank_timeline
+    zero = rank_timeline("0", None, start=[0, 1000 * US], end=[10 * US, 1010 * US], stream=[0, 0], kind=[0, 0],
+                         name=[0, 0], names=["k"], streams=["7"])
+    one = rank_timeline("1", None, start=[1500 * US], end=[1600 * US], stream=[0], kind=[0], name=[0], names=["k"],
+                        streams=["7"])
+    found = analyse([zero, one])
+    first, second = found.curves
+    assert (first.start_ns, first.bucket_ns) == (second.start_ns, second.bucket_ns) == (0, -(-1600 * US // 300))
+    assert first.busy[0] == 1.0 and sum(1 for b in first.busy if b == 0) > 150  # the gap is there
+    assert second.busy[0] == 0.0 and second.busy[-1] > 0.9  # rank 1 only works at the end (last bucket: past it)

@@ -266,7 +266,8 @@ def _clip_union(blocks: tuple["NDArray[np.int64]", "NDArray[np.int64]"], low: in
 
 
 # ---------------------------------------------------------------- one rank
-def analyse_rank(t: RankTimeline) -> tuple[TimelineRow, list[Gap], BusyCurve]:
+def analyse_rank(t: RankTimeline) -> tuple[TimelineRow, list[Gap], tuple["NDArray[np.int64]", "NDArray[np.int64]"]]:
+    """The rank's row, its gaps, and its busy blocks (starts, ends) for the chart."""
     import numpy as np
     span_start, span_end = int(t.start.min()), int(t.end.max())
     span = span_end - span_start
@@ -309,8 +310,8 @@ def analyse_rank(t: RankTimeline) -> tuple[TimelineRow, list[Gap], BusyCurve]:
         max_concurrency=int(depth.max()) if len(depth) else 0, streams=len(np.unique(t.stream)),
         compute_ns=_length(*compute), communication_ns=comm_ns, hidden_communication_ns=hidden,
         hidden_communication_percent=100.0 * hidden / comm_ns if comm_ns else None, memory_ns=_length(*memory),
-        launch=launch, launch_bound=(verdict := _verdict(busy_percent, launch, span))[0], verdict=verdict[1])
-    return row, gaps, _curve(t.rank, busy_blocks, span_start, span_end)
+        launch=launch, launch_bound=(verdict := _verdict(busy_percent, launch, busy))[0], verdict=verdict[1])
+    return row, gaps, busy_blocks
 
 
 def _launch_stats(t: RankTimeline, kernels: "NDArray[np.bool_]") -> LaunchStats:
@@ -359,10 +360,10 @@ def _queue_depth(launched: "NDArray[np.int64]", finished: "NDArray[np.int64]") -
     return (float((width * depth[:-1]).sum() / total) if total else 0.0), int(depth.max())
 
 
-def _verdict(busy_percent: float, launch: LaunchStats, span_ns: int) -> tuple[bool, str]:
+def _verdict(busy_percent: float, launch: LaunchStats, busy_ns: int) -> tuple[bool, str]:
     """Launch-bound: the GPU idles much of the time while its kernels are, in time, mostly shorter
     than launching them, or the queue is nearly always empty."""
-    if span_ns <= 0:
+    if busy_ns <= 0:
         return False, "no GPU time to judge: the trace's GPU activity has no duration"
     short, depth = launch.short_kernel_percent, launch.queue_depth_mean
     starved = depth is not None and depth < 1.5
@@ -380,9 +381,20 @@ def _verdict(busy_percent: float, launch: LaunchStats, span_ns: int) -> tuple[bo
     return bound, text
 
 
+def _curves_on_one_axis(blocks_per_rank: list[tuple[str, tuple["NDArray[np.int64]", "NDArray[np.int64]"]]]
+                        ) -> tuple[BusyCurve, ...]:
+    """Every rank's busy curve over the same span (all ranks' first start to last end), so the
+    lanes of the chart line up in time."""
+    spans = [(int(s[0]), int(e[-1])) for _, (s, e) in blocks_per_rank if len(s)]
+    if not spans:
+        return ()
+    low, high = min(a for a, _ in spans), max(b for _, b in spans)
+    return tuple(_curve(rank, blocks, low, high) for rank, blocks in blocks_per_rank)
+
+
 def _curve(rank: str, blocks: tuple["NDArray[np.int64]", "NDArray[np.int64]"], low: int, high: int) -> BusyCurve:
     import numpy as np
-    buckets = min(MAX_CURVE_POINTS, max(1, len(blocks[0])))
+    buckets = MAX_CURVE_POINTS  # fewer would average a gap away
     width = max(1, -(-(high - low) // buckets))
     edges = low + width * np.arange(buckets + 1, dtype=np.int64)
     # busy time up to each edge, from the cumulative union
@@ -468,10 +480,10 @@ def analyse(parts: Sequence[RankTimeline]) -> TimelineAnalysis | None:
     timelines.sort(key=lambda t: (int(t.rank) if t.rank.isdigit() else 1 << 30, t.rank, t.host or ""))
     rows, gaps, curves, steps, sources = [], [], [], [], []
     for t in timelines:
-        row, rank_gaps, curve = analyse_rank(t)
+        row, rank_gaps, blocks = analyse_rank(t)
         rows.append(row)
         gaps += rank_gaps
-        curves.append(curve)
+        curves.append((t.rank, blocks))
         rank_steps, source = steps_of(t)
         if rank_steps:
             steps.append(rank_steps)
@@ -481,7 +493,8 @@ def analyse(parts: Sequence[RankTimeline]) -> TimelineAnalysis | None:
     gaps.sort(key=lambda g: -g.duration_ns)
     return TimelineAnalysis(merged=_merged(rows), ranks=tuple(rows) if len(rows) > 1 else (), gaps=tuple(gaps[:TOP_GAPS]),
                             steps=tuple(merged_steps), slowest_steps=slowest,
-                            step_source=sources[0] if sources else "", curves=tuple(curves))
+                            step_source=sources[0] if sources else "",
+                            curves=_curves_on_one_axis(curves))
 
 
 def _merged(rows: list[TimelineRow]) -> TimelineRow:
@@ -511,5 +524,5 @@ def _merged(rows: list[TimelineRow]) -> TimelineRow:
         concurrent_ns=total("concurrent_ns"), max_concurrency=max(r.max_concurrency for r in rows),
         streams=total("streams"), compute_ns=total("compute_ns"), communication_ns=comm,
         hidden_communication_ns=hidden, hidden_communication_percent=100.0 * hidden / comm if comm else None,
-        memory_ns=total("memory_ns"), launch=launch, launch_bound=(verdict := _verdict(busy_percent, launch, span))[0],
+        memory_ns=total("memory_ns"), launch=launch, launch_bound=(verdict := _verdict(busy_percent, launch, busy))[0],
         verdict=verdict[1])

@@ -353,7 +353,7 @@ def aggregate(path: str, events: Iterable[Any], into: Partial | None = None) -> 
                 api_start.append(start)
                 api_end.append(start + ns)
                 api_corr.append(corr)
-        if (role & 16 or event.cat == "user_annotation") and name.startswith(STEP_MARKER):
+        if ns > 0 and (role & 16 or event.cat == "user_annotation") and name.startswith(STEP_MARKER):
             markers.append((name, start, start + ns, bool(role & 16)))
         if role & 8 and name not in unlisted:
             key = (event.pid, event.tid)

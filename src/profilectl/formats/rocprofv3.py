@@ -90,8 +90,13 @@ def counter_collection(paths: list[Path]) -> tuple[CounterValue, ...]:
     return tuple(CounterValue.of(kernel, counter, items) for (kernel, counter), items in values.items())
 
 
-def _columns(path: Path, text: tuple[str, ...], numbers: tuple[str, ...]) -> dict[str, list[Any]]:
-    """The named columns of a trace file (numbers as int); polars for large files, else csv."""
+def _columns(path: Path, text: tuple[str, ...], numbers: tuple[str, ...],
+             optional: tuple[str, ...] = ("Correlation_Id",)) -> dict[str, list[Any]]:
+    """The named columns of a trace file (numbers as int); polars for large files, else csv. An
+    `optional` column the file lacks (older releases, hand-trimmed files) reads as -1 throughout."""
+    header = csv_header(path)
+    absent = tuple(c for c in optional if c in numbers and c not in header)
+    numbers = tuple(c for c in numbers if c not in absent)
     if path.stat().st_size >= polars_csv.FAST_PATH_MIN_BYTES and polars_csv.fast_engine_available():
         import polars as pl
         try:
@@ -100,13 +105,19 @@ def _columns(path: Path, text: tuple[str, ...], numbers: tuple[str, ...]) -> dic
         except (pl.exceptions.PolarsError, OSError) as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise FormatError(f"{path}: truncated or malformed CSV ({first[:200]})") from None
-        return {c: frame[c].to_list() for c in text + numbers}
-    out: dict[str, list[Any]] = {c: [] for c in text + numbers}
-    for line, row in read_csv(path, text + numbers):
-        for c in text:
-            out[c].append(row[c])
         for c in numbers:
-            out[c].append(int(number(path, line, row[c])))
+            if c not in optional and frame[c].null_count():
+                raise FormatError(f"{path}: {frame[c].null_count()} row(s) with no {c}")
+        out = {c: frame[c].fill_null(-1).to_list() if c in numbers else frame[c].to_list() for c in text + numbers}
+    else:
+        out = {c: [] for c in text + numbers}
+        for line, row in read_csv(path, text + numbers):
+            for c in text:
+                out[c].append(row[c])
+            for c in numbers:
+                out[c].append(-1 if c in optional and row[c] in ("", None) else int(number(path, line, row[c])))
+    rows = len(out[(text + numbers)[0]]) if text + numbers else 0
+    out.update({c: [-1] * rows for c in absent})
     return out
 
 
@@ -187,7 +198,10 @@ class Rocprofv3CsvReader(Reader):
         api = [p for kind in API_KINDS for p in by_kind.get(kind, [])]
         traces = by_kind.get("kernel_trace", [])
         empty = (f"{len(traces)} kernel trace file(s) hold zero kernel dispatches",) if traces and not kernels else ()
-        found, notes = timelines(by_kind) if kernels else ((), ())
+        try:
+            found, notes = timelines(by_kind) if kernels else ((), ())
+        except FormatError as exc:  # the tables stand without it
+            found, notes = (), (f"no timeline analysis: {exc}",)
         return Tables(kernels=kernels, kernel_detail=PER_DISPATCH if kernels else 0,
                       api=named_intervals(api, "Function") if api else {},
                       memory_copies=named_intervals(by_kind.get("memory_copy_trace", []), "Direction"),

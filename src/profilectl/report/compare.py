@@ -287,12 +287,14 @@ def gate(a: Summary, b: Summary, metric: str | None, threshold: float | None) ->
         unit = "s"
     else:
         base, unit, description, notes_a = _value(a, metric)
-        new, _, _, notes_b = _value(b, metric)
+        new, _, description_b, notes_b = _value(b, metric)
+        if description_b != description:  # step time from step marks on one side, ProfilerStep on the other
+            notes += (f"measured differently: base {description}, new {description_b}",)
         if notes_a != notes_b:
-            notes = (f"base: {'; '.join(notes_a)}", f"new: {'; '.join(notes_b)}")
+            notes += (f"base: {'; '.join(notes_a)}", f"new: {'; '.join(notes_b)}")
     if base <= 0:
         raise UsageError(f"{description} is 0 in {_label(a)}: no change can be measured against it")
-    if metric in ("gpu-time",) or metric.startswith("kernel:"):
+    if metric == "gpu-time" or metric.startswith("kernel:"):
         if (a.kernel_timing or None) != (b.kernel_timing or None):
             notes += ("kernel times measured differently (a counters run's replay against a trace): not comparable",)
     change = 100.0 * (new - base) / base

@@ -26,7 +26,7 @@ table.metadata td{text-align:left}table.metadata td:first-child{min-width:8em;fo
 
 
 def _short(name: str, width: int = 70) -> str:
-    return name if len(name) <= width else name[: width - 1] + "…"
+    return units.shorten(name, width)
 
 
 def bar_chart(rows: Sequence[KernelRow], top: int) -> str:

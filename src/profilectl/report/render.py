@@ -35,7 +35,7 @@ def _mark(ok: bool) -> str:
 
 
 def _short(name: str, width: int = 80) -> str:
-    return name if len(name) <= width else name[: width - 1] + "…"
+    return units.shorten(name, width)
 
 
 def env_report(console: Console, report: EnvReport) -> None:

@@ -3,15 +3,13 @@ the same lines and rows in the terminal, Markdown and HTML."""
 
 from __future__ import annotations
 
+import statistics
+
 from html import escape
 from typing import Sequence
 
 from profilectl.analysis.timeline import BusyCurve, StepRow, TimelineAnalysis, TimelineRow
-from profilectl.report.units import duration_ns
-
-
-def duration(ns: float | int | None) -> str:
-    return duration_ns(ns)
+from profilectl.report.units import duration_ns as duration, shorten
 
 
 def lines(analysis: TimelineAnalysis) -> list[str]:
@@ -47,7 +45,7 @@ def lines(analysis: TimelineAnalysis) -> list[str]:
         slow = ", ".join(f"#{n}" for n in analysis.slowest_steps)
         warm = sum(s.warmup for s in analysis.steps)
         steady = [s.wall_ns for s in analysis.steps if s.steady] or [s.wall_ns for s in analysis.steps]
-        median = sorted(steady)[len(steady) // 2] if steady else 0
+        median = statistics.median(steady) if steady else 0
         out.append(f"steps ({analysis.step_source}): {len(analysis.steps)}, median {duration(median)}"
                    + (f"; slowest {slow}" if slow else "") + (f"; first {warm} shown apart as warm-up" if warm else "")
                    + ("; the last one apart (it may run until the profiler stopped)" if analysis.steps[-1].last else ""))
@@ -62,7 +60,7 @@ def _busy_line(row: TimelineRow) -> str:
 
 
 def _short(name: str, width: int = 60) -> str:
-    return name if len(name) <= width else name[:width - 1] + "…"
+    return shorten(name, width)
 
 
 RANK_HEADER = ("rank", "host", "busy", "idle", "gaps", "largest gap", "comm hidden", "short kernels", "queue depth")

@@ -49,6 +49,11 @@ def duration_s(value: float | None, missing: str = MISSING) -> str:
     return duration_ns(value * 1e9, missing)
 
 
+def shorten(name: str, width: int) -> str:
+    """A long name (a C++ kernel's) cut to `width` characters, the cut marked with an ellipsis."""
+    return name if len(name) <= width else name[: width - 1] + "…"
+
+
 def number(value: Any, missing: str = MISSING) -> str:
     """A count or a counter value: integers with separators, fractions to four digits."""
     if value is None or value == "":

@@ -83,6 +83,10 @@ class Sampler:
             except Exception as exc:  # noqa: BLE001 - a bug here must cost the sampling, not the run
                 sampler.notes.append(f"power sampling not started: {type(exc).__name__}: {exc}")
                 sampler._close_file()
+                sampler.path.unlink(missing_ok=True)  # a header alone is no sample
+                if sampler.source is not None:  # the GPU library is shut down again
+                    sampler.source.close()
+                    sampler.source = None
         return sampler
 
     @property
@@ -98,6 +102,9 @@ class Sampler:
                 self.notes.append(f"power sampling: {spec.name} did not start: {exc}")
                 source.close()
                 continue
+            except BaseException:
+                source.close()
+                raise
             self.source = source
             break
         if self.source is None:

@@ -3,18 +3,21 @@ the Markdown report lay these out; JSON keeps the raw numbers)."""
 
 from __future__ import annotations
 
+import statistics
+
+from profilectl.report import units
 from profilectl.telemetry.model import GpuPower, PowerSummary
 
 GPU_COLUMNS = ("GPU", "avg power", "peak power", "energy", "peak memory", "peak temp", "max SM clock", "mean util")
 
 
 def watts(value: float | None) -> str:
-    return "–" if value is None else f"{value:,.1f} W"
+    return units.MISSING if value is None else f"{value:,.1f} W"
 
 
 def joules(value: float | None) -> str:
     if value is None:
-        return "–"
+        return units.MISSING
     for unit, scale in (("MJ", 1e6), ("kJ", 1e3)):
         if abs(value) >= scale:
             return f"{value / scale:,.3g} {unit}" if value / scale < 100 else f"{value / scale:,.1f} {unit}"
@@ -23,7 +26,7 @@ def joules(value: float | None) -> str:
 
 def size(value: int | None) -> str:
     if value is None:
-        return "–"
+        return units.MISSING
     for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if value >= scale:
             return f"{value / scale:,.1f} {unit}"
@@ -31,14 +34,12 @@ def size(value: int | None) -> str:
 
 
 def seconds(value: float) -> str:
-    if value >= 120:
-        return f"{value / 60:,.1f} min"
-    return f"{value:.3g} s" if value >= 1 else f"{value * 1e3:.3g} ms"
+    return units.duration_s(value) if value < 120 else f"{value / 60:,.1f} min"
 
 
 def energy_method(method: str | None) -> str:
     return {"counter": "energy counter", "trapezoid": "power samples (trapezoid)",
-            "mixed": "counters where the GPU has one, else power samples"}.get(method or "", "–")
+            "mixed": "counters where the GPU has one, else power samples"}.get(method or "", units.MISSING)
 
 
 def power_line(power: PowerSummary) -> str:
@@ -61,9 +62,9 @@ def gpu_row(gpu: GpuPower) -> tuple[str, ...]:
     if gpu.memory_total_bytes:
         memory += f" / {size(gpu.memory_total_bytes)}"
     return (str(gpu.gpu), watts(gpu.avg_power_w), watts(gpu.peak_power_w), joules(gpu.energy_j), memory,
-            "–" if gpu.peak_temperature_c is None else f"{gpu.peak_temperature_c:.0f} °C",
-            "–" if gpu.max_sm_clock_mhz is None else f"{gpu.max_sm_clock_mhz:,.0f} MHz",
-            "–" if gpu.mean_utilization_pct is None else f"{gpu.mean_utilization_pct:.0f} %")
+            units.MISSING if gpu.peak_temperature_c is None else f"{gpu.peak_temperature_c:.0f} °C",
+            units.MISSING if gpu.max_sm_clock_mhz is None else f"{gpu.max_sm_clock_mhz:,.0f} MHz",
+            units.MISSING if gpu.mean_utilization_pct is None else f"{gpu.mean_utilization_pct:.0f} %")
 
 
 def steps_line(power: PowerSummary) -> str | None:
@@ -71,13 +72,11 @@ def steps_line(power: PowerSummary) -> str | None:
     covered = [s for s in power.steps if s.covered_s > 0]
     if not covered:
         return None
-    energy = sorted(s.energy_j for s in covered)
-    watts_ = sorted(s.avg_power_w for s in covered)
-    step_s = sorted((s.end_ns - s.start_ns) / 1e9 for s in covered)
-    median = energy[len(energy) // 2] if len(energy) % 2 else (energy[len(energy) // 2 - 1] + energy[len(energy) // 2]) / 2
-    line = (f"energy per step ({len(covered)} steady steps): median {joules(median)}, "
-            f"min {joules(energy[0])}, max {joules(energy[-1])}; average power {watts(watts_[len(watts_) // 2])}")
-    if step_s[len(step_s) // 2] < 2 * power.interval_s:  # several steps between two samples
+    energy = [s.energy_j for s in covered]
+    line = (f"energy per step ({len(covered)} steady steps): median {joules(statistics.median(energy))}, "
+            f"min {joules(min(energy))}, max {joules(max(energy))}; median power "
+            f"{watts(statistics.median(s.avg_power_w for s in covered))}")
+    if statistics.median((s.end_ns - s.start_ns) / 1e9 for s in covered) < 2 * power.interval_s:
         line += f" (steps shorter than two samples: power interpolated between the {seconds(power.interval_s)} samples)"
     if len(covered) < len(power.steps):
         line += f"; {len(power.steps) - len(covered)} steps outside the sampled window left out"
