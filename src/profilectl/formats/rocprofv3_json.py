@@ -50,13 +50,15 @@ def _op_name(strings: list[dict[str, Any]], kind: int, operation: int, fallback:
         return f"{fallback} {operation}"
 
 
-def read(path: Path) -> tuple[dict[str, KernelStats], dict[str, KernelStats], dict[str, KernelStats]]:
-    """(kernels, api calls, memory copies) as statistics, so processes merge exactly."""
+def read(path: Path, tools: list[dict[str, Any]] | None = None
+         ) -> tuple[dict[str, KernelStats], dict[str, KernelStats], dict[str, KernelStats]]:
+    """(kernels, api calls, memory copies) as statistics, so processes merge exactly. `tools`: the
+    file's document already loaded (_load), so it is parsed once."""
     kernels: dict[str, KernelStats] = {}
     api: dict[str, KernelStats] = {}
     copies: dict[str, KernelStats] = {}
     try:
-        for tool in _load(path):
+        for tool in _load(path) if tools is None else tools:
             symbols = tool.get("kernel_symbols") or []
             names = ({s.get("kernel_id", i): s.get("formatted_kernel_name") or s.get("kernel_name") or f"kernel {i}"
                       for i, s in enumerate(symbols) if isinstance(s, dict)})
@@ -85,14 +87,15 @@ def _correlation(record: dict[str, Any]) -> int:
     return value if isinstance(value, int) else -1
 
 
-def timeline(path: Path) -> tuple["RankTimeline", ...]:
+def timeline(path: Path, tools: list[dict[str, Any]] | None = None) -> tuple["RankTimeline", ...]:
     """Each process's dispatches, copies, API calls and step markers, for the timeline analysis."""
     from profilectl.analysis.timeline import COPY, KERNEL, Marker, rank_timeline
     from profilectl.formats import ranks
     from profilectl.formats.rocprofv3 import STEP_NAME
     found = []
     try:
-        for number, tool in enumerate(_load(path)):
+        tools = _load(path) if tools is None else tools
+        for tool in tools:
             symbols = {s.get("kernel_id", i): s.get("formatted_kernel_name") or s.get("kernel_name") or f"kernel {i}"
                        for i, s in enumerate(tool.get("kernel_symbols") or []) if isinstance(s, dict)}
             strings = _operation_names(tool)
@@ -119,7 +122,7 @@ def timeline(path: Path) -> tuple["RankTimeline", ...]:
             names: dict[str, int] = {}
             streams: dict[str, int] = {}
             found.append(rank_timeline(
-                str(pid) if pid is not None and len(_load(path)) > 1 else rank, host,
+                str(pid) if pid is not None and len(tools) > 1 else rank, host,
                 start=[e[0] for e in events], end=[e[1] for e in events],
                 stream=[streams.setdefault(e[3], len(streams)) for e in events], kind=[e[5] for e in events],
                 name=[names.setdefault(e[2], len(names)) for e in events], correlation=[e[4] for e in events],
@@ -139,6 +142,7 @@ class Rocprofv3JsonReader(Reader):
         return is_rocprofv3_json(path)
 
     def read_file(self, path: Path) -> Tables:
-        kernels, api, copies = read(path)
+        tools = _load(path)
+        kernels, api, copies = read(path, tools)
         return Tables(kernels=kernels, kernel_detail=PER_DISPATCH if kernels else 0, api=api, memory_copies=copies,
-                      timelines=timeline(path) if kernels else ())
+                      timelines=timeline(path, tools) if kernels else ())
