@@ -259,10 +259,25 @@ def _depth(start: "NDArray[np.int64]", end: "NDArray[np.int64]") -> tuple["NDArr
     return points[order], np.cumsum(delta[order])
 
 
-def _clip_union(blocks: tuple["NDArray[np.int64]", "NDArray[np.int64]"], low: int, high: int) -> int:
-    import numpy as np
-    s, e = blocks
-    return int(np.clip(np.minimum(e, high) - np.maximum(s, low), 0, None).sum()) if len(s) else 0
+class _Blocks:
+    """Disjoint sorted intervals with their running length: the length inside any window in
+    O(log n) (a trace of thousands of steps over millions of kernels stays linear)."""
+
+    def __init__(self, blocks: tuple["NDArray[np.int64]", "NDArray[np.int64]"]):
+        import numpy as np
+        self.start, self.end = blocks
+        self.done = np.concatenate([[0], np.cumsum(self.end - self.start)])
+
+    def within(self, low: int, high: int) -> int:
+        import numpy as np
+        first = int(np.searchsorted(self.end, low, side="right"))  # the first block ending after low
+        stop = int(np.searchsorted(self.start, high, side="left"))  # blocks starting before high
+        if stop <= first:
+            return 0
+        total = int(self.done[stop] - self.done[first])
+        total -= max(0, low - int(self.start[first]))  # the part of the first block before the window
+        total -= max(0, int(self.end[stop - 1]) - high)  # the part of the last one after it
+        return total
 
 
 # ---------------------------------------------------------------- one rank
@@ -434,26 +449,31 @@ def steps_of(t: RankTimeline) -> tuple[list[StepRow], str]:
                                                                max(have.end, marker.end), marker.on_gpu)
     if not by_step:
         return [], ""
-    busy_blocks = _union(t.start, t.end)
+    busy_blocks = _Blocks(_union(t.start, t.end))
     kernels = t.kind == KERNEL
     collective = np.array([bool(COLLECTIVE.search(n)) for n in t.names] or [False], dtype=bool)[t.name] \
         if len(t.name) else np.zeros(0, dtype=bool)
-    comm_blocks = _union(t.start[kernels & collective], t.end[kernels & collective])
+    comm_blocks = _Blocks(_union(t.start[kernels & collective], t.end[kernels & collective]))
+    # kernels by start time: a step's candidates are a slice (start < high, start >= low - longest)
+    order = np.argsort(t.start[kernels], kind="stable")
+    k_start, k_end, k_name = t.start[kernels][order], t.end[kernels][order], t.name[kernels][order]
+    longest = int((k_end - k_start).max()) if len(k_start) else 0
     numbers = sorted(by_step)
     warm = min(2, len(numbers) // 4)  # the first steps of a trace pay for the profiler's start and the caches
     rows = []
     for position, step in enumerate(numbers):
         marker = by_step[step]
         low, high = marker.start, marker.end
-        busy = _clip_union(busy_blocks, low, high)
-        inside = kernels & (t.end > low) & (t.start < high)
+        busy = busy_blocks.within(low, high)
+        first, stop = np.searchsorted(k_start, [low - longest, high], side="left")
+        inside = slice(int(first), int(stop))
+        overlap = np.minimum(k_end[inside], high) - np.maximum(k_start[inside], low)
         top, top_ns = None, 0
-        if inside.any():
-            clipped = np.minimum(t.end[inside], high) - np.maximum(t.start[inside], low)
-            per_name = np.bincount(t.name[inside], weights=clipped, minlength=len(t.names))
+        if (overlap > 0).any():
+            per_name = np.bincount(k_name[inside], weights=np.clip(overlap, 0, None), minlength=len(t.names))
             best = int(per_name.argmax())
             top, top_ns = t.names[best], int(per_name[best])
-        comm = _clip_union(comm_blocks, low, high)
+        comm = comm_blocks.within(low, high)
         rows.append(StepRow(step=step, name=marker.name, wall_ns=high - low, gpu_busy_ns=busy,
                             busy_percent=100.0 * busy / (high - low) if high > low else 0.0, top_kernel=top,
                             top_kernel_ns=top_ns, communication_percent=100.0 * comm / busy if busy else 0.0,
