@@ -189,16 +189,18 @@ def report(path: str, fmt: str, output: str | None, top: int, force: bool = Fals
     if output:
         check_output(Path(output), force)
     summary = load.load(Path(path))
-    if fmt == "csv" and not output:
+    if fmt == "csv":  # to stdout (-o was handled above): one CSV document, the main table; the others need files
         tables = export.csv_tables(summary)
-        if len(tables) > 1:  # one CSV document on stdout: the main table; the others need files
-            say(f"csv: the {export.main_csv_table(summary)} table on stdout; -o NAME.csv (or -o FOLDER/) writes all "
+        if len(tables) > 1:
+            say(f"csv: the {export.main_csv_table(tables)} table on stdout; -o NAME.csv (or -o FOLDER/) writes all "
                 f"{len(tables)} tables, one file each: {', '.join(tables)}")
+        sys.stdout.write(export.to_csv(tables))
+        return errors.OK
     if fmt == "table" and not output:
         from profilectl.report import render
         render.report(_console(), summary, top)
         return errors.OK
-    text = {"json": lambda: export.to_json(summary), "csv": lambda: export.to_csv(summary),
+    text = {"json": lambda: export.to_json(summary),
             "md": lambda: export.to_markdown(summary, top), "html": lambda: html.to_html(summary, max(top, 15)),
             "table": lambda: export.to_markdown(summary, top)}[fmt]()
     if output:

@@ -5,7 +5,6 @@ WORLD_SIZE, MASTER_ADDR/PORT set) or by mpirun (Open MPI's variables mapped to t
 """
 import argparse
 import os
-import sys
 
 import torch
 import torch.distributed as dist

@@ -280,6 +280,14 @@ class _Blocks:
         return total
 
 
+def _collective(t: RankTimeline) -> "NDArray[np.bool_]":
+    """Which events are NCCL/RCCL kernels' (names matched once each, then indexed)."""
+    import numpy as np
+    if not len(t.name):
+        return np.zeros(0, dtype=bool)
+    return np.array([bool(COLLECTIVE.search(n)) for n in t.names] or [False], dtype=bool)[t.name]
+
+
 # ---------------------------------------------------------------- one rank
 def analyse_rank(t: RankTimeline) -> tuple[TimelineRow, list[Gap], tuple["NDArray[np.int64]", "NDArray[np.int64]"]]:
     """The rank's row, its gaps, and its busy blocks (starts, ends) for the chart."""
@@ -308,8 +316,7 @@ def analyse_rank(t: RankTimeline) -> tuple[TimelineRow, list[Gap], tuple["NDArra
     times, depth = _depth(t.start, t.end)
     concurrent = int((np.diff(times) * (depth[:-1] >= 2)).sum()) if len(times) > 1 else 0
     kernels = t.kind == KERNEL
-    collective = np.array([bool(COLLECTIVE.search(n)) for n in t.names] or [False], dtype=bool)[t.name] \
-        if len(t.name) else np.zeros(0, dtype=bool)
+    collective = _collective(t)
     comm_mask, compute_mask = kernels & collective, kernels & ~collective
     comm = _union(t.start[comm_mask], t.end[comm_mask])
     compute = _union(t.start[compute_mask], t.end[compute_mask])
@@ -429,7 +436,9 @@ def _step_numbers(markers: Sequence[Marker]) -> set[str]:
     return {m.name.rsplit("#", 1)[-1] for m in markers}
 
 
-def steps_of(t: RankTimeline) -> tuple[list[StepRow], str]:
+def steps_of(t: RankTimeline, busy_union: tuple["NDArray[np.int64]", "NDArray[np.int64]"] | None = None
+             ) -> tuple[list[StepRow], str]:
+    """Per-step rows; `busy_union`: the rank's busy blocks where analyse_rank already built them."""
     import numpy as np
     gpu = [m for m in t.markers if m.on_gpu]
     cpu = [m for m in t.markers if not m.on_gpu]
@@ -449,10 +458,9 @@ def steps_of(t: RankTimeline) -> tuple[list[StepRow], str]:
                                                                max(have.end, marker.end), marker.on_gpu)
     if not by_step:
         return [], ""
-    busy_blocks = _Blocks(_union(t.start, t.end))
+    busy_blocks = _Blocks(busy_union if busy_union is not None else _union(t.start, t.end))
     kernels = t.kind == KERNEL
-    collective = np.array([bool(COLLECTIVE.search(n)) for n in t.names] or [False], dtype=bool)[t.name] \
-        if len(t.name) else np.zeros(0, dtype=bool)
+    collective = _collective(t)
     comm_blocks = _Blocks(_union(t.start[kernels & collective], t.end[kernels & collective]))
     # kernels by start time: a step's candidates are a slice (start < high, start >= low - longest)
     order = np.argsort(t.start[kernels], kind="stable")
@@ -504,7 +512,7 @@ def analyse(parts: Sequence[RankTimeline]) -> TimelineAnalysis | None:
         rows.append(row)
         gaps += rank_gaps
         curves.append((t.rank, blocks))
-        rank_steps, source = steps_of(t)
+        rank_steps, source = steps_of(t, blocks)
         if rank_steps:
             steps.append(rank_steps)
             sources.append(source)

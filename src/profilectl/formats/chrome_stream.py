@@ -148,7 +148,7 @@ class TimelineEvents:
 
 
 STEP_MARKER = "ProfilerStep#"
-MARKER_CATEGORIES = {"user_annotation": False, "gpu_user_annotation": True}  # category -> on the GPU
+GPU_MARKER = "gpu_user_annotation"  # torch's GPU-side copy of a range (CPU-side ones are user_annotation)
 
 
 class _Undecodable(Exception):
@@ -281,7 +281,6 @@ def aggregate(path: str, events: Iterable[Any], into: Partial | None = None) -> 
     timeline = out.timeline
     stream_index: dict[str, int] = {n: i for i, n in enumerate(timeline.streams)}
     gpu_name_index: dict[str, int] = {n: i for i, n in enumerate(timeline.names)}
-    marker_categories = MARKER_CATEGORIES
     count = untimed = 0
     for event in events:
         count += 1
@@ -289,7 +288,7 @@ def aggregate(path: str, events: Iterable[Any], into: Partial | None = None) -> 
             continue
         role = role_of(event.cat)
         if role is None:
-            if event.cat in marker_categories:
+            if event.cat == GPU_MARKER:
                 role = 16  # a step marker (ProfilerStep#N ranges on the GPU timeline)
             else:
                 role = _LEGACY_ROLE.get(event.pid) if type(event.pid) is str else None

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from profilectl.errors import FormatError
 from profilectl.formats import ranks
 from profilectl.formats.reader import Reader, each_file, first_bytes
-from profilectl.formats.tables import PER_DISPATCH, CounterValue, KernelStats, RankRow, Tables, merge_all
+from profilectl.formats.tables import PER_DISPATCH, CounterValue, KernelStats, Tables, merge_all
 
 if TYPE_CHECKING:
     from profilectl.analysis.timeline import RankTimeline
@@ -91,16 +91,22 @@ def _grouped(path: Path, table: str, alias: str, keys: str) -> list[tuple[Any, .
     for rows in chunks:
         for row in rows:
             key, (n, total, total_sq, lo, hi) = row[:width], row[width:]
-            have = merged.get(key)
-            if have is None:
-                merged[key] = [n, total, total_sq, lo, hi]
-            else:
-                have[0] += n
-                have[1] += total
-                have[2] += total_sq
-                have[3] = min(have[3], lo)
-                have[4] = max(have[4], hi)
+            _add_sums(merged, key, (n, total, total_sq, lo, hi))
     return [(*key, *sums) for key, sums in merged.items()]
+
+
+def _add_sums(into: dict[Any, list[Any]], key: Any, sums: tuple[Any, ...]) -> None:
+    """Adds one group's (count, total, total of squares, min, max) to `into[key]`."""
+    n, total, total_sq, lo, hi = sums
+    have = into.get(key)
+    if have is None:
+        into[key] = [n, total, total_sq, lo, hi]
+    else:
+        have[0] += n
+        have[1] += total
+        have[2] += total_sq
+        have[3] = min(have[3], lo)
+        have[4] = max(have[4], hi)
 
 
 def _columns(db: sqlite3.Connection, table: str) -> set[str]:
@@ -184,15 +190,7 @@ def _named_intervals(path: Path, table: str) -> dict[str, KernelStats]:
         name = names.get((guid, name_id))
         if name is None:
             continue  # as the join did: a region without its string is left out
-        have = sums.get(name)
-        if have is None:
-            sums[name] = [n, total, total_sq, lo, hi]
-        else:
-            have[0] += n
-            have[1] += total
-            have[2] += total_sq
-            have[3] = min(have[3], lo)
-            have[4] = max(have[4], hi)
+        _add_sums(sums, name, (n, total, total_sq, lo, hi))
     return {name: KernelStats.from_sums(*values) for name, values in sums.items()}
 
 

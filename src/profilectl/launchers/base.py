@@ -128,3 +128,17 @@ class Launcher(ABC):
             found.append(RankFailure(rank=groups["rank"], exit_code=int(code) if code else None,
                                      host=groups.get("host")))
         return list({(f.rank, f.host): f for f in found}.values())
+
+
+class EachRankRunsTheProgram(Launcher):
+    """A launcher whose every rank runs the program itself (mpirun, srun): the profiler goes
+    inside, before each rank's program, so every rank has its own profiler and output."""
+
+    def recognise(self, argv: Sequence[str]) -> Launch | None:
+        if not argv or Path(argv[0]).name not in self.facts["commands"]:
+            return None
+        program_at, seen = self.split(argv, 1)
+        program = tuple(argv[program_at:])
+        return Launch(launcher=self.name, launcher_argv=tuple(argv[:program_at]), program=program,
+                      python_ranks=is_python(program[0]), rank_env=tuple(self.facts["rank_env"]),
+                      placement=INSIDE, ranks=self.ranks(seen))

@@ -118,17 +118,14 @@ def csv_text(table: CsvTable) -> str:
     return out.getvalue()
 
 
-def main_csv_table(summary: Summary) -> str:
+def main_csv_table(tables: dict[str, CsvTable]) -> str:
     """The table stdout gets: kernels (the one people put in spreadsheets), else the first table."""
-    tables = csv_tables(summary)
     return "kernels" if "kernels" in tables or not tables else next(iter(tables))
 
 
-def to_csv(summary: Summary) -> str:
+def to_csv(tables: dict[str, CsvTable]) -> str:
     """The main table alone (main_csv_table), every row: one CSV document."""
-    tables = csv_tables(summary)
-    name = main_csv_table(summary)
-    return csv_text(tables.get(name, (KERNEL_COLUMNS, [])))
+    return csv_text(tables.get(main_csv_table(tables), (KERNEL_COLUMNS, [])))
 
 
 def _cell(value: Any) -> str:

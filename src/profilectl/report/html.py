@@ -106,11 +106,15 @@ def power_html(summary: Summary) -> list[str]:
     if (steps := text.steps_line(power)):
         parts.append(f"<p class=meta>{escape(steps)}</p>")
     parts.append(power_chart(power))
-    head = "".join(f"<th>{escape(c)}</th>" for c in text.GPU_COLUMNS)
-    rows = "".join("<tr>" + "".join(f"<td>{escape(cell)}</td>" for cell in text.gpu_row(g)) + "</tr>"
-                   for g in power.gpus)
-    parts.append(f"<table><tr>{head}</tr>{rows}</table>")
+    parts.append(text_table(text.GPU_COLUMNS, [text.gpu_row(g) for g in power.gpus]))
     return parts
+
+
+def text_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A table of cells already written for people (the timeline's, the power's)."""
+    head = "".join(f"<th>{escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def to_html(summary: Summary, top: int = 15) -> str:

@@ -129,7 +129,7 @@ def steps_chart(steps: Sequence[StepRow], width: int = 900, height: int = 160) -
 
 
 def html(analysis: TimelineAnalysis) -> str:
-    table = _html_table
+    from profilectl.report.html import text_table as table
     parts = ["<h2>Timeline</h2>", "<ul>" + "".join(f"<li>{escape(line)}</li>" for line in lines(analysis)) + "</ul>",
              busy_chart(analysis.curves)]
     if analysis.ranks:
@@ -137,12 +137,6 @@ def html(analysis: TimelineAnalysis) -> str:
     if analysis.steps:
         parts += ["<h3>Steps</h3>", steps_chart(analysis.steps), table(STEP_HEADER, step_rows(analysis))]
     return "\n".join(parts)
-
-
-def _html_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    head = "".join(f"<th>{escape(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def markdown(analysis: TimelineAnalysis) -> list[str]:

@@ -181,8 +181,7 @@ class _Gpu:
                         series=self.series.points() if self.series else ())
 
 
-def summarise(samples: Iterable[Sample], power_reading: str | None = None,
-              steps: Sequence[tuple[int, int]] = ()) -> PowerSummary | None:
+def summarise(samples: Iterable[Sample], power_reading: str | None = None) -> PowerSummary | None:
     """The run's power, energy and memory from its samples (None when there are none)."""
     gpus: dict[int, _Gpu] = {}
     sweeps: list[int] = []
@@ -191,7 +190,6 @@ def summarise(samples: Iterable[Sample], power_reading: str | None = None,
     source = ""
     origin: int | None = None
     rows = 0
-    kept: list[Sample] = []  # only when steps are asked for
     for s in samples:
         rows += 1
         source = source or s.source
@@ -204,8 +202,6 @@ def summarise(samples: Iterable[Sample], power_reading: str | None = None,
             sweep_power = 0.0
         sweep_power += s.power_w or 0.0
         gpus.setdefault(s.gpu, _Gpu(s.gpu)).add(s, origin)
-        if steps:
-            kept.append(s)
     if not rows:
         return None
     if any(g.peak_w is not None for g in gpus.values()):
@@ -228,13 +224,12 @@ def summarise(samples: Iterable[Sample], power_reading: str | None = None,
         energy_method=(methods.pop() if len(methods) == 1 else "mixed") if methods else None,
         trapezoid_energy_j=trapezoid,
         peak_memory_bytes=max((g.peak_memory_bytes for g in per_gpu if g.peak_memory_bytes is not None), default=None),
-        gpus=per_gpu, steps=step_energy(kept, steps) if steps else (), power_reading=power_reading)
+        gpus=per_gpu, power_reading=power_reading)
 
 
-def summarise_file(path: Path, power_reading: str | None = None,
-                   steps: Sequence[tuple[int, int]] = ()) -> PowerSummary | None:
+def summarise_file(path: Path, power_reading: str | None = None) -> PowerSummary | None:
     """A run directory's telemetry.csv summarised (None when it has no sample)."""
-    return summarise(read_samples(path), power_reading, steps)
+    return summarise(read_samples(path), power_reading)
 
 
 def step_energy(samples: Iterable[Sample], intervals: Sequence[tuple[int, int]],
