@@ -1,0 +1,80 @@
+"""The report document: the one thing every renderer sees.
+
+A Summary (what was measured) becomes a Document once: an ordered tuple of sections, each made of
+typed tables (columns with a machine name, a human title, a unit and how the column aggregates),
+findings (a verdict with the evidence that carries it), notes and charts. Renderers (terminal,
+Markdown, HTML, CSV, JSON, Parquet, SQLite) are generic over these types: a new analysis is one
+function `Summary -> Section | None`, never one writer per format.
+
+This module holds types only; it imports nothing from rendering or loading.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+# How a column's values combine across rows or ranks: renderers and exports use it for totals and
+# for merging; "none" is a label or an identifier.
+Aggregate = Literal["sum", "mean", "weighted_mean", "max", "min", "first", "none"]
+# Units a renderer knows how to show ("ns" -> 1.234 ms, "bytes" -> 4.2 GiB, "percent" -> 12.3 %);
+# None for text. Machine formats keep raw numbers in columns named with the unit (total_ns).
+Unit = Literal["ns", "s", "bytes", "bytes_per_s", "flop", "flop_per_s", "flop_per_byte", "percent",
+               "count", "W", "J", "ratio"]
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str  # machine name, unit in it where there is one: "total_ns", "percent", "calls"
+    title: str  # human heading: "Total", "% GPU", "Calls"
+    unit: Unit | None = None
+    aggregate: Aggregate = "none"
+
+
+@dataclass(frozen=True)
+class TableBlock:
+    key: str  # stable name for files and SQL: "kernels" -> kernels.csv, kernels.parquet, table kernels
+    columns: tuple[Column, ...]
+    rows: tuple[tuple[Any, ...], ...]
+    title: str | None = None
+    shown: int | None = None  # rows shown by human formats (terminal, md, html); machine formats keep all
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A conclusion is a claim: the verdict, its cause, the numbers that carry it, the next step."""
+    verdict: str  # a stable identifier: "launch-bound", "host-bound", "straggler", "memory-bound"
+    sentence: str  # one line a user reads first
+    evidence: tuple[str, ...] = ()  # the lines with the numbers that carry the verdict
+    next_step: str | None = None  # the one thing a GPU engineer would do next
+    scope: str | None = None  # what it covers: "rank 1", "steps 5-20 (steady state)", "whole run"
+
+
+@dataclass(frozen=True)
+class Chart:
+    kind: Literal["bar", "share", "busy_timeline", "steps", "line", "loglog_scatter"]
+    title: str
+    table: str  # the TableBlock.key it plots, in the same section
+    x: str | None = None  # column names
+    y: str | None = None
+    size: str | None = None  # point size (scatter)
+    label: str | None = None
+    extra: tuple[tuple[str, Any], ...] = ()  # chart-specific data (roofs of a roofline, axis limits)
+
+
+@dataclass(frozen=True)
+class Section:
+    key: str  # stable: "kernels", "timeline", "diagnosis", "roofline"
+    title: str
+    tables: tuple[TableBlock, ...] = ()
+    findings: tuple[Finding, ...] = ()
+    notes: tuple[str, ...] = ()
+    charts: tuple[Chart, ...] = ()
+
+
+@dataclass(frozen=True)
+class Document:
+    title: str
+    metadata: tuple[tuple[str, str], ...]  # (label, value): date, host, GPU, versions, command
+    sections: tuple[Section, ...]
+    schema_version: int = 1
