@@ -144,6 +144,7 @@ LOOP = f"""
 import sys, time
 sys.path.insert(0, {str(REPO / 'src')!r})
 import profilectl
+time.sleep(float(sys.argv[2]))  # outside the steps: the wall-time gate sees it whatever the machine's load
 for i in range(6):
     time.sleep(float(sys.argv[1]))
     profilectl.step()
@@ -152,15 +153,16 @@ for i in range(6):
 
 @pytest.fixture(scope="module")
 def profile_runs(tmp_path_factory):
-    """Two real timed runs of a loop: BASE steps of 20 ms, NEW steps of 60 ms."""
+    """Two real timed runs of a loop: BASE steps of 20 ms, NEW steps of 60 ms and a 1 s set-up, so NEW's
+    wall time is longer by far more than the interpreter's start-up varies on a loaded machine."""
     folder = tmp_path_factory.mktemp("gate")
     script = folder / "loop.py"
     script.write_text(LOOP)
     runs = []
-    for step_s in ("0.02", "0.06"):
+    for step_s, setup_s in (("0.02", "0"), ("0.06", "1.0")):
         done = subprocess.run([sys.executable, str(REPO / "tools/profilectl"), "profile", "--json", "--repeat", "2",
                                "--warmup", "0", "--traces-dir", str(folder / "traces"), "--", sys.executable,
-                               str(script), step_s], capture_output=True, text=True, timeout=120)
+                               str(script), step_s, setup_s], capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr
         runs.append(json.loads(done.stdout)["run_dir"])
     return runs
