@@ -37,3 +37,15 @@ timed profilectl-bounded python3 -m profilectl counters --set roofline --kernel 
 cp /tmp/rt-one/*/raw/ncu_metrics.csv "$OUT/roofline_bounded_ncu_metrics.csv" 2>>"$LOG"
 python3 -m profilectl counters --set roofline --kernel 'gemm' --launch-count 1 --dry-run -- python3 $W >>"$LOG" 2>&1
 ls -la /tmp/rt-all/*/ /tmp/rt-one/*/ >>"$LOG" 2>&1
+# 4. the roofline section and chart from the stored summary (what a report shows)
+python3 - /tmp/rt-all/*/summary.json "$OUT/roofline.html" >>"$LOG" 2>&1 <<'PY'
+import sys
+from pathlib import Path
+from profilectl.report.summary import Summary
+from profilectl.report.sections.roofline import roofline_section
+from profilectl.report.roofline_chart import roofline_html
+section = roofline_section(Summary.read(Path(sys.argv[1])))
+for finding in section.findings:
+    print(finding.sentence)
+Path(sys.argv[2]).write_text(roofline_html(section))
+PY
