@@ -220,8 +220,12 @@ def roofs_for(rows: Sequence[Mapping[str, Any]], vendor: str | None, arch: str |
     if sheet:
         for group in ("flop_per_s", "iop_per_s", "bytes_per_s"):
             for name, value in (sheet.get(group) or {}).items():
-                if _number(value):
-                    sheet_values[name] = float(value)
+                try:  # YAML 1.1 reads 989.4e12 (no sign in the exponent) as text
+                    number = float(value) if value is not None else None
+                except (TypeError, ValueError):
+                    raise ValueError(f"profiling/peaks.yaml: {arch} {group}.{name} is not a number: {value!r}") from None
+                if number:
+                    sheet_values[name] = number
     measured = measured_roofs(rows)
     sheet_words = (f"datasheet: {sheet.get('product')}" + (" (assumed: no product matched the GPU name)"
                                                           if sheet.get("assumed") else "")) if sheet else ""
