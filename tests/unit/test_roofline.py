@@ -213,6 +213,26 @@ def test_mi200_hbm_bytes_by_hand_against_the_empirical_roof():
     assert copy.verdict == "latency-bound"  # just under Nsight Compute's 60 % line
 
 
+def test_a_machines_cached_empirical_peaks_replace_the_datasheet(tmp_path, monkeypatch):
+    import dataclasses
+    import shutil
+    from profilectl.report.summary import KernelRow, RunMetadata
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    rows, times = amd_rows(ROCPROF_COMPUTE / "mi200_vecCopy_pmc_perf.csv", "gfx90a")
+    summary = Summary(source=SourceInfo(kind="x", path="x"), counters_by_kernel=tuple(rows),
+                      kernels=tuple(KernelRow(name=k, calls=c, total_ns=t, mean_ns=t / c, percent=100.0)
+                                    for k, (c, t) in times.items()),
+                      metadata=RunMetadata(host="mi200-node", gpu="AMD Instinct MI250X (gfx90a)"))
+    assert roofline.analyse(summary).roof("hbm").source.startswith("datasheet")
+    cache = roofline.empirical_cache("mi200-node", "gfx90a")
+    cache.parent.mkdir(parents=True)
+    shutil.copy(ROCPROF_COMPUTE / "mi200_roofline.csv", cache)
+    measured = roofline.analyse(summary)
+    assert measured.roof("hbm").source.startswith("empirical") and measured.roof("hbm").value == 1388.7638e9
+    other = dataclasses.replace(summary, metadata=RunMetadata(host="elsewhere", gpu="AMD Instinct MI250X (gfx90a)"))
+    assert roofline.analyse(other).roof("hbm").source.startswith("datasheet")
+
+
 def test_amd_formulas_are_rocprofiler_computes():
     """The VALU/MFMA FLOP and L2/LDS byte formulas of rocprofiler-compute's 0400_roofline.yaml, on
     counts where the answer is plain arithmetic."""

@@ -180,7 +180,10 @@ def read_empirical(path: Path, device: int = 0) -> dict[str, float]:
 
 def empirical_cache(host: str, arch: str, device: int = 0, root: Path | None = None) -> Path:
     """Where a machine's measured peaks are kept: one roofline.csv per host, architecture and device
-    ($XDG_CACHE_HOME/profilectl/peaks/). Measuring is optional and runs the benchmark once per machine."""
+    ($XDG_CACHE_HOME/profilectl/peaks/<host>-<arch>-gpu<N>.roofline.csv). Measuring is optional and
+    done once per machine by rocprofiler-compute's roofline benchmark (`rocprof-compute profile
+    --roof-only` writes roofline.csv beside its workload); a report of a run on that host then uses
+    it instead of the datasheet, and says so in each roof's source."""
     import os
     base = root or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "profilectl" / "peaks"
     return base / f"{host}-{arch}-gpu{device}.roofline.csv"
@@ -385,6 +388,11 @@ def analyse(summary: Any, empirical: Mapping[str, float] | None = None) -> Roofl
     arch = arch_of(gpu_text)
     vendor = "amd" if arch and arch.startswith("gfx") else "nvidia" if arch else None
     times = {k.name: (k.calls, k.total_ns) for k in summary.kernels}
+    host = summary.metadata.host if getattr(summary, "metadata", None) else None
+    if empirical is None and vendor == "amd" and arch and host:
+        cached = empirical_cache(host, arch)
+        if cached.is_file():  # this machine's measured peaks win over the datasheet's
+            empirical = read_empirical(cached)
     return analyse_rows(summary.counters_by_kernel, times, vendor=vendor, arch=arch, gpu_name=gpu_text,
                         empirical=empirical)
 

@@ -110,8 +110,8 @@ class NsightCompute(Backend):
     def list_counters(self, facts: Facts, run: Callable[[list[str]], CommandResult]) -> CounterListing:
         result = run([self.require_tool(facts).path, "--query-metrics"])
         names = reader.available_metrics(result.output) if result.ok else set()
-        if names:  # launch statistics are collected for every launch but not listed as hardware metrics
-            return CounterListing("ncu --query-metrics", frozenset(names | reader.LAUNCH_METRICS), "ncu --query-metrics")
+        if names:
+            return CounterListing("ncu --query-metrics", frozenset(names), "ncu --query-metrics")
         return CounterListing("ncu --query-metrics", ran=result.ok,
                               first_line=result.output.strip().splitlines()[0] if result.ok and result.output.strip() else "")
 

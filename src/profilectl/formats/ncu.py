@@ -97,7 +97,7 @@ def available_metrics(query_output: str) -> set[str]:
         first = line.split(None, 1)[0] if line.strip() else ""
         if "__" in first and not first.startswith("-"):
             names.add(first)
-    return names
+    return names | LAUNCH_METRICS if names else names  # launch statistics: accepted, never listed
 
 
 def metric_base(metric: str) -> str:

@@ -50,8 +50,8 @@ def _log_range(values: list[float]) -> tuple[float, float]:
 def _si(value: float, unit: str) -> str:
     for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
         if value >= scale:
-            return f"{value / scale:g} {prefix}{unit}"
-    return f"{value:g} {unit}"
+            return f"{value / scale:.3g} {prefix}{unit}"
+    return f"{value:.3g} {unit}"
 
 
 def roofline_svg(section: Section) -> str:
@@ -75,8 +75,8 @@ def roofline_svg(section: Section) -> str:
         xs = [0.01, 1000.0]
     if not ys:
         ys = [1e9, 1e15]
-    xmin, xmax = _log_range(xs + [min(xs) / 10])
-    ymin, ymax = _log_range(ys + [min(ys) / 10])
+    xmin, xmax = _log_range(xs + [min(xs) / 10, max(xs) * 3])  # room around the outermost points
+    ymin, ymax = _log_range(ys + [min(ys) / 10, max(ys) * 3])
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
 
     def sx(x: float) -> float:

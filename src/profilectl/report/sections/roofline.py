@@ -95,12 +95,12 @@ def _finding(kernel: KernelRoofline, result: RooflineResult) -> Finding:
     evidence = [f"{kernel.share_percent:.1f} % of GPU time ({kernel.calls} launches, {kernel.total_ns / 1e6:.3f} ms)"]
     for precision, operations in kernel.work[:3]:
         seconds = kernel.total_ns / 1e9 if kernel.total_ns else 0.0
-        rate = roofline.rate_text(operations / seconds, "iop_per_s" if precision.endswith("int8") else "flop_per_s") \
-            if seconds else "-"
-        evidence.append(f"{roofline.label(precision)}: {operations:.4g} operations, {rate}")
-    for level, rate in kernel.bytes_per_s:
+        achieved = roofline.rate_text(operations / seconds, "iop_per_s" if precision.endswith("int8") else
+                                      "flop_per_s") if seconds else "-"
+        evidence.append(f"{roofline.label(precision)}: {operations:.4g} operations, {achieved}")
+    for level, bandwidth in kernel.bytes_per_s:
         percent = kernel.percent_at(level)
-        evidence.append(f"{roofline.label(level)}: {roofline.rate_text(rate, 'bytes_per_s')}"
+        evidence.append(f"{roofline.label(level)}: {roofline.rate_text(bandwidth, 'bytes_per_s')}"
                         + (f" = {percent:.0f} % of peak" if percent is not None else ""))
     if kernel.intensity_hbm is not None:
         evidence.append(f"arithmetic intensity {kernel.intensity_hbm:.3g} FLOP/byte at HBM"
