@@ -21,13 +21,14 @@ Ordered by the kernel's share of GPU time. Rules and thresholds are data (roofli
 from __future__ import annotations
 
 import csv
+import dataclasses
 import functools
 import math
 import re
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from profilectl import data
 
@@ -254,20 +255,20 @@ def _carrying(verdict: str, bound_by: str | None, kernel: KernelRoofline, roofs:
         if bound_by and bound_by not in roofs:
             return f"no {label(bound_by)} peak known for this GPU: its compute roof cannot be placed"
         return "no peak known for this GPU"
+    assert bound_by is not None
     if verdict == "latency-bound":
-        parts = [f"{label(bound_by)} {kernel_percent(kernel, bound_by):.0f} %" if bound_by else ""]
         extra = []
         if kernel.occupancy_percent is not None:
             extra.append(f"occupancy {kernel.occupancy_percent:.0f} %")
         if kernel.waves is not None:
             extra.append(f"{kernel.waves:.2f} waves")
-        return (f"best roof use {''.join(parts)} of peak (< {latency:.0f} % on every roof)"
-                + (f"; {', '.join(extra)}" if extra else ""))
-    assert bound_by is not None
+        return (f"best roof use {label(bound_by)} {kernel_percent(kernel, bound_by):.0f} % of peak "
+                f"(< {latency:.0f} % on every roof)" + (f"; {', '.join(extra)}" if extra else ""))
     roof = roofs[bound_by]
-    achieved = kernel.flop_per_s if roof.kind == "compute" else (kernel.rate_at(bound_by) or 0.0)
-    if roof.kind == "compute":
+    if roof.kind == "compute":  # the main precision's own rate against its pipe's peak
         achieved = dict(kernel.work).get(bound_by, 0.0) / (kernel.total_ns / 1e9) if kernel.total_ns else 0.0
+    else:
+        achieved = kernel.rate_at(bound_by) or 0.0
     return (f"{roof.label} {rate_text(achieved, roof.unit)} = {kernel_percent(kernel, bound_by):.0f} % of "
             f"{rate_text(roof.value, roof.unit)}")
 
@@ -331,7 +332,6 @@ def _own_roofs(row: Mapping[str, Any], device: Mapping[str, Roof]) -> dict[str, 
     that slowed the clock (a long GEMM under power limits) is judged at the clock it ran at, as
     Nsight Compute's own percentages are."""
     own = dict(device)
-    import dataclasses
     for name, value in measured_roofs([row]).items():
         if name in own:
             own[name] = dataclasses.replace(own[name], value=value)
@@ -377,7 +377,6 @@ def _kernel(name: str, row: Mapping[str, Any], calls: int, total_ns: float, shar
         roof_percent=roof_percent, verdict=verdict, bound_by=bound_by, carrying="",
         occupancy_percent=_number(row.get("occupancy_percent")),
         waves=_number(row.get("waves_per_sm", row.get("waves_per_cu"))))
-    import dataclasses
     return dataclasses.replace(kernel, carrying=_carrying(verdict, bound_by, kernel, roofs, latency))
 
 
@@ -444,20 +443,9 @@ def compare(before: RooflineResult | None, after: RooflineResult | None,
     return tuple(moves)
 
 
-def verdict_counts(result: RooflineResult) -> dict[str, int]:
-    counts = {v: 0 for v in VERDICTS}
-    for kernel in result.kernels:
-        counts[kernel.verdict] = counts.get(kernel.verdict, 0) + 1
-    return counts
-
-
 def share_by_verdict(result: RooflineResult) -> dict[str, float]:
     """Share of GPU time per verdict (percent)."""
     shares: dict[str, float] = {}
     for kernel in result.kernels:
         shares[kernel.verdict] = shares.get(kernel.verdict, 0.0) + kernel.share_percent
     return shares
-
-
-def iter_work_columns(names: Iterable[str]) -> list[str]:
-    return [n for n in names if n.startswith(WORK_PREFIXES)]
