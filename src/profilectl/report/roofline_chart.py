@@ -112,9 +112,10 @@ def roofline_svg(section: Section) -> str:
                    f'y1="{sy(roof["value"] * x_start):.1f}" x2="{sx(x_end):.1f}" y2="{sy(roof["value"] * x_end):.1f}" '
                    f'stroke="{colour}" stroke-width="2"><title>{escape(roof["label"])}: '
                    f'{_si(roof["value"], "B/s")} ({escape(roof["source"])})</title></line>')
-        label_x = x_start * 3
+        label_x = x_start * 1.3  # at the left end, clear of the points further right
+        where = "" if roof["name"] == "hbm" else " (against its own intensity)"
         out.append(f'<text x="{sx(label_x):.1f}" y="{sy(roof["value"] * label_x) - 6:.1f}" fill="{colour}">'
-                   f'{escape(roof["label"])} {_si(roof["value"], "B/s")}</text>')
+                   f'{escape(roof["label"])} {_si(roof["value"], "B/s")}{where}</text>')
     # compute roofs: flat from where the HBM roof meets them
     for roof in compute:
         ridge = roof["value"] / hbm if hbm else xmin
