@@ -83,22 +83,30 @@ def load(name_or_path: str, vendor: str | None, arch: str | None) -> CounterSet:
         raise UsageError(f"{path}: a counter set is a mapping with 'amd' and/or 'nvidia' sections")
     facts = data.arch_facts(vendor, arch)
     l2_block = facts.get("l2_block", "TCC")
+    family = str(facts.get("family") or "")
     counters: list[str] = []
     if vendor == "nvidia":
-        counters = list((doc.get("nvidia") or {}).get("metrics") or [])
-    elif vendor == "amd" or vendor is None:
+        section = doc.get("nvidia") or {}
+        counters = list(section.get("metrics") or [])
+    else:
         section = doc.get("amd") or {}
         counters = list(section.get("counters") or [])
-        family = facts.get("family") or ""
-        for key, override in (section.get("arch") or {}).items():
-            if key == arch or (family and family.startswith(str(key))):
-                counters = list(override)
-                break
+    override = _for_arch(section.get("arch") or {}, arch, family)
+    if override is not None:
+        counters = list(override)
     derived_section = doc.get("derived") or {}
     if not isinstance(derived_section, dict):
         raise UsageError(f"{path}: 'derived' must map vendors to metric formulas")
-    derived = {str(k): str(v).replace("{l2}", l2_block)
-               for k, v in (derived_section.get(vendor or "amd") or {}).items()}
+    formulas = dict(derived_section.get(vendor or "amd") or {})
+    # per-architecture formulas (derived: arch: {gfx90a: {...}}) replace or add to the vendor's; a
+    # `drop` list removes those this architecture cannot count
+    arch_formulas = _for_arch(derived_section.get("arch") or {}, arch, family) or {}
+    if not isinstance(arch_formulas, dict):
+        raise UsageError(f"{path}: derived formulas of {arch} must be a mapping")
+    for name in arch_formulas.get("drop") or ():
+        formulas.pop(name, None)
+    formulas.update({k: v for k, v in arch_formulas.items() if k != "drop"})
+    derived = {str(k): str(v).replace("{l2}", l2_block) for k, v in formulas.items()}
     for metric, expression in derived.items():
         problem = check_expression(expression)
         if problem:
@@ -107,6 +115,16 @@ def load(name_or_path: str, vendor: str | None, arch: str | None) -> CounterSet:
         raise UsageError(f"{path}: counters must be a list of names")
     return CounterSet(name=path.stem, source=str(path), description=str(doc.get("description", "")),
                       counters=_expand(counters, l2_block), derived=derived)
+
+
+def _for_arch(overrides: dict[str, Any], arch: str | None, family: str) -> Any:
+    """The entry of an `arch:` mapping for this GPU: its architecture (gfx90a, sm_80), a family
+    prefix (RDNA, Ampere) or an architecture prefix (gfx11); the first that matches, else None."""
+    for key, value in overrides.items():
+        key = str(key)
+        if arch and (key == arch or arch.startswith(key)) or (family and family.startswith(key)):
+            return value
+    return None
 
 
 def _load_pmc_text(path: Path) -> CounterSet:

@@ -82,6 +82,14 @@ class NcuCsvReader(Reader):
                                     "default locks clocks to base)" if timed else "")
 
 
+# Launch statistics (Nsight Compute's LaunchStatistics and Occupancy sections): ncu --metrics takes
+# them, --query-metrics does not list them (it lists hardware counters only).
+LAUNCH_METRICS = frozenset({"launch__waves_per_multiprocessor", "launch__grid_size", "launch__block_size",
+                            "launch__registers_per_thread", "launch__sm_count", "launch__occupancy_limit_warps",
+                            "launch__occupancy_limit_registers", "launch__occupancy_limit_shared_mem",
+                            "launch__occupancy_limit_blocks", "launch__shared_mem_per_block"})
+
+
 def available_metrics(query_output: str) -> set[str]:
     """Base metric names from `ncu --query-metrics` (a table: name, description, ...)."""
     names = set()
@@ -89,7 +97,7 @@ def available_metrics(query_output: str) -> set[str]:
         first = line.split(None, 1)[0] if line.strip() else ""
         if "__" in first and not first.startswith("-"):
             names.add(first)
-    return names
+    return names | LAUNCH_METRICS if names else names  # launch statistics: accepted, never listed
 
 
 def metric_base(metric: str) -> str:

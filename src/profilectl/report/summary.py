@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from profilectl.analysis.roofline import RooflineResult
 from profilectl.analysis.timeline import TimelineAnalysis
 from profilectl.countersets import aggregation, evaluate
 from profilectl.envreport import Fallback
@@ -232,6 +233,7 @@ class Summary:
     timing: TimingStats | None = None
     step_time: StepTime | None = None  # steady-state step time of a Python workload (profile)
     timeline: TimelineAnalysis | None = None  # idle, overlap, launch-bound, steps (traces with timestamps)
+    roofline: RooflineResult | None = None  # per-kernel roofline (counters --set roofline; analysis/roofline.py)
     power: PowerSummary | None = None  # GPU power, energy, peak memory sampled during the run (telemetry.csv)
     perfetto_trace: str | None = None
     run: RunStory | None = None
@@ -484,4 +486,12 @@ def build(tables: Tables, source: SourceInfo, derived: dict[str, str] | None = N
         hotspots=hotspots(tables.pc_samples), stall_reasons=stall_reasons(tables.stall_reasons),
         kernel_timing=tables.kernel_timing or None,
         timing=timing_stats(tables.timing_s), step_time=step_time(tables.step_ends_ns), perfetto_trace=perfetto_trace,
-        timeline=timeline_of(tables), notes=tables.notes + _timeline_notes(tables))
+        timeline=timeline_of(tables), notes=tables.notes + _timeline_notes(tables),
+        roofline=roofline_of(by_kernel, kernels))
+
+
+def roofline_of(rows: tuple[dict[str, Any], ...], kernels: tuple[KernelRow, ...]) -> RooflineResult | None:
+    """The roofline when the counters hold its columns (peaks measured by the tool only: the GPU's
+    datasheet peaks are added where the report knows the GPU, analysis.roofline.analyse)."""
+    from profilectl.analysis.roofline import analyse_rows
+    return analyse_rows(rows, {k.name: (k.calls, k.total_ns) for k in kernels})
