@@ -223,10 +223,11 @@ def run_one_shot(compose_cmd: list[str], service: str, service_args: list[str], 
             sys.stderr.flush()
         code = process.wait()
     except KeyboardInterrupt:
-        # compose got the same SIGINT and stops the container (the run is finalised as interrupted)
+        # compose got the same SIGINT and stops the container (the run is finalised as interrupted):
+        # wait for it, and never leave it behind (a second Ctrl-C or the grace running out kills it)
         try:
             process.wait(timeout=STOP_GRACE_S)
-        except subprocess.TimeoutExpired:
+        except (subprocess.TimeoutExpired, KeyboardInterrupt):
             process.kill()
             process.wait()
         raise

@@ -47,6 +47,16 @@ FAKE_DOCKER = textwrap.dedent('''\
             sys.stderr.write('Error response from daemon: failed to create task for container: OCI runtime create '
                              'failed: unable to start container process\\n')
             sys.exit(1)
+        if mode == "interrupted":  # like compose: SIGINT stops the container, which finalises its run
+            import signal, time
+            def stop(signum, frame):
+                time.sleep(0.5)
+                open(os.environ["FAKE_DOCKER_LOG"] + ".stopped", "w").write(str(os.getpid()))
+                sys.exit(130)
+            signal.signal(signal.SIGINT, stop)
+            print("started", flush=True)
+            time.sleep(60)
+            sys.exit(0)
         if mode == "workload-failed":
             print("matmul output")
             sys.stderr.write("profilectl: failed: the workload exited with code 1 (under timing)\\n")
@@ -159,3 +169,25 @@ def test_outside_a_checkout_each_command_names_itself(tmp_path):
         lines = done.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith(f"profilectl: {named} needs"), lines
         assert "PROFILECTL_REPO" in lines[0]
+
+
+def test_ctrl_c_waits_for_compose_to_stop_the_container_and_exits_130(docker_double, tmp_path):
+    """Ctrl-C reaches the whole foreground group: profilectl waits for compose to stop the container
+    (the run inside is finalised) instead of leaving it behind, then exits 130."""
+    import signal
+    import time
+    env = dict(os.environ, PATH=f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}", FAKE_RUN="interrupted",
+               FAKE_DOCKER_LOG=str(tmp_path / "docker.log"), PROFILECTL_REPO=str(REPO),
+               PROFILECTL_TRACES_HOST_DIR=str(tmp_path / "traces"))
+    process = subprocess.Popen([sys.executable, str(REPO / "tools/profilectl"), "docker", "--vendor", "none", "profile"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env,
+                               start_new_session=True, text=True)
+    assert process.stdout.readline().strip() == "started"
+    time.sleep(0.3)
+    os.killpg(process.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
+    assert process.wait(timeout=30) == 130
+    stopped = tmp_path / "docker.log.stopped"
+    assert stopped.is_file()  # compose finished its stop before profilectl exited
+    compose_pid = int(stopped.read_text())
+    assert not os.path.exists(f"/proc/{compose_pid}") or "zombie" in open(f"/proc/{compose_pid}/status").read().lower()
+    assert "interrupted" in process.stderr.read()
