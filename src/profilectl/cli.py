@@ -21,7 +21,9 @@ After SERVICE, the same forms as `docker compose -f docker-compose.profiling.yml
   profilectl docker profile --repeat 2 -- ./app           the service's options, then the workload
   profilectl docker trace -- python3 train.py             a workload
   profilectl docker trace python3 train.py                a program without --
-  profilectl docker env-check env-check --json            a profilectl command line, run as written
+  profilectl docker env-check --json                      env-check's own options
+  profilectl docker counters counters --set memory_bound -- ./app
+                                                          a profilectl command line, run as written
 """
 BACKEND_HELP = "force one backend (rocprofv3, rocprof, ncu, torch, timing) instead of the best available"
 
@@ -152,7 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="which GPU device grants to add: the AMD or NVIDIA compose override, or none "
                              "(default: auto, the GPU this host has)")
     docker.add_argument("--build", action="store_true", help="rebuild the image first (else built only if missing)")
-    docker.add_argument("service", metavar="SERVICE", help="env-check, profile, counters or trace")
+    docker.add_argument("service", metavar="SERVICE", nargs="?", help="env-check, profile, counters or trace")
     docker.add_argument("service_args", nargs=argparse.REMAINDER, metavar="ARGS",
                         help="what `docker compose run SERVICE` takes after the service, passed as written: the "
                              "service's options and the workload after -- (`--repeat 2 -- ./app`), a program "
@@ -167,6 +169,12 @@ def build_parser() -> argparse.ArgumentParser:
     cluster.add_argument("workload", nargs=argparse.SUPPRESS, metavar="-- CMD",
                          help="for exec: the command to run in the controller, after --")
     return parser
+
+
+def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    chosen: argparse.ArgumentParser = sub.choices[name]
+    return chosen
 
 
 def _docker_options(service_args: list[str]) -> tuple[list[str], dict[str, object]]:
@@ -197,10 +205,15 @@ def parse(argv: list[str]) -> argparse.Namespace:
     as written, as `docker compose run` does."""
     if argv[:1] == ["docker"]:
         cut = argv.index("--") if "--" in argv else len(argv)  # argparse would drop that `--`
-        args = build_parser().parse_args(argv[:cut])
+        parser = build_parser()
+        args = parser.parse_args(argv[:cut])
+        if args.service is None:  # checked here: argparse would call the optional ARGS required too
+            _subparser(parser, "docker").error("the following argument is required: SERVICE")
         args.service_args, moved = _docker_options(args.service_args + argv[cut:])
-        if "vendor" in moved and moved["vendor"] not in ("auto", "amd", "nvidia", "none"):
-            build_parser().parse_args(["docker", "--vendor", str(moved["vendor"]), args.service])  # its one-line error
+        vendors = ("auto", "amd", "nvidia", "none")
+        if "vendor" in moved and moved["vendor"] not in vendors:
+            _subparser(parser, "docker").error(f"argument --vendor: invalid choice: {moved['vendor']!r} "
+                                               f"(choose from {', '.join(map(repr, vendors))})")
         for key, value in moved.items():
             setattr(args, key, value)
         return args
