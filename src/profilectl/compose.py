@@ -72,12 +72,12 @@ def explain(stderr: str, vendor: str | None = None) -> str | None:
     if "error gathering device information" in text or ("/dev/kfd" in text and "no such file" in text):
         device = stderr.split('device "')[1].split('"')[0] if 'device "' in stderr else "/dev/kfd"
         return (f"the Docker engine's host has no {device}, which the AMD device grants need (no AMD GPU, or "
-                "the amdgpu driver is not loaded): " + ("drop --vendor amd (auto picks what this host has) or "
-                "use --vendor none" if vendor == "amd" else "leave out docker/compose.amd.yml"))
+                "the amdgpu driver is not loaded): " + ("use --vendor none (no GPU grants) or a host with an AMD "
+                "GPU" if vendor == "amd" else "leave out docker/compose.amd.yml"))
     if ("could not select device driver" in text and "nvidia" in text) or "unknown or invalid runtime name: nvidia" in text:
         return ("the Docker engine cannot give NVIDIA GPUs to containers: install the NVIDIA Container Toolkit on its "
                 "host (nvidia-ctk runtime configure --runtime=docker, then restart Docker), " +
-                ("or drop --vendor nvidia (auto picks what this host has) or use --vendor none" if vendor == "nvidia"
+                ("or use --vendor none (no GPU grants)" if vendor == "nvidia"
                  else "or leave out docker/compose.nvidia.yml"))
     if "permission denied" in text and "docker" in text and "sock" in text:
         return "permission denied on the Docker socket: add your user to the docker group (then log in again)"
