@@ -7,9 +7,11 @@ ownership of everything it leaves on the host.
   ARGS`: the service comes from $PROFILECTL_SERVICE (set by each compose service), its default
   options from $PROFILECTL_SERVICE_OPTIONS. A command line that starts with a profilectl command
   (`env-check --json`, `counters`, `report ...`) is run as written.
-- The user: compose starts a service as HOST_UID:HOST_GID when they are set. A service started as
-  root (no HOST_UID) that does not need root drops to the host user: $PROFILECTL_HOST_UID/GID, else
-  the owner of the traces folder, else of the application folder (the user's project).
+- The user: compose starts every service as root, only so that this entrypoint can adopt a folder
+  Docker created (below); a service that does not need root then drops to the host user:
+  $PROFILECTL_HOST_UID/GID (HOST_UID/HOST_GID), else the owner of the traces folder, else of the
+  application folder (the user's project). Started as another user (`docker compose run --user`),
+  it runs as that user.
 - Only a service that needs root (counters: hardware counters need root with SYS_ADMIN) keeps it;
   then profilectl runs as a child and, when it ends, every file the run created or changed under
   the traces folder and the application folder is handed back to the host user.

@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 """A GPT-style training loop for profiling benchmarks: ~135 M parameters by default (12 layers,
 d_model 768, vocabulary 50257), bf16 autocast, AdamW; one rank or DDP under torchrun (NCCL).
 

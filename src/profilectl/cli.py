@@ -13,6 +13,18 @@ from typing import NoReturn
 
 from profilectl import __version__, commands, errors
 
+DOCKER_USAGE = "profilectl docker [--vendor {auto,amd,nvidia,none}] [--build] SERVICE [ARGS ...]"
+DOCKER_FORMS = """
+
+After SERVICE, the same forms as `docker compose -f docker-compose.profiling.yml run --rm SERVICE ...`:
+  profilectl docker profile                               the service's default command
+  profilectl docker profile --repeat 2 -- ./app           the service's options, then the workload
+  profilectl docker trace -- python3 train.py             a workload
+  profilectl docker trace python3 train.py                a program without --
+  profilectl docker env-check --json                      env-check's own options
+  profilectl docker counters counters --set memory_bound -- ./app
+                                                          a profilectl command line, run as written
+"""
 BACKEND_HELP = "force one backend (rocprofv3, rocprof, ncu, torch, timing) instead of the best available"
 
 
@@ -70,16 +82,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"profilectl {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
-    env = sub.add_parser("env-check", help="what can be measured here, what cannot, why, and the fix")
+    env_help = "what can be measured here, what cannot, why, and the fix"
+    env = sub.add_parser("env-check", help=env_help, description=env_help)
     env.add_argument("--json", action="store_true", help="the EnvReport as JSON (stable keys, see README)")
     env.add_argument("--deep", action="store_true", help="also run the real profiler once to test counters live")
     env.add_argument("--require", choices=sorted(commands.REQUIRE_CHOICES), help="exit 3 if this capability is unavailable")
-    env.add_argument("--root", help="probe this root file system instead of / (tests, chroots)")
-    env.add_argument("--path", help="search profilers on this PATH instead of $PATH")
+    env.add_argument("--root", metavar="DIR", help="probe this root file system instead of / (tests, chroots)")
+    env.add_argument("--path", metavar="PATH", help="search profilers on this PATH instead of $PATH")
 
     profile = _measuring(sub, "profile", "time the workload (and torch.profiler tables for PyTorch); always available")
-    profile.add_argument("--repeat", type=int, default=5, help="timed runs (default 5)")
-    profile.add_argument("--warmup", type=int, default=1, help="untimed warm-up runs (default 1)")
+    profile.add_argument("--repeat", type=int, default=5, metavar="N", help="timed runs (default 5)")
+    profile.add_argument("--warmup", type=int, default=1, metavar="N", help="untimed warm-up runs (default 1)")
 
     counters = _measuring(sub, "counters", "hardware counters per kernel (rocprofv3, rocprof, ncu)")
     counters.add_argument("--set", dest="counter_set", default="basic", metavar="NAME|FILE",
@@ -96,25 +109,33 @@ def build_parser() -> argparse.ArgumentParser:
 
     trace = _measuring(sub, "trace", "a Perfetto-ready trace and top-kernels table")
     _bounds(trace)
-    trace.add_argument("--preset", default="lightweight",
-                       help="lightweight (default), api, memory, communication, sys")
-    ls = sub.add_parser("ls", help="the runs in a traces folder, newest first")
-    ls.add_argument("traces_dir", nargs="?", help="default: $PROFILECTL_TRACES_DIR or ./traces")
-    ls.add_argument("--json", action="store_true")
+    trace.add_argument("--preset", default="lightweight", metavar="NAME",
+                       help="lightweight (default), api, memory, communication, sys, pc-sampling")
+    ls_help = "the runs in a traces folder, newest first"
+    ls = sub.add_parser("ls", help=ls_help, description=ls_help)
+    ls.add_argument("traces_dir", nargs="?", metavar="TRACES_DIR",
+                    help="the traces folder to list (default: $PROFILECTL_TRACES_DIR or ./traces)")
+    ls.add_argument("--json", action="store_true", help="one JSON object per run (run id, service, status, times)")
 
-    report = sub.add_parser("report", help="read a run, or any folder/file rocprofv3, rocprof, ncu or torch.profiler wrote")
-    report.add_argument("path")
-    report.add_argument("--format", choices=("table", "json", "csv", "md", "html"), default="table")
+    report_help = "read a run, or any folder/file rocprofv3, rocprof, ncu or torch.profiler wrote"
+    report = sub.add_parser("report", help=report_help, description=report_help)
+    report.add_argument("path", metavar="PATH", help="a run directory, a SLURM job folder, or a profiler's own "
+                        "folder or file (CSV, rocpd .db, JSON, .ncu-rep CSV, torch trace)")
+    report.add_argument("--format", choices=("table", "json", "csv", "md", "html"), default="table",
+                        help="table (default, for a terminal), json, csv (one table per file), md, or html "
+                             "(self-contained)")
     report.add_argument("--output", "-o", metavar="FILE", help="write there instead of stdout (a new file)")
     report.add_argument("--force", action="store_true",
                         help="let -o replace an existing file (never a run's own files or the report's input)")
-    report.add_argument("--top", type=int, default=10, help="rows per table (default 10)")
+    report.add_argument("--top", type=int, default=10, metavar="N", help="rows per table (default 10)")
 
-    compare = sub.add_parser("compare", help="two runs kernel by kernel: time, calls, speedup")
-    compare.add_argument("run_a")
-    compare.add_argument("run_b")
-    compare.add_argument("--format", choices=("table", "json", "md"), default="table")
-    compare.add_argument("--top", type=int, default=15)
+    compare_help = "two runs kernel by kernel: time, calls, speedup"
+    compare = sub.add_parser("compare", help=compare_help, description=compare_help)
+    compare.add_argument("run_a", metavar="RUN_A", help="the baseline: a run, job folder or profiler output (BASE)")
+    compare.add_argument("run_b", metavar="RUN_B", help="the one compared with it (NEW)")
+    compare.add_argument("--format", choices=("table", "json", "md"), default="table",
+                         help="table (default), json, or md (for a pull-request comment)")
+    compare.add_argument("--top", type=int, default=15, metavar="N", help="kernels shown (default 15)")
     compare.add_argument("--match", choices=("exact", "base"), default="exact",
                          help="exact: full kernel names (default); base: function names only, for "
                               "comparing across tools that spell namespaces/templates differently")
@@ -126,22 +147,76 @@ def build_parser() -> argparse.ArgumentParser:
                            "(steady-state step), wall-time (timing median, else the run's wall time); default: "
                            "gpu-time when both runs have kernels, else wall-time")
 
-    docker = sub.add_parser("docker", help="run a compose service from the host (builds the image if missing)")
-    docker.add_argument("service", help="env-check, profile, counters or trace")
+    docker_help = "run a compose service from the host (builds the image if missing)"
+    docker = sub.add_parser("docker", help=docker_help, usage=DOCKER_USAGE, description=docker_help + DOCKER_FORMS,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
     docker.add_argument("--vendor", choices=("auto", "amd", "nvidia", "none"), default="auto",
-                        help="which GPU device grants to add (default: detected)")
-    docker.add_argument("--build", action="store_true", help="rebuild the image first")
-    docker.add_argument("workload", nargs=argparse.SUPPRESS, help="the program to profile, after --")
+                        help="which GPU device grants to add: the AMD or NVIDIA compose override, or none "
+                             "(default: auto, the GPU this host has)")
+    docker.add_argument("--build", action="store_true", help="rebuild the image first (else built only if missing)")
+    docker.add_argument("service", metavar="SERVICE", nargs="?", help="env-check, profile, counters or trace")
+    docker.add_argument("service_args", nargs=argparse.REMAINDER, metavar="ARGS",
+                        help="what `docker compose run SERVICE` takes after the service, passed as written: the "
+                             "service's options and the workload after -- (`--repeat 2 -- ./app`), a program "
+                             "(`python3 train.py`), or a profilectl command line (`env-check --json`)")
 
-    cluster = sub.add_parser("cluster", help="the SLURM test cluster of docker/slurm: up, down, status, exec -- CMD")
-    cluster.add_argument("action", choices=("up", "down", "status", "exec", "build", "logs"))
-    cluster.add_argument("workload", nargs=argparse.SUPPRESS, help="for exec: the command, after --")
+    cluster_help = "the SLURM test cluster of docker/slurm: up, down, status, exec -- CMD"
+    cluster = sub.add_parser("cluster", help=cluster_help, description=cluster_help)
+    cluster.add_argument("action", choices=("up", "down", "status", "exec", "build", "logs"),
+                         help="up: build and start the controller and two nodes; down: remove them; status: the "
+                              "nodes and jobs; exec: run a command in the controller; build: the image only; "
+                              "logs: the daemons' logs")
+    cluster.add_argument("workload", nargs=argparse.SUPPRESS, metavar="-- CMD",
+                         help="for exec: the command to run in the controller, after --")
     return parser
+
+
+def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    chosen: argparse.ArgumentParser = sub.choices[name]
+    return chosen
+
+
+def _docker_options(service_args: list[str]) -> tuple[list[str], dict[str, object]]:
+    """--vendor/--build written after the service (older forms): no service takes them, so they are
+    the driver's; everything else, and all after `--`, goes to the service as written."""
+    end = service_args.index("--") if "--" in service_args else len(service_args)
+    kept: list[str] = []
+    found: dict[str, object] = {}
+    index = 0
+    while index < end:
+        word = service_args[index]
+        if word == "--build":
+            found["build"] = True
+        elif word == "--vendor" and index + 1 < end:
+            found["vendor"] = service_args[index + 1]
+            index += 1
+        elif word.startswith("--vendor="):
+            found["vendor"] = word.split("=", 1)[1]
+        else:
+            kept.append(word)
+        index += 1
+    return kept + service_args[end:], found
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
     """Options before `--`, the workload after it (argparse cannot mix a positional service name,
-    options and a trailing command reliably)."""
+    options and a trailing command reliably). `docker SERVICE ...` keeps everything after the service
+    as written, as `docker compose run` does."""
+    if argv[:1] == ["docker"]:
+        cut = argv.index("--") if "--" in argv else len(argv)  # argparse would drop that `--`
+        parser = build_parser()
+        args = parser.parse_args(argv[:cut])
+        if args.service is None:  # checked here: argparse would call the optional ARGS required too
+            _subparser(parser, "docker").error("the following argument is required: SERVICE")
+        args.service_args, moved = _docker_options(args.service_args + argv[cut:])
+        vendors = ("auto", "amd", "nvidia", "none")
+        if "vendor" in moved and moved["vendor"] not in vendors:
+            _subparser(parser, "docker").error(f"argument --vendor: invalid choice: {moved['vendor']!r} "
+                                               f"(choose from {', '.join(map(repr, vendors))})")
+        for key, value in moved.items():
+            setattr(args, key, value)
+        return args
     head, tail = (argv[:argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
     args = build_parser().parse_args(head)
     before = getattr(args, "workload", None) or []
@@ -184,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
             return commands.compare(args.run_a, args.run_b, args.format, args.top, args.match,
                                     fail_if_slower=args.fail_if_slower, metric=args.metric)
         if args.command == "docker":
-            return commands.docker(args.service, args.workload, args.vendor, args.build)
+            return commands.docker(args.service, args.service_args, args.vendor, args.build)
         if args.command == "cluster":
             return commands.cluster(args.action, args.workload)
     except errors.ProfilectlError as exc:

@@ -14,7 +14,7 @@ ACTIONS = ("up", "down", "status", "exec", "build", "logs")
 
 
 def script() -> Path:
-    path = project_dir() / "docker" / "slurm" / "cluster.sh"
+    path = project_dir("profilectl cluster") / "docker" / "slurm" / "cluster.sh"
     if not path.is_file():
         raise UsageError(f"{path} is missing: `profilectl cluster` needs a full profilectl checkout")
     return path

@@ -24,9 +24,17 @@ ROOT_ENV = "PROFILECTL_PROBE_ROOT"  # probe a different root file system (tests,
 REQUIRE_CHOICES = {"tracing": "tracing", "counters": "counters", "pc-sampling": "pc_sampling", "timing": "timing"}
 
 
+LOG_WIDTH = 4096  # off a terminal: wide enough that no table cell (a kernel name, a number, a run id) wraps
+
+
 def _console() -> "Console":
+    """The one rich Console every table and line goes through. On a terminal, its width. Off one (a
+    CI log, `| tee`, a file) rich would assume 80 columns and wrap cells mid-number and mid-id
+    (`295,626` / `,240`): there, lines are as long as their content needs, and nothing is coloured."""
     from rich.console import Console
-    return Console(highlight=False, soft_wrap=False)
+    if sys.stdout.isatty():
+        return Console(highlight=False, soft_wrap=False)
+    return Console(highlight=False, soft_wrap=False, width=LOG_WIDTH)
 
 
 def say(message: str) -> None:
@@ -58,6 +66,27 @@ def shown_path(run_dir: Path) -> str:
     except ValueError:
         return str(run_dir)
     return str(Path(on_host) / inside) if on_host else str(run_dir)
+
+
+def _load(path: Path, quiet: bool = False) -> Any:
+    """load.load with a spinner on a terminal: a large trace takes a while to read the first time
+    (its summary is cached after), and a silent wait looks like a hang."""
+    from profilectl.progress import activity
+    from profilectl.report import load
+    try:
+        size = f" ({_size(path.stat().st_size)})" if path.is_file() else ""
+    except OSError:
+        size = ""
+    with activity(f"reading {path.name or path}{size}", quiet=quiet):
+        return load.load(path)
+
+
+def _size(size: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} GiB"
 
 
 def env_check(as_json: bool, deep: bool, require: str | None, root: str | None, path: str | None) -> int:
@@ -152,11 +181,11 @@ def _update_job(job_dir: Path, task: Any) -> None:
             "(profilectl report on it reads every rank)")
 
 
-def docker(service: str, workload: list[str], vendor: str, build: bool) -> int:
+def docker(service: str, service_args: list[str], vendor: str, build: bool) -> int:
     from profilectl import compose
     if vendor == "auto":
         vendor = _probe().vendor or "none"
-    return compose.run_service(service, workload, None if vendor == "none" else vendor, build, echo=say)
+    return compose.run_service(service, service_args, None if vendor == "none" else vendor, build, echo=say)
 
 
 def cluster(action: str, command: list[str]) -> int:
@@ -188,7 +217,7 @@ def report(path: str, fmt: str, output: str | None, top: int, force: bool = Fals
         return report_csv_files(Path(path), output, force)
     if output:
         check_output(Path(output), force)
-    summary = load.load(Path(path))
+    summary = _load(Path(path), quiet=fmt == "json")
     if fmt == "csv":  # to stdout (-o was handled above): one CSV document, the main table; the others need files
         tables = export.csv_tables(summary)
         if len(tables) > 1:
@@ -226,7 +255,7 @@ def report_csv_files(path: Path, output: str, force: bool) -> int:
     folder = Path(output) if output.endswith(("/", os.sep)) else Path(output).parent
     if folder.exists() and not folder.is_dir():
         raise errors.UsageError(f"{folder} is not a folder: -o FOLDER/ writes one CSV file per table there")
-    summary = load.load(path)
+    summary = _load(path)
     tables = export.csv_tables(summary)
     targets = csv_targets(output, list(tables))
     for target in targets.values():  # every name judged before the first is written
@@ -296,7 +325,7 @@ def compare(path_a: str, path_b: str, fmt: str, top: int, match: str = "exact", 
     threshold = parse_threshold(fail_if_slower) if fail_if_slower is not None else None  # before any reading
     if metric is not None:
         parse_metric(metric)
-    base, new = load.load(Path(path_a)), load.load(Path(path_b))
+    base, new = _load(Path(path_a), quiet=fmt == "json"), _load(Path(path_b), quiet=fmt == "json")
     result = compare_summaries(base, new, match)
     if threshold is not None or metric is not None:
         result = dataclasses.replace(result, gate=gate(base, new, metric, threshold))

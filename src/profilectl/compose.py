@@ -3,14 +3,17 @@
 Detects the GPU vendor to pick the device override, exports the host UID/GID (the services run as
 that user, and outputs belong to them) and the video/render GIDs, creates a missing host traces
 folder as the user (before the engine would, as root), builds the image if it is missing, runs the
-one-shot service with `run --rm`, streams its output and returns its exit code. Docker's own
-failures become one line each.
+one-shot service with `run --rm` (the arguments after the service as `docker compose run` takes them),
+streams its output and returns its exit code. Docker's own failures (no engine, no image, a GPU
+device the engine cannot give) are exit 2 with one line each, never the workload's exit 1.
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
@@ -20,6 +23,12 @@ COMPOSE_NAME = "docker-compose.profiling.yml"
 REPO_ENV = "PROFILECTL_REPO"
 OVERRIDES = {"amd": Path("docker/compose.amd.yml"), "nvidia": Path("docker/compose.nvidia.yml")}
 SERVICES = ("env-check", "profile", "counters", "trace")
+STOP_GRACE_S = 35  # the services' stop_grace_period (30 s) and a little: compose stops the container first
+# How Docker says it could not create or start a container (compose prints the engine's refusal
+# and exits 1, the same code as a failed workload, so the text is what tells them apart)
+ENGINE_ERROR_PREFIXES = ("Error response from daemon:", "Error: failed to", "error during connect")
+ENGINE_ERROR_MARKERS = ("OCI runtime create failed", "failed to create task for container",
+                        "could not select device driver", "error gathering device information")
 OFFLINE_HINT = ("build the offline base (docker/offline-base/build.sh) and set "
                 "PROFILECTL_BASE_IMAGE=profilectl-base:bookworm")
 
@@ -28,7 +37,7 @@ class DockerProblem(ProfilectlError):
     exit_code = 2
 
 
-def project_dir() -> Path:
+def project_dir(command: str = "profilectl docker") -> Path:
     """The folder with the compose suite (docker-compose.profiling.yml, docker/, src/, profiling/):
     $PROFILECTL_REPO, else the checkout this profilectl runs from, else the current folder or one
     of its parents (as `docker compose` itself looks). An installed wheel carries no build context,
@@ -42,8 +51,9 @@ def project_dir() -> Path:
     for candidate in (checkout, Path.cwd(), *Path.cwd().parents):
         if (candidate / COMPOSE_NAME).is_file() and (candidate / "docker" / "Dockerfile").is_file():
             return candidate
-    raise UsageError(f"`profilectl docker` needs the compose suite of a profilectl checkout ({COMPOSE_NAME}, "
-                     f"docker/): run it inside a checkout, or set {REPO_ENV}=/path/to/profilectl")
+    raise UsageError(f"`{command}` needs the compose files of a profilectl checkout ({COMPOSE_NAME}, docker/), "
+                     f"which an installed profilectl does not carry: run it inside a checkout, or set "
+                     f"{REPO_ENV}=/path/to/profilectl")
 
 
 def _whales() -> tuple[Any, Any]:
@@ -56,9 +66,19 @@ def _whales() -> tuple[Any, Any]:
     return DockerClient, DockerException
 
 
-def explain(stderr: str) -> str | None:
+def explain(stderr: str, vendor: str | None = None) -> str | None:
     """A one-line reason for a docker failure, from what docker printed."""
     text = stderr.lower()
+    if "error gathering device information" in text or ("/dev/kfd" in text and "no such file" in text):
+        device = stderr.split('device "')[1].split('"')[0] if 'device "' in stderr else "/dev/kfd"
+        return (f"the Docker engine's host has no {device}, which the AMD device grants need (no AMD GPU, or "
+                "the amdgpu driver is not loaded): " + ("use --vendor none (no GPU grants) or a host with an AMD "
+                "GPU" if vendor == "amd" else "leave out docker/compose.amd.yml"))
+    if ("could not select device driver" in text and "nvidia" in text) or "unknown or invalid runtime name: nvidia" in text:
+        return ("the Docker engine cannot give NVIDIA GPUs to containers: install the NVIDIA Container Toolkit on its "
+                "host (nvidia-ctk runtime configure --runtime=docker, then restart Docker), " +
+                ("or use --vendor none (no GPU grants)" if vendor == "nvidia"
+                 else "or leave out docker/compose.nvidia.yml"))
     if "permission denied" in text and "docker" in text and "sock" in text:
         return "permission denied on the Docker socket: add your user to the docker group (then log in again)"
     if "cannot connect to the docker daemon" in text or "is the docker daemon running" in text:
@@ -115,8 +135,11 @@ def client(repo: Path, vendor: str | None) -> Any:
     return DockerClient(compose_files=files, compose_project_directory=repo)
 
 
-def run_service(service: str, workload: list[str], vendor: str | None, build: bool = False,
+def run_service(service: str, service_args: list[str], vendor: str | None, build: bool = False,
                 echo: Callable[[str], None] = print) -> int:
+    """`docker compose run --rm SERVICE ARGS...`, ARGS as written (the entrypoint reads them the same
+    way whichever of the two started it). The service's exit code is returned; Docker's own failures
+    (no engine, no image, a device the engine cannot give) are a DockerProblem: exit 2, one line."""
     if service not in SERVICES:
         raise UsageError(f"unknown service {service!r}; services: {', '.join(SERVICES)}")
     repo = project_dir()
@@ -132,15 +155,12 @@ def run_service(service: str, workload: list[str], vendor: str | None, build: bo
         image = config.services[service].image
         if build or not docker.image.exists(image):
             echo(f"building {image} (base {os.environ.get('PROFILECTL_BASE_IMAGE') or 'default ROCm image'})")
-            docker.compose.build([service])
-        command = list(config.services[service].command or [])
-        if workload:
-            command += ["--", *workload]
+            _build(docker, service, image)
         before = set(p.name for p in traces.iterdir())
-        code = _run(docker, service, command, DockerException)
+        code = run_one_shot([*docker.compose.docker_compose_cmd], service, service_args, vendor)
     except DockerException as exc:
-        raise DockerProblem(explain(exc.stderr or "") or f"docker failed (exit {exc.return_code}): "
-                            f"{(exc.stderr or '').strip().splitlines()[-1:] or ['no message']}") from None
+        raise DockerProblem(explain(exc.stderr or "", vendor) or f"docker failed (exit {exc.return_code}): "
+                            f"{last_line(exc.stderr or '') or 'no message'}") from None
     except FileNotFoundError:
         raise DockerProblem("the docker command is not installed") from None
     new = sorted(set(p.name for p in traces.iterdir()) - before)
@@ -149,18 +169,71 @@ def run_service(service: str, workload: list[str], vendor: str | None, build: bo
     return code
 
 
-def _run(docker: Any, service: str, command: list[str], DockerException: Any) -> int:
-    interactive = sys.stdout.isatty() and sys.stdin.isatty()
+def last_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+def _build(docker: Any, service: str, image: str) -> None:
+    """The image build, shown as it goes on a terminal (a spinner with BuildKit's latest step), silent
+    off one; kept whole in a log file that a failure names."""
+    from profilectl.progress import activity
+    log = tempfile.NamedTemporaryFile("wb", prefix="profilectl-build-", suffix=".log", delete=False)
     try:
-        if interactive:
-            docker.compose.run(service, command, remove=True, tty=True)
-        else:
-            for source, line in docker.compose.run(service, command, remove=True, tty=False, stream=True):
-                stream = sys.stdout if source == "stdout" else sys.stderr
-                stream.buffer.write(line)
-                stream.flush()
-    except DockerException as exc:
-        if explain(exc.stderr or ""):
+        with log, activity(f"building {image}") as update:
+            for _source, line in docker.compose.build([service], stream_logs=True):
+                log.write(line)
+                update(line.decode(errors="replace"))
+    except Exception as exc:
+        stderr = getattr(exc, "stderr", None)
+        if stderr is None:
             raise
-        return exc.return_code  # the service's own exit code (profilectl's contract)
-    return 0
+        text = stderr.decode(errors="replace") if isinstance(stderr, bytes) else str(stderr)
+        reason = explain(text, None) or f"the image build failed: {last_line(text) or 'no message'}"
+        raise DockerProblem(f"{reason} (whole build log: {log.name})") from None
+    os.unlink(log.name)
+
+
+def engine_error(lines: list[str]) -> str | None:
+    """The line in which Docker said it could not create or start the container, if any: the service
+    never ran, so its exit code (compose's 1) is Docker's failure, not the workload's."""
+    for line in lines:
+        text = line.strip()
+        if text.startswith(ENGINE_ERROR_PREFIXES) or any(marker in text for marker in ENGINE_ERROR_MARKERS):
+            return text
+    return None
+
+
+def run_one_shot(compose_cmd: list[str], service: str, service_args: list[str], vendor: str | None) -> int:
+    """Run the service with stdin and stdout as they are (a terminal stays a terminal) and compose's
+    stderr read here: the container's own stderr is passed on line by line, Docker's refusal to
+    create or start the container becomes one line and exit 2."""
+    interactive = sys.stdout.isatty() and sys.stdin.isatty()
+    argv = [*compose_cmd, "run", "--rm", *([] if interactive else ["--no-TTY"]), service, *service_args]
+    held: list[str] = []
+    process = subprocess.Popen(argv, stderr=subprocess.PIPE)
+    try:
+        assert process.stderr is not None
+        for raw in process.stderr:
+            text = raw.decode(errors="replace")
+            if engine_error([text]):
+                held.append(text)  # becomes the one line below, not Docker's own wording
+                continue
+            sys.stderr.write(text)
+            sys.stderr.flush()
+        code = process.wait()
+    except KeyboardInterrupt:
+        # compose got the same SIGINT and stops the container (the run is finalised as interrupted):
+        # wait for it, and never leave it behind (a second Ctrl-C or the grace running out kills it)
+        try:
+            process.wait(timeout=STOP_GRACE_S)
+        except (subprocess.TimeoutExpired, KeyboardInterrupt):
+            process.kill()
+            process.wait()
+        raise
+    if code != 0 and (error := engine_error(held)):
+        raise DockerProblem(explain(error, vendor) or f"Docker could not start the {service} container: "
+                            f"{error.removeprefix('Error response from daemon: ')}")
+    for line in held:  # not a failure after all: say what Docker said
+        sys.stderr.write(line)
+    return code
