@@ -98,6 +98,8 @@ def measure(service: str, workload: list[str], *, backend: str | None, dry_run: 
         from profilectl.probe.attach import snapshot
         from profilectl.probe.machine import Machine
         target = snapshot(Machine(root=Path(os.environ.get(ROOT_ENV) or "/")), attach, duration)
+        if not target.exists:
+            raise errors.UsageError(f"--attach {attach}: no such process (give the PID of a running process)")
         argv, source = target.cmdline or (f"pid {attach}",), "attach"
     else:
         prefer_hip = facts.first_gpu("amd") is not None and facts.torch.backend != "rocm"
