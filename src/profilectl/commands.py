@@ -120,7 +120,10 @@ def measure(service: str, workload: list[str], *, backend: str | None, dry_run: 
         raise errors.UsageError(f"{shown_path(proposed)} already holds rank {task.rank} of an earlier job "
                                 f"{task.job_id}.{task.step_id} (job ids start again on a new cluster): move it "
                                 "away or use another --traces-dir")
-    plan = make_plan(request, facts, proposed, list_counters=None if dry_run else execute.list_counters)
+    from profilectl.probe.listing_cache import cached_lister
+    # Counter names are checked against the GPU's listing, kept per machine and release: a dry run
+    # reads a kept listing (or runs the listing command, never the profiler) and says when it has none.
+    plan = make_plan(request, facts, proposed, list_counters=cached_lister(facts, execute.list_counters))
     if dry_run:
         if as_json:
             _print_json(plan.redacted().to_dict())

@@ -276,6 +276,8 @@ def resolve_counters(request: Request, facts: Facts, backend: Backend,
         validated = True
     elif listing is not None and listing.problem:
         notes.append(listing.problem)
+    else:
+        notes.append(f"counter names not validated: {backend.name} has no counter listing here")
     return CounterPlan(name=counter_set.name, source=counter_set.source, counters=counter_set.counters,
                        passes=backend.counter_passes(counter_set), derived=counter_set.derived,
                        validated=validated), notes

@@ -65,3 +65,27 @@ def test_help_parser_reads_argparse_layouts():
     assert facts.options["--kernel-trace"] == "optional-value" and facts.options["--pmc"] == "optional-values"
     assert facts.has("--attach") and facts.has("--attach-duration-msec") and facts.multi_pass_pmc
     assert facts.choices["--output-format"] == ("csv", "json", "pftrace", "otf2", "rocpd")
+
+
+def test_counters_dry_run_validates_names_from_a_listing_kept_per_machine_and_release(machine, tmp_path):
+    amd_machine(machine, tmp_path, rocm="7.2.1", sets=("basic",))
+    calls = machine.bin / "list-calls"
+    real = machine.bin / "rocprofv3"
+    real.write_text(real.read_text().replace('argv = sys.argv[1:]\n', f'argv = sys.argv[1:]\nif "-L" in argv: '
+                                             f'open({str(calls)!r}, "a").write("x")\n', 1))
+    done = cli(machine, "counters", "--dry-run", "--json", "--", *WORKLOAD)
+    assert done.returncode == 0 and "validated against the" in " ".join(json.loads(done.stdout)["notes"])
+    typo = cli(machine, "counters", "--dry-run", "--set", "extended", "--", *WORKLOAD)  # extended: some not listed
+    assert typo.returncode == 2 and "not available on" in typo.stderr and len(typo.stderr.strip().splitlines()) == 1
+    assert calls.read_text() == "x"  # listed once for this machine and release, then kept
+    machine.rocm("7.3.0")  # another release lists again
+    cli(machine, "counters", "--dry-run", "--", *WORKLOAD, extra_env={"FAKE_ROCM_RELEASE": "7.3"})
+    assert calls.read_text() == "xx"
+
+
+def test_counters_dry_run_says_when_names_cannot_be_validated(machine, tmp_path):
+    amd_machine(machine, tmp_path, rocm="7.2.1")
+    machine.tool("rocprofv3-avail", "", exit_code=1)
+    done = cli(machine, "counters", "--dry-run", "--json", "--", *WORKLOAD, extra_env={"FAKE_LIST_AVAIL": "/nonexistent"})
+    notes = " ".join(json.loads(done.stdout)["notes"])
+    assert done.returncode == 0 and "names not validated" in notes, notes
