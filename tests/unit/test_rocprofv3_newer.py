@@ -89,3 +89,15 @@ def test_counters_dry_run_says_when_names_cannot_be_validated(machine, tmp_path)
     done = cli(machine, "counters", "--dry-run", "--json", "--", *WORKLOAD, extra_env={"FAKE_LIST_AVAIL": "/nonexistent"})
     notes = " ".join(json.loads(done.stdout)["notes"])
     assert done.returncode == 0 and "names not validated" in notes, notes
+
+
+def test_gfx1250_counters_and_pc_sampling_follow_the_data(machine, tmp_path):
+    amd_machine(machine, tmp_path, gfx=120500, rocm="7.3.0")  # KFD gfx_target_version of gfx1250
+    report = machine.probe()
+    assert report.facts.gpus[0].arch == "gfx1250"
+    counters = report.assessment.capabilities["counters"]
+    assert not counters.available and "7.13" in counters.reason
+    machine.rocm("7.14.0")
+    report = machine.probe()
+    assert report.assessment.capabilities["counters"].available
+    assert report.assessment.capabilities["pc_sampling"].available
