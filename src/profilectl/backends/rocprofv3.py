@@ -411,6 +411,9 @@ class Rocprofv3(Backend):
             first = (bounds.launch_skip or 0) + 1
             argv += ["--kernel-iteration-range", f"[{first}-{first + bounds.launch_count - 1}]"]
         if bounds.steps is not None:
+            if request.attach is not None:
+                raise unsupported(self.name, "--steps with --attach", "the step hook is loaded when a process starts; "
+                                  "an attached one has none (use --duration)")
             need("--selected-regions", "--steps")
             if not job.launch.python_ranks:
                 raise unsupported(self.name, "--steps", "steps are PyTorch training steps; this workload is not Python")
