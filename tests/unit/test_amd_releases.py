@@ -83,7 +83,7 @@ def test_rocpd_database_is_kept_and_read_from_70(machine, tmp_path, rocm, keeps_
     assert result["status"] == "ok", result["message"]
     argv = result["manifest"]["argv"]
     formats = argv[argv.index("--output-format") + 1:argv.index("-d")]
-    assert formats == (["rocpd"] if keeps_rocpd else ["csv", "pftrace"])  # rocpd first from 7.0
+    assert formats == (["rocpd", "pftrace"] if keeps_rocpd else ["csv", "pftrace"])  # rocpd first from 7.0
     databases = list((run / "raw").glob("*/*_results.db"))
     assert bool(databases) is keeps_rocpd
     assert {o["path"] for o in result["manifest"]["outputs"]} >= {str(d.relative_to(run)) for d in databases}
@@ -116,9 +116,12 @@ def test_rocpd_first_csv_and_perfetto_come_from_amds_converter(machine, tmp_path
         assert summary["perfetto_trace"].startswith("raw/rocpd-convert/") and "made by" in notes
     elif converter == "failing":
         assert json.loads((converted / "made-by.json").read_text())["failed"]
-        assert summary["perfetto_trace"] is None
-    else:
+        assert summary["perfetto_trace"] is None and "failed" in (run / "stderr.log").read_text()
+    else:  # no converter: the database is read, rocprofv3 itself writes the Perfetto trace
         assert not converted.exists() and "rocpd convert is not installed" in notes
+        argv = result["manifest"]["argv"]
+        assert argv[argv.index("--output-format") + 1:argv.index("-d")] == ["rocpd", "pftrace"]
+        assert summary["perfetto_trace"].endswith(".pftrace")
 
 
 def test_counters_on_70_are_read_from_the_rocpd_database_of_each_pass(machine, tmp_path):

@@ -164,14 +164,16 @@ def pc_sampling_method(facts: Facts) -> tuple[str | None, str]:
     return usable[0], f"{usable[0]} PC sampling on {gpu.arch}"
 
 
-def output_formats(service: str, release: tuple[int, ...], preset: str | None = None) -> list[str]:
-    """Always named (the default changed in 7.0). From 7.0 rocpd alone: the database is read, and
+def output_formats(service: str, release: tuple[int, ...], preset: str | None = None,
+                   converter: bool = True) -> list[str]:
+    """Always named (the default changed in 7.0). From 7.0 rocpd first: the database is read, and
     CSV and Perfetto files are made from it by `rocpd convert` (direct csv/pftrace output is
-    deprecated in development builds). Before 7.0: csv for the tables, pftrace for Perfetto."""
+    deprecated in development builds); where no converter is installed a trace also asks for
+    pftrace, so the run still has its Perfetto file. Before 7.0: csv for the tables, pftrace."""
     if preset == "pc-sampling":
         return ["csv"]  # PC samples are written to csv/json only
     if release >= version_tuple(str(tool_facts()["keep_rocpd_from"])) and has("output_formats", "rocpd", release):
-        return ["rocpd"]
+        return ["rocpd"] if converter or service != "trace" else ["rocpd", "pftrace"]
     formats = ["csv"]
     if service == "trace" and has("output_formats", "pftrace", release):
         formats.append("pftrace")
@@ -275,10 +277,11 @@ class Rocprofv3(Backend):
         if request.service == "counters":
             form = counter_input_form(facts)
             notes.append(f"counter passes as {form['form']} ({form['sub_folder']}<n>/ folders)")
-        if output_formats(request.service, release, request.preset) == ["rocpd"]:
+        if "rocpd" in output_formats(request.service, release, request.preset):
             if rocpd_converter(facts) is None:
-                notes.append("rocpd convert is not installed: the rocpd database is read directly; no CSV or "
-                             "Perfetto files are made (install rocprofiler-sdk-rocpd for them)")
+                notes.append("rocpd convert is not installed: the rocpd database is read directly; no CSV files "
+                             "are made from it" + (" (rocprofv3 writes the Perfetto trace itself)"
+                                                   if request.service == "trace" else ""))
             else:
                 notes.append("CSV and Perfetto files are made from the rocpd database by rocpd convert "
                              "(raw/rocpd-convert/made-by.json says which tool made each file)")
@@ -301,7 +304,9 @@ class Rocprofv3(Backend):
         release = rocm_release(job.facts)
         argv = [tool.path]
         request = job.request
-        formats = output_formats(request.service, release, request.preset if request.service == "trace" else None)
+        converter = rocpd_converter(job.facts)
+        formats = output_formats(request.service, release, request.preset if request.service == "trace" else None,
+                                 converter is not None)
         if request.service == "trace":
             options, _ = self.preset_options(request, job.facts)
             argv += options
@@ -322,8 +327,7 @@ class Rocprofv3(Backend):
             argv += self.rank_selection(job) + [*request.bounds.profiler_args, "--"]
             main = Step(argv=job.launch.wrap(self.rank_gate(job, argv)), label=self.name)
         steps = [main]
-        converter = rocpd_converter(job.facts) if formats == ["rocpd"] else None
-        if converter is not None:
+        if converter is not None and formats == ["rocpd"]:
             command, env = converter
             steps.append(Step(argv=(sys.executable, "-I", "-S", str(HELPERS / "rocpd_convert.py"), str(job.raw_dir),
                                     "--", *command), label="rocpd convert", env=env))
