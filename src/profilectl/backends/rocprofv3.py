@@ -226,7 +226,8 @@ class Rocprofv3(Backend):
         attach, spec = request.attach, tool_facts()["attach"]
         assert attach is not None
         if request.service not in spec["services"]:
-            return Verdict(False, f"rocprofv3 attaches for {' and '.join(spec['services'])} only", cause="attach-service")
+            return Verdict(False, f"rocprofv3 attaches for {' and '.join(spec['services'])} only",
+                           cause="attach-service")
         if not supports("--attach", facts):
             return Verdict(False, f"rocprofv3 of ROCm {facts.rocm.version or 'unknown'} cannot attach to a running "
                            f"process (--attach is from ROCm {spec['since']})",
@@ -337,9 +338,10 @@ class Rocprofv3(Backend):
         """The counter passes as this release takes them: repeated --pmc (7.3+) or -i input.json."""
         passes = job.counters.passes if job.counters else ()
         if job.request.attach is not None and len(passes) > int(tool_facts()["attach"]["counter_passes"]):
+            name = job.counters.name if job.counters else ""
             raise unsupported(self.name, "--attach with counters",
-                              f"an attached session collects one counter pass and set {job.counters.name if job.counters else ''} "
-                              f"needs {len(passes)}: pick fewer counters (one hardware block group)")
+                              f"an attached session collects one counter pass and set {name} needs {len(passes)}: "
+                              "pick fewer counters (one hardware block group)")
         if counter_input_form(job.facts)["form"] == "pmc-flags":
             return [arg for counters in passes for arg in ("--pmc", *counters)]
         return ["-i", str(job.raw_dir / INPUT_JSON)]
@@ -367,8 +369,9 @@ class Rocprofv3(Backend):
         if not request.ranks:
             return []
         if not launch.multi_rank or launch.placement != INSIDE:
+            how = "runs one process" if not launch.multi_rank else "starts the ranks inside the profiler"
             raise unsupported(self.name, "--ranks", f"it needs a launcher that starts the profiler in each rank "
-                              f"(mpirun, srun); {launch.launcher} {'runs one process' if not launch.multi_rank else 'starts the ranks inside the profiler'}")
+                              f"(mpirun, srun); {launch.launcher} {how}")
         return ["--profile-mpi-ranks", ranks_text(request.ranks)] if supports("--profile-mpi-ranks", job.facts) else []
 
     def rank_gate(self, job: Job, argv: list[str]) -> list[str]:
