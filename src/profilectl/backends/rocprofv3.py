@@ -308,6 +308,7 @@ class Rocprofv3(Backend):
         converter = rocpd_converter(job.facts)
         formats = output_formats(request.service, release, request.preset if request.service == "trace" else None,
                                  converter is not None)
+        formats = [f for f in formats if supports_format(f, job.facts)] or formats  # a newer release: its --help
         if request.service == "trace":
             options, _ = self.preset_options(request, job.facts)
             argv += options
