@@ -77,6 +77,22 @@ def _bounds(p: argparse.ArgumentParser) -> None:
     group.add_argument("--profiler-args", metavar="ARGS", help="extra profiler options, appended as written")
 
 
+def _pid(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a process id, got {text!r}")
+    return int(text)
+
+
+def _attach_and_ranks(p: argparse.ArgumentParser) -> None:
+    """Attach to a running process (rocprofv3, ROCm 7.1+) and rank selection (rocprofv3)."""
+    p.add_argument("--attach", type=_pid, metavar="PID",
+                   help="profile this running process instead of starting a workload (rocprofv3 from ROCm 7.1; "
+                        "the process must have started with ROCP_TOOL_ATTACH=1)")
+    p.add_argument("--duration", type=_seconds, metavar="SECONDS",
+                   help="with --attach: detach after this long (default: at Ctrl-C, --timeout or the target's end)")
+    p.add_argument("--ranks", metavar="LIST", help="profile only these ranks of an mpirun/srun job, e.g. 0-3,8")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="profilectl", description="Probe the machine, pick the profiler that works, keep every output.")
     parser.add_argument("--version", action="version", version=f"profilectl {__version__}")
@@ -103,12 +119,14 @@ def build_parser() -> argparse.ArgumentParser:
                                "values, kernels run longer than in a trace) or leave them to the GPU")
 
     _bounds(counters)
+    _attach_and_ranks(counters)
     counters.add_argument("--include-collectives", action="store_true",
                           help="replay NCCL/RCCL kernels too (excluded by default: replaying a collective waits "
                                "for the other ranks and can hang the job)")
 
     trace = _measuring(sub, "trace", "a Perfetto-ready trace and top-kernels table")
     _bounds(trace)
+    _attach_and_ranks(trace)
     trace.add_argument("--preset", default="lightweight", metavar="NAME",
                        help="lightweight (default), api, memory, communication, sys, pc-sampling")
     ls_help = "the runs in a traces folder, newest first"
@@ -233,6 +251,10 @@ def _bounds_of(args: argparse.Namespace) -> dict[str, object]:
             "profiler_args": args.profiler_args}
 
 
+def _attach_of(args: argparse.Namespace) -> dict[str, object]:
+    return {"attach": args.attach, "duration": args.duration, "ranks": args.ranks}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parse(sys.argv[1:] if argv is None else argv)
@@ -246,8 +268,9 @@ def main(argv: list[str] | None = None) -> int:
             extra = {"profile": lambda: {"repeat": args.repeat, "warmup": args.warmup},
                      "counters": lambda: {"counter_set": args.counter_set, "fallback": args.fallback,
                                           "clock_control": args.clock_control, "bounds": _bounds_of(args),
-                                          "include_collectives": args.include_collectives},
-                     "trace": lambda: {"preset": args.preset, "bounds": _bounds_of(args)}}[args.command]()
+                                          "include_collectives": args.include_collectives, **_attach_of(args)},
+                     "trace": lambda: {"preset": args.preset, "bounds": _bounds_of(args),
+                                       **_attach_of(args)}}[args.command]()
             return commands.measure(args.command, args.workload, backend=args.backend, dry_run=args.dry_run,
                                     timeout=args.timeout, as_json=args.json, traces_dir=args.traces_dir,
                                     env_items=args.env, serialize=args.serialize, sample=not args.no_sample, **extra)

@@ -21,7 +21,8 @@ if TYPE_CHECKING:
     from profilectl.facts import Facts
 
 ROOT_ENV = "PROFILECTL_PROBE_ROOT"  # probe a different root file system (tests, chroots)
-REQUIRE_CHOICES = {"tracing": "tracing", "counters": "counters", "pc-sampling": "pc_sampling", "timing": "timing"}
+REQUIRE_CHOICES = {"tracing": "tracing", "counters": "counters", "pc-sampling": "pc_sampling", "timing": "timing",
+                   "attach": "attach"}
 
 
 LOG_WIDTH = 4096  # off a terminal: wide enough that no table cell (a kernel name, a number, a run id) wraps
@@ -109,20 +110,35 @@ def measure(service: str, workload: list[str], *, backend: str | None, dry_run: 
             as_json: bool, traces_dir: str | None, env_items: list[str], serialize: bool,
             repeat: int = 5, warmup: int = 1, counter_set: str = "basic", fallback: bool = False,
             preset: str = "lightweight", clock_control: str = "base", bounds: dict[str, Any] | None = None,
-            include_collectives: bool = False, sample: bool = True) -> int:
+            include_collectives: bool = False, sample: bool = True, attach: int | None = None,
+            duration: float | None = None, ranks: str | None = None) -> int:
     from profilectl import execute
     from profilectl.plan import make_plan
-    from profilectl.request import Request, parse_bounds, parse_env_assignments, resolve_workload
+    from profilectl.request import Request, parse_bounds, parse_env_assignments, parse_ranks, resolve_workload
     from profilectl.runner import terminal_streams
     env_overrides = parse_env_assignments(env_items)
+    if duration is not None and attach is None:
+        raise errors.UsageError("--duration goes with --attach PID (a started workload runs to its end; see --timeout)")
+    if attach is not None and workload:
+        raise errors.UsageError("--attach PID profiles a running process: give no workload after --")
     facts = _probe()
-    prefer_hip = facts.first_gpu("amd") is not None and facts.torch.backend != "rocm"
-    argv, source = resolve_workload(workload, prefer_hip)
-    request = Request(service=service, workload=argv, workload_source=source, backend=backend,
+    target = None
+    if attach is not None:  # the running process is the workload: its command line goes in the manifest
+        from profilectl.probe.attach import snapshot
+        from profilectl.probe.machine import Machine
+        target = snapshot(Machine(root=Path(os.environ.get(ROOT_ENV) or "/")), attach, duration)
+        if not target.exists:
+            raise errors.UsageError(f"--attach {attach}: no such process (give the PID of a running process)")
+        argv, source = target.cmdline or (f"pid {attach}",), "attach"
+    else:
+        prefer_hip = facts.first_gpu("amd") is not None and facts.torch.backend != "rocm"
+        argv, source = resolve_workload(workload, prefer_hip)
+    request = Request(service=service, workload=tuple(argv), workload_source=source, backend=backend,
                       counter_set=counter_set, preset=preset, fallback=fallback, timeout_s=timeout,
                       serialize=serialize, repeat=repeat, warmup=warmup, env_overrides=env_overrides,
                       clock_control=clock_control, bounds=parse_bounds(**(bounds or {})),
-                      include_collectives=include_collectives, sample=sample)
+                      include_collectives=include_collectives, sample=sample, attach=target,
+                      ranks=parse_ranks(ranks))
     traces_root = Path(traces_dir) if traces_dir else runs.default_traces_root()
     from profilectl.jobs import SlurmTask
     task = SlurmTask.from_env() if os.environ.get("PROFILECTL_NO_JOB") != "1" else None
@@ -133,7 +149,10 @@ def measure(service: str, workload: list[str], *, backend: str | None, dry_run: 
         raise errors.UsageError(f"{shown_path(proposed)} already holds rank {task.rank} of an earlier job "
                                 f"{task.job_id}.{task.step_id} (job ids start again on a new cluster): move it "
                                 "away or use another --traces-dir")
-    plan = make_plan(request, facts, proposed, list_counters=None if dry_run else execute.list_counters)
+    from profilectl.probe.listing_cache import cached_lister
+    # Counter names are checked against the GPU's listing, kept per machine and release: a dry run
+    # reads a kept listing (or runs the listing command, never the profiler) and says when it has none.
+    plan = make_plan(request, facts, proposed, list_counters=cached_lister(facts, execute.list_counters))
     if dry_run:
         if as_json:
             _print_json(plan.redacted().to_dict())

@@ -19,7 +19,7 @@ from typing import Any, Callable
 from profilectl import countersets
 from profilectl.backends import BACKENDS, SERVICE_ORDER, Backend, Job, Step
 from profilectl.backends.base import NO_VENDOR_GPU
-from profilectl.backends.rocprofv3 import INPUT_FILE, presets
+from profilectl.backends.rocprofv3 import presets
 from profilectl.countersets import CounterPlan
 from profilectl.envreport import Assessment, Fallback, ServiceChoice
 from profilectl.errors import UnavailableError, UsageError
@@ -90,7 +90,19 @@ def verdict_of(backend: Backend, facts: Facts, request: Request) -> Verdict:
     allowed = presets().get(request.preset, {}).get("backends") if request.service == "trace" else None
     if allowed and backend.name not in allowed:
         return Verdict(False, f"the {request.preset} preset needs {' or '.join(allowed)}", cause="preset-backend")
-    return backend.available(facts, request)
+    verdict = backend.available(facts, request)
+    if request.attach is not None and (refusal := attach_refusal(backend.name)) and verdict.cause != NO_VENDOR_GPU:
+        return refusal  # what attach cannot do with this tool, unless its GPU is not even here
+    return verdict
+
+
+def attach_refusal(backend: str) -> Verdict | None:
+    """What a backend cannot do with `--attach PID` (profiling/tools/attach.yaml; None: it can)."""
+    from profilectl import data
+    entry = (data.load_mapping("tools/attach.yaml").get("backends") or {}).get(backend)
+    if not entry or entry.get("attaches"):
+        return None
+    return Verdict(False, str(entry["refusal"]), entry.get("fix"), cause="attach-unsupported")
 
 
 def choose(service: str, facts: Facts, request: Request) -> tuple[Backend | None, Verdict, tuple[Fallback, ...]]:
@@ -131,6 +143,14 @@ def validate_request(request: Request) -> None:
             raise UsageError(f"unknown preset {request.preset!r}{hint}; presets: {', '.join(known)}")
     if request.service == "counters":
         countersets.load(request.counter_set, None, None)  # exists and parses (YAML or pmc: lines)
+    if request.attach is not None:
+        if request.service not in ("trace", "counters"):
+            raise UsageError(f"--attach is for trace and counters, not {request.service}")
+        if request.attach.duration_s is not None and not (0 < request.attach.duration_s < float("inf")):
+            raise UsageError("--duration must be a positive number of seconds")
+        return  # the workload is the running target: nothing to find on PATH
+    if request.ranks and not request.launch.multi_rank:
+        raise UsageError("--ranks selects ranks of a multi-rank job (mpirun, srun); this workload is one process")
     program = request.workload[0] if request.workload else ""
     if not program:
         raise UsageError("no workload program given")
@@ -171,6 +191,8 @@ def make_plan(request: Request, facts: Facts, run_dir: Path, list_counters: List
             hint = " (or pass --fallback to run `profile` instead)" if request.service == "counters" else ""
             raise UnavailableError(f"{request.service} unavailable: {verdict.reason}.{fix}{hint}")
         chosen = found
+    if request.ranks and not chosen.selects_ranks:
+        raise UsageError(f"--ranks: {chosen.name} cannot select ranks (rocprofv3 does); leave --ranks out")
 
     notes: list[str] = []
     counters = None
@@ -221,11 +243,7 @@ def _phase(backend: Backend, request: Request, facts: Facts, run_dir: Path, raw:
     job = Job(request=request, facts=facts, raw_dir=run_dir / raw, counters=counters)
     environment = backend.environment(job)
     environment.update(request.env_overrides)  # the user's word wins
-    input_files: dict[str, str] = {}
-    if counters is not None:
-        text = backend.input_file(counters.passes)
-        if text:
-            input_files[f"{raw}/{INPUT_FILE}"] = text
+    input_files = {f"{raw}/{name}": text for name, text in backend.counter_inputs(job).items()}
     return Phase(backend=backend.name, raw_dir=raw, steps=backend.steps(job), environment=environment,
                  input_files=input_files)
 
@@ -249,7 +267,7 @@ def resolve_counters(request: Request, facts: Facts, backend: Backend,
     validated = False
     listing = backend.list_counters(facts, list_counters) if list_counters is not None else None
     if list_counters is None:
-        notes.append("counter names not validated (dry run)")
+        notes.append("counter names not validated (dry run: no cached listing of this GPU and release)")
     elif listing is not None and listing.names:
         where = f"{gpu.name or gpu.arch} ({backend.name})" if gpu else backend.name
         countersets.validate(counter_set.counters, set(listing.names), where, key=backend.counter_key)
@@ -258,6 +276,8 @@ def resolve_counters(request: Request, facts: Facts, backend: Backend,
         validated = True
     elif listing is not None and listing.problem:
         notes.append(listing.problem)
+    else:
+        notes.append(f"counter names not validated: {backend.name} has no counter listing here")
     return CounterPlan(name=counter_set.name, source=counter_set.source, counters=counter_set.counters,
                        passes=backend.counter_passes(counter_set), derived=counter_set.derived,
                        validated=validated), notes
@@ -279,6 +299,7 @@ def assess(facts: Facts) -> Assessment:
                      _most_relevant(counters.fallbacks, facts)),
         "pc_sampling": _pc_sampling(facts),
         "timing": Verdict(True, "wall-clock timing needs no profiler", backend="timing"),
+        "attach": _attach(facts),
     }
     return Assessment(capabilities=capabilities, services=services)
 
@@ -299,6 +320,29 @@ def _tracing(facts: Facts, trace: ServiceChoice) -> Verdict:
     why = "no GPU found" if not facts.gpus else "no GPU tracer (rocprofv3, rocprof, or PyTorch with GPU support) found"
     return Verdict(False, f"{why}; trace falls back to {trace.backend}",
                    "install ROCm's rocprofiler-sdk, or PyTorch built for your GPU", backend=trace.backend)
+
+
+def _attach(facts: Facts) -> Verdict:
+    """Could `trace --attach PID` work here (the target's own ROCP_TOOL_ATTACH=1 is checked per PID)?"""
+    from profilectl.backends.rocprofv3 import supports, tool_facts
+    from profilectl.probe.attach import TARGET_ENV
+    backend = BACKENDS["rocprofv3"]
+    since = tool_facts()["attach"]["since"]
+    if facts.first_gpu("amd") is None:
+        return Verdict(False, "attaching to a running process needs rocprofv3 on an AMD GPU (Nsight Compute and "
+                       "torch.profiler cannot attach)", "start the workload under profilectl instead",
+                       cause="attach-unsupported")
+    if backend.tool(facts) is None:
+        return Verdict(False, "rocprofv3 not found", f"install rocprofiler-sdk from ROCm {since} or later")
+    if not supports("--attach", facts):
+        return Verdict(False, f"rocprofv3 of ROCm {facts.rocm.version or 'unknown'} cannot attach (from ROCm {since})",
+                       f"use ROCm {since} or later", cause="attach-release")
+    ptrace = facts.checks.get("attach_ptrace")
+    if ptrace is not None and not ptrace.available:
+        return Verdict(False, ptrace.reason, ptrace.fix, cause=ptrace.cause)
+    why = ptrace.reason if ptrace is not None else "ptrace not checked"
+    return Verdict(True, f"rocprofv3 --attach PID ({why}); the target must start with {TARGET_ENV}=1",
+                   backend="rocprofv3")
 
 
 def _pc_sampling(facts: Facts) -> Verdict:

@@ -44,6 +44,19 @@ class Bounds:
 
 
 @dataclass(frozen=True)
+class Attach:
+    """`--attach PID`: profile a process that is already running instead of starting the workload.
+    The target as /proc showed it when the request was made (probe/attach.py reads it)."""
+    pid: int
+    duration_s: float | None = None  # detach after this long (None: at Ctrl-C, --timeout, or the target's end)
+    exists: bool = True
+    uid: int | None = None
+    cmdline: tuple[str, ...] = ()
+    attach_env: bool | None = None  # ROCP_TOOL_ATTACH=1 in its environment (None: unreadable)
+    ptrace_scope: int | None = None  # Yama's scope at that moment (None: no Yama)
+
+
+@dataclass(frozen=True)
 class Request:
     service: str
     workload: tuple[str, ...]
@@ -66,6 +79,8 @@ class Request:
     include_collectives: bool = False
     # sample GPU power, memory, clocks, temperature and utilisation while the run executes (--no-sample: off)
     sample: bool = True
+    attach: Attach | None = None  # --attach PID (trace, counters)
+    ranks: tuple[int, ...] = ()  # --ranks 0-3,8: only these ranks of a multi-rank job are profiled
 
     @functools.cached_property
     def launch(self) -> "Launch":
@@ -161,6 +176,38 @@ def parse_bounds(kernel: str | None = None, exclude_kernel: str | None = None, l
         raise UsageError(f"--profiler-args is not a valid command line: {exc}") from None
     return Bounds(kernel=kernel, exclude_kernel=exclude_kernel, launch_skip=launch_skip, launch_count=launch_count,
                   steps=window, nvtx_range=nvtx_range, profiler_args=extra)
+
+
+def parse_ranks(spec: str | None) -> tuple[int, ...]:
+    """`--ranks 0-3,8` -> (0, 1, 2, 3, 8): one vocabulary for every backend and release."""
+    if spec is None:
+        return ()
+    ranks: set[int] = set()
+    for part in spec.split(","):
+        match = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
+        if not match:
+            raise UsageError(f"--ranks expects ranks and ranges such as 0-3,8, got {spec!r}")
+        first, last = int(match.group(1)), int(match.group(2) or match.group(1))
+        if first > last:
+            raise UsageError(f"--ranks {spec}: the range {part.strip()} runs backwards")
+        ranks.update(range(first, last + 1))
+    return tuple(sorted(ranks))
+
+
+def ranks_text(ranks: tuple[int, ...]) -> str:
+    """(0, 1, 2, 3, 8) -> '0-3,8' (rocprofv3's --profile-mpi-ranks takes the same form)."""
+    parts: list[str] = []
+    for rank in ranks:
+        if parts and _last(parts[-1]) == rank - 1:
+            first = parts[-1].split("-")[0]
+            parts[-1] = f"{first}-{rank}"
+        else:
+            parts.append(str(rank))
+    return ",".join(parts)
+
+
+def _last(part: str) -> int:
+    return int(part.split("-")[-1])
 
 
 def parse_env_assignments(items: list[str]) -> dict[str, str]:

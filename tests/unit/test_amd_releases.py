@@ -83,7 +83,7 @@ def test_rocpd_database_is_kept_and_read_from_70(machine, tmp_path, rocm, keeps_
     assert result["status"] == "ok", result["message"]
     argv = result["manifest"]["argv"]
     formats = argv[argv.index("--output-format") + 1:argv.index("-d")]
-    assert formats == (["csv", "pftrace", "rocpd"] if keeps_rocpd else ["csv", "pftrace"])
+    assert formats == (["rocpd", "pftrace"] if keeps_rocpd else ["csv", "pftrace"])  # rocpd first from 7.0
     databases = list((run / "raw").glob("*/*_results.db"))
     assert bool(databases) is keeps_rocpd
     assert {o["path"] for o in result["manifest"]["outputs"]} >= {str(d.relative_to(run)) for d in databases}
@@ -92,11 +92,43 @@ def test_rocpd_database_is_kept_and_read_from_70(machine, tmp_path, rocm, keeps_
     assert summary["api"][0]["name"] == "hipLaunchKernel" and summary["api"][0]["calls"] == 3
 
 
+@pytest.mark.parametrize("converter", ["installed", "failing", "absent"])
+def test_rocpd_first_csv_and_perfetto_come_from_amds_converter(machine, tmp_path, converter):
+    """ROCm 7+: rocprofv3 writes rocpd only; `rocpd convert` (where installed) makes the CSV and
+    Perfetto files and made-by.json says so; the tables are read from the database either way."""
+    amd_machine(machine, tmp_path, rocm="7.0.2")
+    if converter != "absent":
+        machine.double("rocpd")
+    extra = {"FAKE_ROCPD_FAIL": "1"} if converter == "failing" else {}
+    result, run = json_run(machine, "trace", "--", *WORKLOAD, extra_env=extra)
+    assert result["status"] == "ok", result["message"]
+    summary = result["summary"]
+    assert summary["totals"]["dispatches"] == 6  # the database alone: converted CSVs are not read again
+    converted = run / "raw" / "rocpd-convert"
+    notes = " ".join(result["manifest"]["notes"])
+    if converter == "installed":
+        csvs = list(converted.rglob("*_kernel_trace.csv"))
+        assert len(csvs) == 1 and len(csvs[0].read_text().splitlines()) == 7
+        made_by = json.loads((converted / "made-by.json").read_text())["files"]
+        assert set(made_by) == {str(p.relative_to(run / "raw")) for p in converted.rglob("*") if p.name != "made-by.json"
+                                and p.is_file()}
+        assert all(e["tool"].endswith("rocpd convert") and e["from"].endswith("_results.db") for e in made_by.values())
+        assert summary["perfetto_trace"].startswith("raw/rocpd-convert/") and "made by" in notes
+    elif converter == "failing":
+        assert json.loads((converted / "made-by.json").read_text())["failed"]
+        assert summary["perfetto_trace"] is None and "failed" in (run / "stderr.log").read_text()
+    else:  # no converter: the database is read, rocprofv3 itself writes the Perfetto trace
+        assert not converted.exists() and "rocpd convert is not installed" in notes
+        argv = result["manifest"]["argv"]
+        assert argv[argv.index("--output-format") + 1:argv.index("-d")] == ["rocpd", "pftrace"]
+        assert summary["perfetto_trace"].endswith(".pftrace")
+
+
 def test_counters_on_70_are_read_from_the_rocpd_database_of_each_pass(machine, tmp_path):
     amd_machine(machine, tmp_path, rocm="7.0.2")
     result, run = json_run(machine, "counters", "--set", "extended", "--", *WORKLOAD)
     assert result["status"] == "ok", result["message"]
-    assert len(list((run / "raw").glob("pmc_*/*/*_results.db"))) == 2
+    assert len(list((run / "raw").glob("pass_*/*/*_results.db"))) == 2  # JSON jobs: pass_<n>/
     rows = {r["kernel"]: r for r in result["summary"]["counters_by_kernel"]}
     assert len(rows) == 3 and all("SQ_WAVES" in r and "TCC_HIT" in r for r in rows.values())
 

@@ -103,7 +103,7 @@ def test_rocprofv3_runs_inside_mpirun_with_per_rank_files(machine, tmp_path):
     argv = result["manifest"]["argv"]
     assert argv[:len(MPIRUN)] == MPIRUN and Path(argv[len(MPIRUN)]).name == "rocprofv3"  # mpirun ... rocprofv3 ...
     assert argv[argv.index("-o") + 1] == "%hostname%/rank%rank%-%pid%"
-    files = sorted(p.name.split("-")[0] for p in (run / "raw").glob("pmc_1/*/rank*_counter_collection.csv"))
+    files = sorted(p.name.split("-")[0] for p in (run / "raw").glob("pass_1/*/rank*_results.db"))  # rocpd from 7.0
     assert files == ["rank0", "rank1"]
     assert [r["rank"] for r in result["summary"]["ranks"]] == ["0", "1"]
 

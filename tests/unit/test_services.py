@@ -27,11 +27,12 @@ def test_trace_with_rocprofv3_writes_perfetto_and_tables(amd):
     manifest = json.loads((run / "manifest.json").read_text())
     argv = manifest["argv"]
     assert argv[argv.index("--") + 1:] == WORKLOAD
-    assert argv[argv.index("--output-format") + 1:argv.index("--output-format") + 3] == ["csv", "pftrace"]
-    assert {"--kernel-trace", "--hip-runtime-trace", "--stats"} <= set(argv)
+    # ROCm 7.0 without `rocpd convert`: the database is read, rocprofv3 writes the Perfetto trace itself
+    assert argv[argv.index("--output-format") + 1:argv.index("-d")] == ["rocpd", "pftrace"]
+    assert {"--kernel-trace", "--hip-runtime-trace"} <= set(argv) and "--stats" not in argv
     assert manifest["backend"] == "rocprofv3" and manifest["tool"]["name"] == "rocprofv3"
     assert manifest["perfetto_trace"].endswith(".pftrace") and (run / manifest["perfetto_trace"]).is_file()
-    assert list((run / "raw").glob("*/*_kernel_trace.csv"))
+    assert list((run / "raw").glob("*/*_results.db"))
     kernels = (run / "kernels.csv").read_text()
     assert "addition_kernel" in kernels
     summary = json.loads((run / "summary.json").read_text())
@@ -60,9 +61,9 @@ def test_preset_option_missing_in_rocm_62_is_left_out(amd):
 def test_counters_with_rocprofv3_merges_passes_and_derives_metrics(amd):
     result, run = json_run(amd, "counters", "--set", "extended", "--", *WORKLOAD)
     assert result["status"] == "ok", result["message"]
-    input_txt = (run / "raw/input.txt").read_text().splitlines()
-    assert all(line.startswith("pmc: ") for line in input_txt) and len(input_txt) == 2  # 11 SQ counters > 8 a pass
-    assert len(list((run / "raw").glob("pmc_*/*/*_counter_collection.csv"))) == len(input_txt)  # one process per pass
+    jobs = json.loads((run / "raw/input.json").read_text())["jobs"]  # ROCm 7.0: JSON jobs, one per pass
+    assert all(job["pmc"] for job in jobs) and len(jobs) == 2  # 11 SQ counters > 8 a pass
+    assert len(list((run / "raw").glob("pass_*/*/*_results.db"))) == len(jobs)  # one process per pass
     rows = (run / "counters_by_kernel.csv").read_text().splitlines()
     header = rows[0].split(",")
     assert {"SQ_WAVES", "TCC_HIT", "SQ_LDS_BANK_CONFLICT", "L2 hit rate (%)", "LDS bank conflicts per LDS instruction"} <= set(header)
@@ -147,7 +148,7 @@ def test_counters_in_container_without_perfmon_explains(machine):
 def test_dry_run_prints_plan_and_creates_nothing(amd):
     done = cli(amd, "counters", "--dry-run", "--", *WORKLOAD)
     assert done.returncode == 0, done.stderr
-    assert "rocprofv3" in done.stdout and "pmc: SQ_WAVES" in done.stdout and " -- " in done.stdout
+    assert "rocprofv3" in done.stdout and '"SQ_WAVES"' in done.stdout and " -- " in done.stdout
     assert not (amd.root.parent / "traces").exists()
     plan = json.loads(cli(amd, "trace", "--dry-run", "--json", "--", *WORKLOAD).stdout)
     assert plan["backend"] == "rocprofv3" and plan["phases"][0]["steps"][0]["argv"][-len(WORKLOAD):] == WORKLOAD

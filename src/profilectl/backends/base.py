@@ -25,6 +25,7 @@ from profilectl.launchers import Launch
 from profilectl.request import Request
 
 VENDOR_NAMES = {"amd": "AMD", "nvidia": "NVIDIA"}
+PMC_TEXT_FILE = "input.txt"  # a counter input file of `pmc:` lines (legacy rocprof), in the phase's raw folder
 NO_VENDOR_GPU = "no-vendor-gpu"  # the cause of "this backend's vendor has no GPU here"
 
 
@@ -99,6 +100,8 @@ class Backend(ABC):
     vendor: ClassVar[str | None] = None
     # The readers of the files this backend's tool writes (also used by `report` on bare folders).
     readers: ClassVar[tuple[Reader, ...]] = ()
+    # Selects the ranks of a multi-rank job to profile (`--ranks`); others refuse the option.
+    selects_ranks: ClassVar[bool] = False
     # Environment for stable numbers, set by default (users override with --env KEY=VALUE).
     default_env: ClassVar[dict[str, str]] = {"PYTORCH_TUNABLEOP_ENABLED": "0"}
 
@@ -157,6 +160,12 @@ class Backend(ABC):
     def input_file(self, passes: tuple[tuple[str, ...], ...]) -> str | None:
         """The counter input file for these passes, if the tool takes one."""
         return None
+
+    def counter_inputs(self, job: Job) -> dict[str, str]:
+        """The files the plan writes into the phase's raw folder before the run: name -> text
+        (by default the `pmc:` text of input_file)."""
+        text = self.input_file(job.counters.passes) if job.counters else None
+        return {PMC_TEXT_FILE: text} if text else {}
 
     def environment(self, job: Job) -> dict[str, str]:
         env = dict(self.default_env)

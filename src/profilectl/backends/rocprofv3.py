@@ -1,19 +1,26 @@
-"""rocprofv3 (rocprofiler-sdk, ROCm 6.2 to 7.x): kernel/API tracing and counter collection.
+"""rocprofv3 (rocprofiler-sdk, ROCm 6.2 to 7.x and later): kernel/API tracing, counter collection,
+attaching to a running process.
 
 Facts this module relies on (rocprofiler-sdk's rocprofv3.py, per release; profiling/tools/
-rocprofv3.yaml holds them with their sources): the application follows `--`; each `pmc:` line of
-an `-i` input file is one pass that re-runs the application; the default output format changed
-from csv to rocpd in 7.0, so --output-format is always passed; files land in
-<dir>/<hostname>/<pid>_<kind>.csv. Options are only passed when the installed release has them.
+rocprofv3.yaml holds them with their sources): the application follows `--`; each counter pass
+re-runs the application (JSON input `metrics:` on 6.2, `jobs:` from 6.3, repeated --pmc from 7.3,
+where plain-text input is removed); the default output format changed from csv to rocpd in 7.0, so
+--output-format is always passed, and from 7.0 only rocpd is asked for: CSV and Perfetto files are
+made from it by AMD's `rocpd convert` where installed (tool_helpers/rocpd_convert.py). Options are
+only passed when the installed release has them; a release newer than the table is judged from
+its own --help (probe/rocprofv3_help.py).
 """
 
 from __future__ import annotations
 
 import functools
+import json
+import sys
+from pathlib import Path
 from typing import Any, Callable
 
 from profilectl import countersets, data
-from profilectl.backends.base import Backend, Job, Step, rank_hook_env, unsupported
+from profilectl.backends.base import PMC_TEXT_FILE, Backend, Job, Step, rank_hook_env, unsupported
 from profilectl.countersets import CounterSet
 from profilectl.facts import Facts, Verdict
 from profilectl.formats import counter_listing
@@ -23,15 +30,20 @@ from profilectl.formats.pc_sampling import PcSamplingReader
 from profilectl.formats.rocpd import RocpdReader
 from profilectl.formats.rocprofv3_json import Rocprofv3JsonReader
 from profilectl.formats.rocprofv3_stats import Rocprofv3StatsReader
+from profilectl.launchers.base import INSIDE
+from profilectl.probe import attach as attach_probe
 from profilectl.probe.counters import release_verdict
-from profilectl.probe.machine import CommandResult
+from profilectl.probe.machine import CommandResult, Machine
+from profilectl.probe.rocprofv3_help import HelpFacts, help_facts
 from profilectl.probe.sources import version_tuple
-from profilectl.request import Request
+from profilectl.request import Request, ranks_text
 
 OLDEST_SUPPORTED = (6, 2)
 # NCCL/RCCL kernels: replaying one for counters waits for ranks that are not replaying (a hang)
 COLLECTIVE_KERNELS = "nccl|rccl"
-INPUT_FILE = "input.txt"  # in the phase's raw folder
+INPUT_FILE = PMC_TEXT_FILE  # legacy rocprof's pmc: text input, in the phase's raw folder
+INPUT_JSON = "input.json"  # rocprofv3's counter input (metrics: on 6.2, jobs: from 6.3)
+HELPERS = Path(__file__).with_name("tool_helpers")
 
 
 @functools.lru_cache(maxsize=None)
@@ -46,6 +58,79 @@ def presets() -> dict[str, Any]:
 
 def rocm_release(facts: Facts) -> tuple[int, ...]:
     return version_tuple(facts.rocm.version)[:2] or OLDEST_SUPPORTED
+
+
+def newest_known() -> tuple[int, ...]:
+    return version_tuple(str(tool_facts()["newest_known"]))
+
+
+def run_quietly(argv: list[str]) -> CommandResult:
+    return Machine().run(argv, timeout_s=30.0)
+
+
+@functools.lru_cache(maxsize=None)
+def _help_of(tool_path: str) -> HelpFacts | None:
+    return help_facts(tool_path, run_quietly)
+
+
+def help_of(facts: Facts) -> HelpFacts | None:
+    """The --help facts of a rocprofv3 newer than every release the table knows (None otherwise,
+    or when it prints no usable help: then the newest known release's facts are assumed)."""
+    tool = facts.tool("rocprofv3")
+    if tool is None or rocm_release(facts) <= newest_known():
+        return None
+    return _help_of(tool.path)
+
+
+def supports(option: str, facts: Facts) -> bool:
+    """Does the installed rocprofv3 accept this option? The table for known releases; the tool's
+    own --help for a newer one."""
+    helped = help_of(facts)
+    if helped is not None:
+        return helped.has(option)
+    release = min(rocm_release(facts), newest_known())
+    return has("options", option, release)
+
+
+def supports_format(fmt: str, facts: Facts) -> bool:
+    helped = help_of(facts)
+    if helped is not None and "--output-format" in helped.choices:
+        return fmt in helped.choices["--output-format"]
+    return has("output_formats", fmt, min(rocm_release(facts), newest_known()))
+
+
+def counter_input_form(facts: Facts) -> dict[str, Any]:
+    """How this release takes counter passes (profiling/tools/rocprofv3.yaml counter_input)."""
+    forms = tool_facts()["counter_input"]
+    helped = help_of(facts)
+    if helped is not None:  # newer than the table: repeated --pmc if its help says so, else jobs JSON
+        wanted = "pmc-flags" if helped.multi_pass_pmc else "jobs-json"
+        return next(f for f in forms if f["form"] == wanted)
+    release = rocm_release(facts)
+    return next((f for f in forms if release >= version_tuple(str(f["since"]))), forms[-1])
+
+
+def counter_input_text(form: str, passes: tuple[tuple[str, ...], ...]) -> str | None:
+    """The -i file for these passes in this form (None: the form takes no file)."""
+    key = {"jobs-json": "jobs", "metrics-json": "metrics"}.get(form)
+    if key is None:
+        return None
+    return json.dumps({key: [{"pmc": list(p)} for p in passes]}, indent=1) + "\n"
+
+
+def rocpd_converter(facts: Facts) -> tuple[tuple[str, ...], dict[str, str]] | None:
+    """AMD's converter: the `rocpd` command, else the rocpd Python package of the ROCm root
+    (`python3 -m rocpd`, rocm-rel-7.0 lib/python3.X/site-packages/rocpd); None: not installed."""
+    tool = facts.tool("rocpd")
+    if tool is not None:
+        return (tool.path,), {}
+    root = facts.rocm.root
+    if not root:
+        return None
+    found = sorted(Path(root).glob("lib/python3*/site-packages/rocpd/__main__.py"))
+    if not found:
+        return None
+    return ("python3", "-m", "rocpd"), {"PYTHONPATH": str(found[-1].parent.parent)}
 
 
 def has(kind: str, name: str, release: tuple[int, ...]) -> bool:
@@ -79,16 +164,19 @@ def pc_sampling_method(facts: Facts) -> tuple[str | None, str]:
     return usable[0], f"{usable[0]} PC sampling on {gpu.arch}"
 
 
-def output_formats(service: str, release: tuple[int, ...], preset: str | None = None) -> list[str]:
-    """Always named (the default changed in 7.0); csv for the tables, pftrace for Perfetto, and
-    from 7.0 rocpd beside them so the raw records survive in one database (read in preference)."""
+def output_formats(service: str, release: tuple[int, ...], preset: str | None = None,
+                   converter: bool = True) -> list[str]:
+    """Always named (the default changed in 7.0). From 7.0 rocpd first: the database is read, and
+    CSV and Perfetto files are made from it by `rocpd convert` (direct csv/pftrace output is
+    deprecated in development builds); where no converter is installed a trace also asks for
+    pftrace, so the run still has its Perfetto file. Before 7.0: csv for the tables, pftrace."""
     if preset == "pc-sampling":
         return ["csv"]  # PC samples are written to csv/json only
+    if release >= version_tuple(str(tool_facts()["keep_rocpd_from"])) and has("output_formats", "rocpd", release):
+        return ["rocpd"] if converter or service != "trace" else ["rocpd", "pftrace"]
     formats = ["csv"]
     if service == "trace" and has("output_formats", "pftrace", release):
         formats.append("pftrace")
-    if release >= version_tuple(str(tool_facts()["keep_rocpd_from"])) and has("output_formats", "rocpd", release):
-        formats.append("rocpd")
     return formats
 
 
@@ -98,6 +186,7 @@ class Rocprofv3(Backend):
     services = frozenset({"counters", "trace"})
     is_profiler = True
     vendor = "amd"
+    selects_ranks = True
     readers = (csv_reader.Rocprofv3CsvReader(), RocpdReader(), Rocprofv3JsonReader(), Rocprofv3StatsReader(),
                PcSamplingReader(), csv_reader.PerfettoTraceReader())
 
@@ -110,6 +199,8 @@ class Rocprofv3(Backend):
         release = rocm_release(facts)
         if facts.rocm.version and release < OLDEST_SUPPORTED:
             return Verdict(False, f"ROCm {facts.rocm.version} predates a usable rocprofv3 (6.2)")
+        if request.attach is not None and (refusal := self.attach_verdict(facts, request)):
+            return refusal
         if request.service == "counters":
             if (refusal := self.counter_gate(facts)):
                 return refusal
@@ -130,11 +221,31 @@ class Rocprofv3(Backend):
             return Verdict(True, f"rocprofv3 from ROCm {facts.rocm.version or 'unknown'}: {why}")
         return Verdict(True, f"rocprofv3 from ROCm {facts.rocm.version or 'unknown (assuming 6.2 options)'}")
 
+    def attach_verdict(self, facts: Facts, request: Request) -> Verdict | None:
+        """Why `--attach PID` cannot work here (None: it can): the release, the target, ptrace."""
+        attach, spec = request.attach, tool_facts()["attach"]
+        assert attach is not None
+        if request.service not in spec["services"]:
+            return Verdict(False, f"rocprofv3 attaches for {' and '.join(spec['services'])} only",
+                           cause="attach-service")
+        if not supports("--attach", facts):
+            return Verdict(False, f"rocprofv3 of ROCm {facts.rocm.version or 'unknown'} cannot attach to a running "
+                           f"process (--attach is from ROCm {spec['since']})",
+                           f"use ROCm {spec['since']} or later, or start the workload under profilectl",
+                           cause="attach-release")
+        target = attach_probe.attach_target(attach)
+        if not target.exists:
+            return attach_probe.target_verdict(target)
+        ptrace = attach_probe.permission(facts, attach.ptrace_scope, attach.uid)
+        if not ptrace.available:
+            return ptrace
+        ready = attach_probe.target_verdict(target)
+        return None if ready.available else ready
+
     def preset_options(self, request: Request, facts: Facts) -> tuple[list[str], list[str]]:
         """(options this release has, options it lacks) of the preset (validated by the plan)."""
-        release = rocm_release(facts)
         options = presets()[request.preset]["options"]
-        kept = [o for o in options if has("options", o, release)]
+        kept = [o for o in options if supports(o, facts)]
         return kept, [o for o in options if o not in kept]
 
     def plan_notes(self, request: Request, facts: Facts) -> list[str]:
@@ -155,6 +266,30 @@ class Rocprofv3(Backend):
             if dropped:
                 notes.append(f"preset {request.preset}: {', '.join(dropped)} not in ROCm "
                              f"{'.'.join(map(str, release))}; left out")
+        if request.attach is not None:
+            attach = request.attach
+            until = f"after {attach.duration_s:g} s" if attach.duration_s else "at Ctrl-C, --timeout or its end"
+            command = " ".join(attach.cmdline) or "command line unreadable"
+            notes.append(f"attached to running process {attach.pid} ({command}); detaches {until}")
+        helped = help_of(facts)
+        if helped is not None:
+            notes.append(f"ROCm {facts.rocm.version} is newer than the releases profilectl knows "
+                         f"({tool_facts()['newest_known']}): options chosen from {helped.source}")
+        if request.service == "counters":
+            form = counter_input_form(facts)
+            notes.append(f"counter passes as {form['form']} ({form['sub_folder']}<n>/ folders)")
+        if "rocpd" in output_formats(request.service, release, request.preset):
+            if rocpd_converter(facts) is None:
+                notes.append("rocpd convert is not installed: the rocpd database is read directly; no CSV files "
+                             "are made from it" + (" (rocprofv3 writes the Perfetto trace itself)"
+                                                   if request.service == "trace" else ""))
+            else:
+                notes.append("CSV and Perfetto files are made from the rocpd database by rocpd convert "
+                             "(raw/rocpd-convert/made-by.json says which tool made each file)")
+        if request.ranks and not supports("--profile-mpi-ranks", facts):
+            notes.append(f"--ranks {ranks_text(request.ranks)}: this rocprofv3 has no --profile-mpi-ranks (from ROCm "
+                         f"{since('options', '--profile-mpi-ranks')}); profilectl's rank gate starts it in those "
+                         "ranks only")
         return notes
 
     def environment(self, job: Job) -> dict[str, str]:
@@ -170,6 +305,10 @@ class Rocprofv3(Backend):
         release = rocm_release(job.facts)
         argv = [tool.path]
         request = job.request
+        converter = rocpd_converter(job.facts)
+        formats = output_formats(request.service, release, request.preset if request.service == "trace" else None,
+                                 converter is not None)
+        formats = [f for f in formats if supports_format(f, job.facts)] or formats  # a newer release: its --help
         if request.service == "trace":
             options, _ = self.preset_options(request, job.facts)
             argv += options
@@ -178,15 +317,69 @@ class Rocprofv3(Backend):
                 spec = tool_facts()["pc_sampling_methods"][method]
                 argv += ["--pc-sampling-method", str(method), "--pc-sampling-unit", str(spec["unit"]),
                          "--pc-sampling-interval", str(spec["interval"])]
-            else:
+            elif "csv" in formats:  # stats files come with csv (or json) output only
                 argv.append("--stats")
         else:
-            argv += ["-i", str(job.raw_dir / INPUT_FILE), "--kernel-trace"]
+            argv += self.counter_args(job) + ["--kernel-trace"]
         argv += self.bound(job)
-        formats = output_formats(request.service, release, request.preset if request.service == "trace" else None)
-        argv += ["--output-format", *formats, "-d", str(job.raw_dir), *self.output_name(job),
-                 *request.bounds.profiler_args, "--"]
-        return (Step(argv=job.launch.wrap(argv), label=self.name),)
+        argv += ["--output-format", *formats, "-d", str(job.raw_dir), *self.output_name(job)]
+        if request.attach is not None:
+            main = self.attach_step(job, argv + list(request.bounds.profiler_args))
+        else:
+            argv += self.rank_selection(job) + [*request.bounds.profiler_args, "--"]
+            main = Step(argv=job.launch.wrap(self.rank_gate(job, argv)), label=self.name)
+        steps = [main]
+        if converter is not None and formats == ["rocpd"]:
+            command, env = converter
+            steps.append(Step(argv=(sys.executable, "-I", "-S", str(HELPERS / "rocpd_convert.py"), str(job.raw_dir),
+                                    "--", *command), label="rocpd convert", env=env))
+        return tuple(steps)
+
+    def counter_args(self, job: Job) -> list[str]:
+        """The counter passes as this release takes them: repeated --pmc (7.3+) or -i input.json."""
+        passes = job.counters.passes if job.counters else ()
+        if job.request.attach is not None and len(passes) > int(tool_facts()["attach"]["counter_passes"]):
+            name = job.counters.name if job.counters else ""
+            raise unsupported(self.name, "--attach with counters",
+                              f"an attached session collects one counter pass and set {name} needs {len(passes)}: "
+                              "pick fewer counters (one hardware block group)")
+        if counter_input_form(job.facts)["form"] == "pmc-flags":
+            return [arg for counters in passes for arg in ("--pmc", *counters)]
+        return ["-i", str(job.raw_dir / INPUT_JSON)]
+
+    def counter_inputs(self, job: Job) -> dict[str, str]:
+        text = counter_input_text(counter_input_form(job.facts)["form"], job.counters.passes) if job.counters else None
+        return {INPUT_JSON: text} if text else {}
+
+    def attach_step(self, job: Job, argv: list[str]) -> Step:
+        """rocprofv3 --attach PID under profilectl's attach session, which detaches it cleanly on
+        Ctrl-C, --timeout, the duration's end, the target's end and profilectl's own death."""
+        attach = job.request.attach
+        assert attach is not None
+        argv += ["--attach", str(attach.pid)]
+        session = [sys.executable, "-I", "-S", str(HELPERS / "attach_session.py"), "--pid", str(attach.pid)]
+        if attach.duration_s is not None:
+            if supports("--attach-duration-msec", job.facts):
+                argv += ["--attach-duration-msec", str(max(1, round(attach.duration_s * 1000)))]
+            session += ["--duration", f"{attach.duration_s:g}"]
+        return Step(argv=tuple(session + ["--", *argv]), label=f"{self.name} --attach {attach.pid}")
+
+    def rank_selection(self, job: Job) -> list[str]:
+        """`--ranks` as --profile-mpi-ranks (7.2+); older releases get the rank gate (rank_gate)."""
+        request, launch = job.request, job.launch
+        if not request.ranks:
+            return []
+        if not launch.multi_rank or launch.placement != INSIDE:
+            how = "runs one process" if not launch.multi_rank else "starts the ranks inside the profiler"
+            raise unsupported(self.name, "--ranks", f"it needs a launcher that starts the profiler in each rank "
+                              f"(mpirun, srun); {launch.launcher} {how}")
+        return ["--profile-mpi-ranks", ranks_text(request.ranks)] if supports("--profile-mpi-ranks", job.facts) else []
+
+    def rank_gate(self, job: Job, argv: list[str]) -> list[str]:
+        if not job.request.ranks or supports("--profile-mpi-ranks", job.facts):
+            return argv
+        return [sys.executable, "-I", "-S", str(HELPERS / "rank_gate.py"), "--ranks", ranks_text(job.request.ranks),
+                "--rank-env", ",".join(job.launch.rank_env), "--", *argv]
 
     def output_name(self, job: Job) -> list[str]:
         """Per-rank file names for a multi-rank job: <host>/rank<R>-<pid>_<kind>.csv (the rank from
@@ -207,14 +400,14 @@ class Rocprofv3(Backend):
         argv: list[str] = []
 
         def need(option: str, asked: str) -> None:
-            if not has("options", option, release):
+            if not supports(option, job.facts):
                 raise unsupported(version, asked, f"it has no {option} (from ROCm {since('options', option)})")
         if bounds.kernel is not None:
             need("--kernel-include-regex", "--kernel")
             argv += ["--kernel-include-regex", bounds.kernel]
         exclude = [bounds.exclude_kernel] if bounds.exclude_kernel else []
         if request.service == "counters" and not request.include_collectives and \
-                has("options", "--kernel-exclude-regex", release):
+                supports("--kernel-exclude-regex", job.facts):
             exclude.append(COLLECTIVE_KERNELS)
         if exclude:
             need("--kernel-exclude-regex", "--exclude-kernel")
@@ -226,6 +419,9 @@ class Rocprofv3(Backend):
             first = (bounds.launch_skip or 0) + 1
             argv += ["--kernel-iteration-range", f"[{first}-{first + bounds.launch_count - 1}]"]
         if bounds.steps is not None:
+            if request.attach is not None:
+                raise unsupported(self.name, "--steps with --attach", "the step hook is loaded when a process starts; "
+                                  "an attached one has none (use --duration)")
             need("--selected-regions", "--steps")
             if not job.launch.python_ranks:
                 raise unsupported(self.name, "--steps", "steps are PyTorch training steps; this workload is not Python")
@@ -239,6 +435,7 @@ class Rocprofv3(Backend):
         return counter_set.explicit_passes or countersets.split_passes(counter_set.counters)
 
     def input_file(self, passes: tuple[tuple[str, ...], ...]) -> str:
+        """The pmc: text form (6.2-7.2 read it; profilectl writes JSON, which every release reads)."""
         return countersets.pmc_text(passes)
 
     def list_counters(self, facts: Facts, run: Callable[[list[str]], CommandResult]) -> CounterListing:

@@ -1,5 +1,8 @@
-"""Legacy rocprof (v1) results.csv / results.stats.csv / results.json, and rocprofv2's
-results_<pid>.csv."""
+"""Legacy rocprof (v1) results.csv / results.stats.csv / results.json, its API and copy statistics
+(results.hip_stats.csv with --hip-trace, results.hsa_stats.csv with --hsa-trace,
+results.copy_stats.csv for memory copies; the same "Name","Calls","TotalDurationNs","AverageNs",
+"Percentage" layout as results.stats.csv, rocprofiler v1 bin/tblextr.py), and rocprofv2's
+results_<pid>.csv. Any of the stats files is read alone or together with the others."""
 
 from __future__ import annotations
 
@@ -68,14 +71,35 @@ class ResultsReader(Reader):
         return Tables(kernels=kernels, kernel_detail=PER_DISPATCH if kernels else 0, counters=counters)
 
 
+# <prefix>.<kind>.csv beside results.csv (the prefix is -o's stem: results by default)
+STATS_KINDS = {"stats": "kernels", "hip_stats": "api", "hsa_stats": "api", "copy_stats": "memory_copies"}
+
+
+def stats_kind(name: str) -> str | None:
+    """results.hip_stats.csv -> hip_stats; None for any other file."""
+    parts = name.split(".")
+    if len(parts) >= 3 and parts[-1] == "csv" and parts[-2] in STATS_KINDS:
+        return parts[-2]
+    return None
+
+
 class StatsReader(Reader):
     kind = "rocprof-stats"
 
     def recognises(self, path: Path) -> bool:
-        return path.name == "results.stats.csv"
+        if stats_kind(path.name) is None:
+            return False
+        try:
+            return "Calls" in csv_header(path)
+        except FormatError:
+            return False
 
     def read_file(self, path: Path) -> Tables:
-        return Tables(kernels=stats_file(path), kernel_detail=PRE_AGGREGATED)
+        table = STATS_KINDS[stats_kind(path.name) or "stats"]
+        stats = stats_file(path)
+        if table == "kernels":
+            return Tables(kernels=stats, kernel_detail=PRE_AGGREGATED)
+        return Tables(api=stats) if table == "api" else Tables(memory_copies=stats)
 
 
 class TraceReader(Reader):

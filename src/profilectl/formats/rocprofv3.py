@@ -7,6 +7,9 @@ columns instead of 19; only the columns read here are required.
 
 from __future__ import annotations
 
+import functools
+import json
+
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -178,12 +181,46 @@ def timelines(by_kind: dict[str, list[Path]]) -> tuple[tuple["RankTimeline", ...
     return tuple(found), tuple(notes)
 
 
+CONVERTED = "rocpd-convert"  # where tool_helpers/rocpd_convert.py puts `rocpd convert`'s files
+
+
+def converted_beside_database(path: Path) -> bool:
+    """A CSV that `rocpd convert` made from a database still in the run's raw folder: the
+    database is read instead (reading both would count every kernel twice)."""
+    parts = path.parts
+    if CONVERTED not in parts:
+        return False
+    raw = Path(*parts[:len(parts) - 1 - parts[::-1].index(CONVERTED)])
+    return _has_database(raw)
+
+
+@functools.lru_cache(maxsize=64)
+def _has_database(raw: Path) -> bool:
+    return any(p.name.endswith("_results.db") and CONVERTED not in p.parts for p in raw.rglob("*.db"))
+
+
+def made_by_notes(paths: list[Path]) -> tuple[str, ...]:
+    """Which tool made the converted files (rocpd-convert/made-by.json), for the run's notes."""
+    notes = []
+    roots = {Path(*p.parts[:len(p.parts) - p.parts[::-1].index(CONVERTED)]) for p in paths if CONVERTED in p.parts}
+    for made_by in sorted(root / "made-by.json" for root in roots):
+        try:
+            record = json.loads(made_by.read_text())
+        except (OSError, ValueError):
+            continue
+        by_tool: dict[str, list[str]] = {}
+        for name, entry in (record.get("files") or {}).items():
+            by_tool.setdefault(f"{entry.get('tool')} from {entry.get('from')}", []).append(name)
+        notes += [f"{', '.join(sorted(files))} made by {tool}" for tool, files in sorted(by_tool.items())]
+    return tuple(dict.fromkeys(notes))
+
+
 class Rocprofv3CsvReader(Reader):
     kind = "rocprofv3-csv"
 
     def recognises(self, path: Path) -> bool:
         kind = kind_of(path.name)
-        if kind is None:
+        if kind is None or converted_beside_database(path):
             return False
         # From 7.0 profilectl asks for rocpd beside csv: <pid>_results.db holds the same records, and
         # is read instead (reading both would count every kernel twice).
@@ -215,6 +252,9 @@ class PerfettoTraceReader(Reader):
 
     def recognises(self, path: Path) -> bool:
         return path.suffix == ".pftrace"
+
+    def read(self, files: list[Path]) -> Tables:
+        return Tables(trace_files=tuple(str(p) for p in files), notes=made_by_notes(files))
 
     def read_file(self, path: Path) -> Tables:
         return Tables(trace_files=(str(path),))

@@ -8,7 +8,7 @@ from typing import Mapping
 
 from profilectl.errors import UsageError
 from profilectl.facts import Facts, Verdict
-from profilectl.probe import counters, live, sources
+from profilectl.probe import attach, counters, live, sources
 from profilectl.probe.diagnose import NVIDIA_PERMISSION
 from profilectl.probe.machine import Machine
 
@@ -69,6 +69,8 @@ def probe(root: Path | str = "/", path: str | None = None, deep: bool = False,
         checks["amd_counters"] = counters.amd_counter_support(base, machine)
     if base.first_gpu("nvidia"):
         checks["nvidia_counters"] = _nvidia_counter_check(base)
+    if base.first_gpu("amd"):  # may rocprofv3 --attach ptrace a process of this user here?
+        checks["attach_ptrace"] = attach.permission(base, attach.ptrace_scope(machine))
     runtime = torch_runtime_check(base)
     if runtime is not None:
         checks["torch_runtime"] = runtime

@@ -28,12 +28,12 @@ CAPABILITY_BITS = {
     "SYS_PTRACE": 19, "SYS_ADMIN": 21, "PERFMON": 38, "BPF": 39,
 }
 
-PROFILER_TOOLS = ("rocprofv3", "rocprofv3-avail", "rocprof", "rocprofv2", "rocprof-compute",
+PROFILER_TOOLS = ("rocprofv3", "rocprofv3-avail", "rocpd", "rocprof", "rocprofv2", "rocprof-compute",
                   "rocprof-sys-run", "ncu", "nsys")
 INFO_TOOLS = ("rocminfo", "rocm-smi", "amd-smi", "nvidia-smi", "hipconfig")
 _VERSION_RE = re.compile(r"(\d+\.\d+(?:\.\d+)*(?:[-.][0-9A-Za-z]+)?)")
 # Tools whose --version is slow or absent: their version is not worth a process start.
-_NO_VERSION_FLAG = {"rocprofv3-avail", "rocprof", "rocprofv2", "rocm-smi", "rocminfo", "amd-smi",
+_NO_VERSION_FLAG = {"rocprofv3-avail", "rocpd", "rocprof", "rocprofv2", "rocm-smi", "rocminfo", "amd-smi",
                     "rocprof-sys-run"}
 
 

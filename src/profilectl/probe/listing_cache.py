@@ -1,0 +1,58 @@
+"""Counter listings (`rocprofv3 -L`, `rocprofv3-avail list --pmc`, `ncu --query-metrics` ...) kept
+per machine and release, so `counters --dry-run` validates names without starting the tool again.
+
+Key: the host name, the ROCm version, the GPU architectures, the listing argv and the listing
+tool's modification time: another machine, another release, another GPU or an updated tool lists
+again. Only a listing that ran and printed something is kept. Location: the cache folder
+($PROFILECTL_CACHE_DIR, else $XDG_CACHE_HOME/profilectl, else ~/.cache/profilectl)/counter-listings.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from typing import Callable
+
+from profilectl.facts import Facts
+from profilectl.probe.machine import CommandResult
+from profilectl.probe.rocprofv3_help import cache_dir
+
+Lister = Callable[[list[str]], CommandResult]
+
+
+def listing_key(facts: Facts, argv: list[str]) -> str:
+    try:
+        mtime = os.stat(argv[0]).st_mtime_ns if argv else 0
+    except OSError:
+        mtime = 0
+    parts = [facts.host.hostname or "", facts.rocm.version or "", ",".join(g.arch or "?" for g in facts.gpus),
+             "\0".join(argv), str(mtime)]
+    return hashlib.sha256("\0\0".join(parts).encode()).hexdigest()[:24]
+
+
+def cached_lister(facts: Facts, run: Lister | None) -> Lister:
+    """`run` through the cache; with run=None (nothing may be started) only cached listings answer."""
+    folder = cache_dir() / "counter-listings"
+
+    def lister(argv: list[str]) -> CommandResult:
+        path = folder / f"{listing_key(facts, argv)}.json"
+        try:
+            saved = json.loads(path.read_text())
+            return CommandResult(argv, int(saved["returncode"]), str(saved["stdout"]), str(saved["stderr"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+        if run is None:
+            return CommandResult(argv, None, error="no cached listing")
+        result = run(argv)
+        if result.ok and result.output.strip():
+            try:  # a cache that cannot be written costs one listing next time
+                folder.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_suffix(f".{os.getpid()}.tmp")
+                tmp.write_text(json.dumps({"returncode": result.returncode, "stdout": result.stdout,
+                                           "stderr": result.stderr, "argv": argv}))
+                os.replace(tmp, path)
+            except OSError:
+                pass
+        return result
+    return lister
