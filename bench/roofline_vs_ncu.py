@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 """profilectl's roofline numbers beside Nsight Compute's own, for the same launches of
 bench/workloads/roofline_kernels.py (bench/nvidia_roofline.sh wrote both files; docs/validation.md).
 
