@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 """Three kernels whose roofline answer is known, for checking profilectl's roofline against Nsight
 Compute's (bench/nvidia_roofline.sh, docs/validation.md):
 

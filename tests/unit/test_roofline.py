@@ -309,8 +309,8 @@ def test_bounded_roofline_becomes_rocprofv3_flags_and_three_passes(machine, tmp_
     argv = plan["phases"][0]["steps"][0]["argv"]
     assert argv[argv.index("--kernel-include-regex") + 1] == "gemm"
     assert argv[argv.index("--kernel-iteration-range") + 1] == "[1-1]"
-    passes = plan["phases"][0]["input_files"]["raw/input.txt"].splitlines()
-    assert len(passes) == 3 and all(line.startswith("pmc: ") for line in passes)
+    passes = [job["pmc"] for job in json.loads(plan["phases"][0]["input_files"]["raw/input.json"])["jobs"]]
+    assert len(passes) == 3  # ROCm 7.0 reads a JSON `jobs:` input, one job per pass
     assert "TCC_BUBBLE_sum" in passes[0] and "SQ_INSTS_VALU_MFMA_MOPS_BF16" in passes[1]
     steps = cli(machine, "counters", "--dry-run", "--json", "--set", "roofline", "--steps", "3:4", "--", *WORKLOAD)
     assert steps.returncode == 0, steps.stderr
