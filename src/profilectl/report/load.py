@@ -17,7 +17,7 @@ from profilectl.errors import FormatError, ProfilectlError
 from profilectl.formats.reader import read_groups, read_path, recognised
 from profilectl.manifest import Manifest
 from profilectl.report import cache
-from profilectl.report.listing import run_state
+from profilectl.runstate import run_state
 from profilectl.report.summary import RunMetadata, RunStory, SourceInfo, Summary, build
 
 if TYPE_CHECKING:

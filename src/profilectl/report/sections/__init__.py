@@ -1,0 +1,49 @@
+"""The report's sections, in report order: each module holds one `build(summary) -> Section | None`.
+
+Adding a section to every format (terminal, Markdown, HTML, CSV, JSON, Parquet, SQLite, the Python
+API) is one module here and one line in BUILDERS; renderers never name a section.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from profilectl.report.document import Document, Section
+from profilectl.report.sections import (api, copies, counters, kernels, notes, operators, overview, pc_sampling,
+                                        power, ranks, run, steps, timeline, timing)
+from profilectl.report.summary import Summary, metadata_items
+
+Builder = Callable[[Summary], "Section | None"]
+
+BUILDERS: list[Builder] = [
+    run.build,  # the run's story: fallbacks, status message (the heading of human formats)
+    overview.build,  # totals, how kernel times were measured, the SLURM job
+    timing.build,
+    steps.build,  # steady-state step time
+    power.build,
+    kernels.build,
+    api.build,
+    copies.build,
+    operators.build,
+    counters.build,
+    pc_sampling.build,
+    timeline.build,
+    ranks.build,
+    notes.build,
+]
+
+
+def title(summary: Summary) -> str:
+    run_story, job = summary.run, summary.job
+    if run_story:
+        return f"{run_story.service} via {run_story.backend} — {run_story.status}"
+    if job:
+        return f"SLURM job {job.job_id}.{job.step_id} — {job.status}"
+    return f"{summary.source.kind}: {summary.source.path}"
+
+
+def build_document(summary: Summary, builders: list[Builder] | None = None) -> Document:
+    """The Summary as the document every renderer sees; sections with nothing to say are left out."""
+    built = (builder(summary) for builder in (BUILDERS if builders is None else builders))
+    return Document(title=title(summary), metadata=tuple(metadata_items(summary)),
+                    sections=tuple(section for section in built if section is not None))
