@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import errno
 import sys
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from profilectl import __version__, commands, errors
 
@@ -158,6 +158,18 @@ def _bounds_of(args: argparse.Namespace) -> dict[str, object]:
             "profiler_args": args.profiler_args}
 
 
+def measure_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The options of a measuring command (profile, counters, trace) as commands.prepare takes them:
+    the CLI and the Python API (profilectl.run) parse the same words into the same request."""
+    extra = {"profile": lambda: {"repeat": args.repeat, "warmup": args.warmup},
+             "counters": lambda: {"counter_set": args.counter_set, "fallback": args.fallback,
+                                  "clock_control": args.clock_control, "bounds": _bounds_of(args),
+                                  "include_collectives": args.include_collectives},
+             "trace": lambda: {"preset": args.preset, "bounds": _bounds_of(args)}}[args.command]()
+    return {"backend": args.backend, "timeout": args.timeout, "traces_dir": args.traces_dir, "env_items": args.env,
+            "serialize": args.serialize, "sample": not args.no_sample, **extra}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parse(sys.argv[1:] if argv is None else argv)
@@ -168,14 +180,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "env-check":
             return commands.env_check(args.json, args.deep, args.require, args.root, args.path)
         if args.command in ("profile", "counters", "trace"):
-            extra = {"profile": lambda: {"repeat": args.repeat, "warmup": args.warmup},
-                     "counters": lambda: {"counter_set": args.counter_set, "fallback": args.fallback,
-                                          "clock_control": args.clock_control, "bounds": _bounds_of(args),
-                                          "include_collectives": args.include_collectives},
-                     "trace": lambda: {"preset": args.preset, "bounds": _bounds_of(args)}}[args.command]()
-            return commands.measure(args.command, args.workload, backend=args.backend, dry_run=args.dry_run,
-                                    timeout=args.timeout, as_json=args.json, traces_dir=args.traces_dir,
-                                    env_items=args.env, serialize=args.serialize, sample=not args.no_sample, **extra)
+            return commands.measure(args.command, args.workload, dry_run=args.dry_run, as_json=args.json,
+                                    **measure_options(args))
         if args.command == "ls":
             return commands.ls(args.traces_dir, args.json)
         if args.command == "report":

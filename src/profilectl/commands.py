@@ -10,7 +10,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from profilectl import errors, runs
 
@@ -18,7 +18,9 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from profilectl.envreport import EnvReport
+    from profilectl.execute import Outcome
     from profilectl.facts import Facts
+    from profilectl.plan import Plan
 
 ROOT_ENV = "PROFILECTL_PROBE_ROOT"  # probe a different root file system (tests, chroots)
 REQUIRE_CHOICES = {"tracing": "tracing", "counters": "counters", "pc-sampling": "pc_sampling", "timing": "timing"}
@@ -81,10 +83,52 @@ def measure(service: str, workload: list[str], *, backend: str | None, dry_run: 
             repeat: int = 5, warmup: int = 1, counter_set: str = "basic", fallback: bool = False,
             preset: str = "lightweight", clock_control: str = "base", bounds: dict[str, Any] | None = None,
             include_collectives: bool = False, sample: bool = True) -> int:
+    prepared = prepare(service, workload, backend=backend, timeout=timeout, traces_dir=traces_dir,
+                       env_items=env_items, serialize=serialize, repeat=repeat, warmup=warmup,
+                       counter_set=counter_set, fallback=fallback, preset=preset, clock_control=clock_control,
+                       bounds=bounds, include_collectives=include_collectives, sample=sample, dry_run=dry_run)
+    plan, task = prepared.plan, prepared.task
+    if dry_run:
+        if as_json:
+            _print_json(plan.redacted().to_dict())
+        else:
+            from profilectl.report import render
+            render.plan(_console(), plan.redacted())
+        return errors.OK
+    from profilectl.runner import terminal_streams
+    outcome = execute_prepared(prepared, terminal_streams(quiet_stdout=as_json), update_job=False)
+    if as_json:
+        _print_json({"exit_code": outcome.exit_code, "status": outcome.status, "message": outcome.message,
+                     "run_dir": str(outcome.run_dir), "manifest": outcome.manifest.to_dict(),
+                     "summary": outcome.summary.to_dict()})
+    else:
+        from profilectl.report import render
+        brief = f"rank {task.rank} on {task.node}: " if task and task.rank != 0 else ""
+        render.outcome(_console(), outcome.manifest, outcome.summary, shown_path(outcome.run_dir), brief)
+    if outcome.exit_code != errors.OK:
+        say(f"{outcome.status}: {outcome.message}")
+    if task and prepared.job_dir:
+        _update_job(prepared.job_dir, task)
+    return outcome.exit_code
+
+
+class Prepared(NamedTuple):
+    """A measuring command decided, not yet run: the plan, the machine's facts, the SLURM task."""
+    plan: "Plan"
+    facts: "Facts"
+    task: Any
+    job_dir: Path | None
+
+
+def prepare(service: str, workload: list[str], *, backend: str | None, timeout: float | None,
+            traces_dir: str | None, env_items: list[str], serialize: bool, repeat: int = 5, warmup: int = 1,
+            counter_set: str = "basic", fallback: bool = False, preset: str = "lightweight",
+            clock_control: str = "base", bounds: dict[str, Any] | None = None, include_collectives: bool = False,
+            sample: bool = True, dry_run: bool = False) -> Prepared:
+    """probe -> request -> plan, for the CLI and the Python API alike (profilectl.run)."""
     from profilectl import execute
     from profilectl.plan import make_plan
     from profilectl.request import Request, parse_bounds, parse_env_assignments, resolve_workload
-    from profilectl.runner import terminal_streams
     env_overrides = parse_env_assignments(env_items)
     facts = _probe()
     prefer_hip = facts.first_gpu("amd") is not None and facts.torch.backend != "rocm"
@@ -105,27 +149,17 @@ def measure(service: str, workload: list[str], *, backend: str | None, dry_run: 
                                 f"{task.job_id}.{task.step_id} (job ids start again on a new cluster): move it "
                                 "away or use another --traces-dir")
     plan = make_plan(request, facts, proposed, list_counters=None if dry_run else execute.list_counters)
-    if dry_run:
-        if as_json:
-            _print_json(plan.redacted().to_dict())
-        else:
-            from profilectl.report import render
-            render.plan(_console(), plan.redacted())
-        return errors.OK
-    outcome = execute.run(plan, _env_report(facts), terminal_streams(quiet_stdout=as_json))
-    if as_json:
-        _print_json({"exit_code": outcome.exit_code, "status": outcome.status, "message": outcome.message,
-                     "run_dir": str(outcome.run_dir), "manifest": outcome.manifest.to_dict(),
-                     "summary": outcome.summary.to_dict()})
-    else:
-        from profilectl.report import render
-        brief = f"rank {task.rank} on {task.node}: " if task and task.rank != 0 else ""
-        render.outcome(_console(), outcome.manifest, outcome.summary, shown_path(outcome.run_dir), brief)
-    if outcome.exit_code != errors.OK:
-        say(f"{outcome.status}: {outcome.message}")
-    if task and job_dir:
-        _update_job(job_dir, task)
-    return outcome.exit_code
+    return Prepared(plan, facts, task, job_dir)
+
+
+def execute_prepared(prepared: Prepared, streams: Any, update_job: bool = True) -> "Outcome":
+    """Run a prepared plan (the run directory, the processes, the summary); a SLURM task's job
+    manifest is updated after it unless the caller does that itself."""
+    from profilectl import execute
+    outcome = execute.run(prepared.plan, _env_report(prepared.facts), streams)
+    if update_job and prepared.task and prepared.job_dir:
+        _update_job(prepared.job_dir, prepared.task)
+    return outcome
 
 
 def _update_job(job_dir: Path, task: Any) -> None:
