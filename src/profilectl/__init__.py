@@ -1,6 +1,21 @@
-"""profilectl: probe the machine, pick the profiler that works, keep every output."""
+"""profilectl: probe the machine, pick the profiler that works, keep every output.
+
+The Python API (profilectl/api.py, loaded on first use so `import profilectl` stays cheap):
+`profilectl.open(path)`, `profilectl.compare(a, b)`, `profilectl.run(service, args)`.
+"""
+
+from typing import Any
 
 __version__ = "0.1.0"
+
+_API = ("open", "compare", "run", "Run", "Compared", "RunResult", "API_VERSION")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _API:
+        from profilectl import api
+        return getattr(api, name)
+    raise AttributeError(f"module 'profilectl' has no attribute {name!r}")
 
 
 def step() -> None:

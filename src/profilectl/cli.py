@@ -104,11 +104,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     report = sub.add_parser("report", help="read a run, or any folder/file rocprofv3, rocprof, ncu or torch.profiler wrote")
     report.add_argument("path")
-    report.add_argument("--format", choices=("table", "json", "csv", "md", "html"), default="table")
+    report.add_argument("--format", choices=("table", "json", "csv", "md", "html", "parquet", "sqlite"),
+                        default="table", help="parquet: one file per table into -o FOLDER; sqlite: one database "
+                                              "-o FILE (a table per report table, a view per section)")
     report.add_argument("--output", "-o", metavar="FILE", help="write there instead of stdout (a new file)")
     report.add_argument("--force", action="store_true",
                         help="let -o replace an existing file (never a run's own files or the report's input)")
     report.add_argument("--top", type=int, default=10, help="rows per table (default 10)")
+
+    query = sub.add_parser("query", help="SQL (SQLite) over the report's tables of a run, job or output folder")
+    query.add_argument("path")
+    query.add_argument("sql", help='one statement, e.g. "SELECT name, total_ns FROM kernels ORDER BY total_ns DESC"')
+    query.add_argument("--format", choices=("table", "csv", "json"), default="table")
 
     compare = sub.add_parser("compare", help="two runs kernel by kernel: time, calls, speedup")
     compare.add_argument("run_a")
@@ -186,6 +193,8 @@ def main(argv: list[str] | None = None) -> int:
             return commands.ls(args.traces_dir, args.json)
         if args.command == "report":
             return commands.report(args.path, args.format, args.output, args.top, args.force)
+        if args.command == "query":
+            return commands.query(args.path, args.sql, args.format)
         if args.command == "compare":
             return commands.compare(args.run_a, args.run_b, args.format, args.top, args.match,
                                     fail_if_slower=args.fail_if_slower, metric=args.metric)

@@ -220,6 +220,8 @@ def report(path: str, fmt: str, output: str | None, top: int, force: bool = Fals
         raise errors.UsageError("--top must be at least 1")
     if output and fmt == "csv":
         return report_csv_files(Path(path), output, force)
+    if fmt in ("parquet", "sqlite"):
+        return report_files(Path(path), fmt, output, force)
     if output:
         check_output(Path(output), force)
     summary = load.load(Path(path))
@@ -276,6 +278,98 @@ def report_csv_files(path: Path, output: str, force: bool) -> int:
             done.unlink(missing_ok=True)
         raise
     say(f"wrote {len(written)} CSV tables: {', '.join(str(t) for t in written)}")
+    return errors.OK
+
+
+def report_files(path: Path, fmt: str, output: str | None, force: bool) -> int:
+    """Parquet: one file per table into -o FOLDER (all written or none); SQLite: one database -o FILE."""
+    from profilectl.report import load
+    from profilectl.report.renderers import machine
+    from profilectl.report.sections import build_document
+    if not output:
+        where = "-o FOLDER (one .parquet file per table)" if fmt == "parquet" else "-o FILE.sqlite"
+        raise errors.UsageError(f"--format {fmt} writes files, not stdout: pass {where}")
+    if fmt == "sqlite":
+        check_output(Path(output), force)
+    elif Path(output).exists() and not Path(output).is_dir():
+        raise errors.UsageError(f"{output} is not a folder: --format parquet -o FOLDER writes one file per table there")
+    if fmt == "parquet":
+        try:
+            import polars  # noqa: F401
+        except ImportError:
+            raise errors.UsageError("--format parquet needs polars: pip install 'profilectl[fast]'") from None
+    summary = load.load(path)
+    document = build_document(summary)
+    inputs = [path, *map(Path, summary.source.files)]
+    if fmt == "sqlite":
+        return _write_new(Path(output), force, inputs, lambda target: machine.write_sqlite(document, target))
+    folder = Path(output)
+    names = list(machine.csv_tables(document))
+    targets = [folder / f"{name}.parquet" for name in names]
+    for target in targets:
+        check_output(target, force)
+    folder.mkdir(parents=True, exist_ok=True)
+    frames = machine.frames(document)
+    written: list[Path] = []
+    try:
+        for name, target in zip(names, targets):
+            _write_new(target, force, inputs, frames[name].write_parquet, quiet=True)
+            written.append(target)
+    except BaseException:
+        for done in written:  # all or none, as CSV
+            done.unlink(missing_ok=True)
+        raise
+    say(f"wrote {len(written)} Parquet tables in {folder}: {', '.join(names)}")
+    return errors.OK
+
+
+def _write_new(target: Path, force: bool, inputs: list[Path], write: Any, quiet: bool = False) -> int:
+    """A binary file written beside its final name, then moved there (never half a file under it)."""
+    if os.path.lexists(target) and any(_same_file(target, source) for source in inputs):
+        raise errors.UsageError(f"refusing to write {target}: it is a file the report reads")
+    partial = target.with_name(f".{target.name}.partial")
+    partial.unlink(missing_ok=True)
+    try:
+        write(partial)
+        if os.path.lexists(target) and not force:
+            raise errors.UsageError(f"refusing to overwrite {target}: it appeared while the report was made")
+        os.replace(partial, target)
+    except OSError as exc:
+        if runs.is_disk_full(exc):
+            raise errors.DiskFullError(f"cannot write {target}: {runs.no_space(target.parent)}") from None
+        raise errors.UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
+    finally:
+        partial.unlink(missing_ok=True)
+    if not quiet:
+        say(f"wrote {target}")
+    return errors.OK
+
+
+def query(path: str, sql: str, fmt: str) -> int:
+    """SQL (SQLite) over the report's tables of a run, a job or a folder of profiler outputs."""
+    from profilectl.report import load
+    from profilectl.report.query import run_query
+    from profilectl.report.sections import build_document
+    columns, rows = run_query(build_document(load.load(Path(path))), sql)
+    if fmt == "json":
+        _print_json([dict(zip(columns, row)) for row in rows])
+    elif fmt == "csv":
+        import csv
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow(columns)
+        writer.writerows(rows)
+    else:
+        from rich.table import Table
+
+        from profilectl.report import units
+        table = Table(title=f"{len(rows):,} row(s)", title_justify="left")
+        for index, column in enumerate(columns):
+            numbers = any(isinstance(r[index], (int, float)) for r in rows)
+            table.add_column(column, justify="right" if numbers else "left", overflow="fold")
+        for row in rows:
+            table.add_row(*[units.number(v) if isinstance(v, (int, float)) else ("" if v is None else str(v))
+                            for v in row])
+        _console().print(table)
     return errors.OK
 
 

@@ -99,6 +99,15 @@ def comparison_markdown(result: Comparison, top: int = 15) -> str:
         lines += md_table(("kernel", "calls A", "calls B", "total A", "total B", "speedup"),
                           ((r.name, r.calls_a, r.calls_b, units.duration_ns(r.total_ns_a), units.duration_ns(r.total_ns_b),
                             _speedup(r.speedup)) for r in result.kernels[:top]))
+    elif not result.timing:  # CPU-only traces: their operators, or nothing to compare
+        from profilectl.report.compare import nothing_line, operators_line
+        if result.operators:
+            lines += [operators_line(result), ""]
+            lines += md_table(("operator", "calls A", "calls B", "total A", "total B", "speedup"),
+                              ((r.name, r.calls_a, r.calls_b, units.duration_ns(r.total_ns_a),
+                                units.duration_ns(r.total_ns_b), _speedup(r.speedup)) for r in result.operators[:top]))
+        else:
+            lines += [nothing_line(), ""]
     if result.ranks:
         lines += ["## Per rank", ""] + md_table(("rank", "GPU time A", "GPU time B", "speedup"), (
             (d.rank, units.duration_ns(d.total_ns_a), units.duration_ns(d.total_ns_b), _speedup(d.speedup))

@@ -221,3 +221,35 @@ def trace_header(path: Path) -> dict[str, str]:
         moment = datetime.datetime.fromtimestamp(epoch_s, tz=datetime.timezone.utc)
         found["started_at"] = moment.strftime("%Y-%m-%dT%H:%M:%SZ")
     return found
+
+
+# ---------------------------------------------------------------- per rank (the Python API)
+def per_rank(path: Path) -> dict[str, Summary]:
+    """Each rank (process) of a multi-rank run on its own, by the rank its files name: a SLURM job's
+    rank runs; a run's raw/ or a folder's files grouped by rank (formats/ranks.py). Empty for one
+    process. Read from the files, not cached."""
+    path = Path(path)
+    from profilectl import jobs
+    if jobs.is_job_dir(path):
+        job = jobs.compose(path)
+        return {str(rank.rank): load(path / rank.run) for rank in job.ranks if (path / rank.run).is_dir()}
+    from profilectl.backends import READERS
+    from profilectl.formats.ranks import identity
+    folder = path / "raw" if is_run_dir(path) else path
+    try:
+        groups = recognised(folder, READERS)
+    except FormatError:
+        return {}
+    by_rank: dict[str, list[tuple[object, list[Path]]]] = {}
+    for reader, files in groups:
+        split: dict[str, list[Path]] = {}
+        for file in files:
+            split.setdefault(identity(file)[0], []).append(file)
+        for rank, mine in split.items():
+            by_rank.setdefault(rank, []).append((reader, mine))
+    if len(by_rank) < 2:
+        return {}
+    return {rank: build(read_groups(rank_groups),  # type: ignore[arg-type]
+                        SourceInfo(kind="+".join(dict.fromkeys(r.kind for r, _ in rank_groups)),  # type: ignore[attr-defined]
+                                   path=f"{path} (rank {rank})", files=tuple(str(f) for _, fs in rank_groups for f in fs)))
+            for rank, rank_groups in by_rank.items()}

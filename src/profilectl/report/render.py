@@ -182,6 +182,20 @@ def comparison(console: Console, result: Comparison, top: int = 15) -> None:
             table.add_row(_short(row.name), f"{row.calls_a:,}", f"{row.calls_b:,}", _ns(row.total_ns_a),
                           _ns(row.total_ns_b), _speedup(row.speedup))
         console.print(table)
+    elif not result.timing:  # no kernels, no timed runs: CPU-only traces compare by their operators
+        from profilectl.report.compare import nothing_line, operators_line
+        if result.operators:
+            console.print(operators_line(result), markup=False, highlight=False)
+            table = Table(title="Operators in both (largest change first)", title_justify="left")
+            table.add_column("operator", overflow="fold", min_width=24, ratio=1)
+            for column in ("calls A", "calls B", "total A", "total B", "speedup"):
+                table.add_column(column, justify="right", no_wrap=True)
+            for row in result.operators[:top]:
+                table.add_row(_short(row.name), f"{row.calls_a:,}", f"{row.calls_b:,}", _ns(row.total_ns_a),
+                              _ns(row.total_ns_b), _speedup(row.speedup))
+            console.print(table)
+        else:
+            console.print(nothing_line(), markup=False, highlight=False)
     if result.ranks:
         per_rank = Table(title="Per rank", title_justify="left")
         for column in ("rank", "GPU time A", "GPU time B", "speedup"):
