@@ -17,6 +17,4 @@ def build(summary: Summary) -> Section | None:
                      f"{units.duration_ns(totals.gpu_time_ns)} of GPU time")
     if summary.kernel_timing:
         lines.append(f"kernel times measured by {summary.kernel_timing}: longer than the same kernels in a trace")
-    if summary.cache_hit:
-        lines.append("summary read from the cache (the files are unchanged since they were last read)")
     return Section(key="overview", title="Overview", notes=tuple(lines)) if lines else None
