@@ -1,36 +1,38 @@
 """The report's sections, in report order: each module holds one `build(summary) -> Section | None`.
 
 Adding a section to every format (terminal, Markdown, HTML, CSV, JSON, Parquet, SQLite, the Python
-API) is one module here and one line in BUILDERS; renderers never name a section.
+API) is one module here and one line in ORDER (BUILDERS is their `build` functions, in that order);
+renderers never name a section.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import Callable
 
 from profilectl.report.document import Document, Section
-from profilectl.report.sections import (api, copies, counters, kernels, notes, operators, overview, pc_sampling,
-                                        power, ranks, run, steps, timeline, timing)
 from profilectl.report.summary import Summary, metadata_items
 
 Builder = Callable[[Summary], "Section | None"]
 
-BUILDERS: list[Builder] = [
-    run.build,  # the run's story: fallbacks, status message (the heading of human formats)
-    overview.build,  # totals, how kernel times were measured, the SLURM job
-    timing.build,
-    steps.build,  # steady-state step time
-    power.build,
-    kernels.build,
-    api.build,
-    copies.build,
-    operators.build,
-    counters.build,
-    pc_sampling.build,
-    timeline.build,
-    ranks.build,
-    notes.build,
-]
+# The section modules, in report order; each holds `build(summary) -> Section | None`.
+ORDER = (
+    "run",  # the run's story: wall time, fallbacks, status message
+    "overview",  # totals, how kernel times were measured, the SLURM job
+    "timing",
+    "steps",  # steady-state step time
+    "power",
+    "kernels",
+    "api",
+    "copies",
+    "operators",
+    "counters",
+    "pc_sampling",
+    "timeline",
+    "ranks",
+    "notes",
+)
+BUILDERS: list[Builder] = [importlib.import_module(f"{__name__}.{name}").build for name in ORDER]
 
 
 def title(summary: Summary) -> str:
