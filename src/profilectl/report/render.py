@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import shlex
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
