@@ -198,3 +198,33 @@ def test_import_profilectl_loads_no_api():
                            "print(profilectl.API_VERSION)"], capture_output=True, text=True,
                           env=dict(os.environ, PYTHONPATH=str(REPO / "src")))
     assert done.returncode == 0 and done.stdout.strip() == "1", done.stderr
+
+
+def test_a_real_torchrun_job_per_rank_operators_that_grew_equal_compare(machine):
+    """Two real CPU data-parallel runs (torchrun, gloo, Debian's torch), 2 and 6 training steps, traced:
+    the operators that grew per rank, from the API in a few lines of polars, are compare's numbers."""
+    from cli_support import json_run
+    from test_launchers import DDP, TORCHRUN, system_torch
+    if not system_torch():
+        pytest.skip("needs Debian's python3-torch with gloo at /usr/bin/python3 (tools/install-host-deps)")
+    runs = []
+    for steps in ("2", "6"):
+        result, run = json_run(machine, "trace", "--", *TORCHRUN, DDP, "--steps", steps, timeout=300)
+        assert result["status"] == "ok", result["message"]
+        runs.append(profilectl.open(run))
+    base, new = runs
+    assert list(base.rank_runs) == list(new.rank_runs) == ["0", "1"]
+    grown = (base.operators_by_rank.join(new.operators_by_rank, on=["rank", "name"], suffix="_new")
+             .with_columns(grew_ns=pl.col("total_ns_new") - pl.col("total_ns"))
+             .sort(["rank", "grew_ns"], descending=[False, True])
+             .group_by("rank", maintain_order=True).head(5))
+    for rank in ("0", "1"):
+        expected = (profilectl.compare(base.rank(rank), new.rank(rank)).operators
+                    .sort("delta_ns", descending=True).head(5))
+        mine = grown.filter(pl.col("rank") == rank)
+        assert mine["name"].to_list() == expected["name"].to_list()
+        assert mine["grew_ns"].to_list() == expected["delta_ns"].to_list()
+        step = new.operators_by_rank.filter((pl.col("rank") == rank) & (pl.col("name") == "Optimizer.step#SGD.step"))
+        assert step["calls"].to_list() == [6]  # the known answer: 6 steps in this rank
+    merged = profilectl.compare(base, new).operators.filter(pl.col("name") == "Optimizer.step#SGD.step").row(0, named=True)
+    assert (merged["calls_a"], merged["calls_b"]) == (2 * 2, 2 * 6)  # both ranks together

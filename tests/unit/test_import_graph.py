@@ -1,5 +1,6 @@
 """The import graph of src/profilectl, read from the source with ast (every import statement, at
-module level or inside a function, but not those under `if TYPE_CHECKING:`, which never run):
+module level or inside a function, but not those under `if TYPE_CHECKING:`, which never run, nor a
+package's lazy `__getattr__`):
 no circle inside the report layer or between it and jobs.py, and loading (run dir, job dir, bare
 files, cache) never reaches up into rendering."""
 
@@ -34,6 +35,8 @@ def imported(tree: ast.AST, known: set[str], package: str) -> set[str]:
     found: set[str] = set()
 
     def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.FunctionDef) and node.name == "__getattr__":
+            return  # PEP 562 lazy attributes (profilectl.open): they load when asked for, not on import
         if _type_checking(node):
             for child in getattr(node, "orelse", []):
                 visit(child)

@@ -244,7 +244,9 @@ def per_rank(path: Path) -> dict[str, Summary]:
     for reader, files in groups:
         split: dict[str, list[Path]] = {}
         for file in files:
-            split.setdefault(identity(file)[0], []).append(file)
+            rank = identity(file)[0]
+            if rank.isdigit() or rank.startswith("pid "):  # not a rank's own file (a launcher's status file)
+                split.setdefault(rank, []).append(file)
         for rank, mine in split.items():
             by_rank.setdefault(rank, []).append((reader, mine))
     if len(by_rank) < 2:
