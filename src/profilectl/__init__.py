@@ -4,14 +4,16 @@ The Python API (profilectl/api.py, loaded on first use so `import profilectl` st
 `profilectl.open(path)`, `profilectl.compare(a, b)`, `profilectl.run(service, args)`.
 """
 
-from typing import Any
-
 __version__ = "0.1.0"
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: type checkers read it as True
+if TYPE_CHECKING:
+    from profilectl.api import API_VERSION, Compared, Run, RunResult, compare, open, run  # noqa: F401
 
 _API = ("open", "compare", "run", "Run", "Compared", "RunResult", "API_VERSION")
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:  # no typing import: `import profilectl` stays bare
     if name in _API:
         from profilectl import api
         return getattr(api, name)
