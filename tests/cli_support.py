@@ -52,3 +52,9 @@ def amd_machine(machine, tmp_path, gfx: int = 90402, rocm: str = "7.0.2", sets=(
     machine.counters_file = tmp_path / "counters.txt"
     machine.counters_file.write_text("\n".join(counter_names(*sets)) + "\n")
     return machine
+
+
+def cli_plain(*args: str, timeout: int = 120) -> subprocess.CompletedProcess:
+    """profilectl on this machine as it is (no fake root), as a user types it."""
+    return subprocess.run([sys.executable, str(REPO / "tools/profilectl"), *args], capture_output=True, text=True,
+                          timeout=timeout)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import errno
 import sys
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from profilectl import __version__, commands, errors
 
@@ -139,13 +139,23 @@ def build_parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", help=report_help, description=report_help)
     report.add_argument("path", metavar="PATH", help="a run directory, a SLURM job folder, or a profiler's own "
                         "folder or file (CSV, rocpd .db, JSON, .ncu-rep CSV, torch trace)")
-    report.add_argument("--format", choices=("table", "json", "csv", "md", "html"), default="table",
-                        help="table (default, for a terminal), json, csv (one table per file), md, or html "
-                             "(self-contained)")
+    report.add_argument("--format", choices=("table", "json", "csv", "md", "html", "parquet", "sqlite"),
+                        default="table",
+                        help="table (default, for a terminal), json, csv (one table per file), md, html "
+                             "(self-contained), parquet (one file per table into -o FOLDER) or sqlite (one "
+                             "database -o FILE: a table per report table, a view per section)")
     report.add_argument("--output", "-o", metavar="FILE", help="write there instead of stdout (a new file)")
     report.add_argument("--force", action="store_true",
                         help="let -o replace an existing file (never a run's own files or the report's input)")
     report.add_argument("--top", type=int, default=10, metavar="N", help="rows per table (default 10)")
+
+    query_help = "SQL (SQLite) over the report's tables of a run, job or output folder"
+    query = sub.add_parser("query", help=query_help, description=query_help)
+    query.add_argument("path", metavar="PATH", help="a run directory, a SLURM job folder, or a profiler's own output")
+    query.add_argument("sql", metavar="SQL",
+                       help='one statement, e.g. "SELECT name, total_ns FROM kernels ORDER BY total_ns DESC"')
+    query.add_argument("--format", choices=("table", "csv", "json"), default="table",
+                       help="table (default), csv or json (one object per row)")
 
     compare_help = "two runs kernel by kernel: time, calls, speedup"
     compare = sub.add_parser("compare", help=compare_help, description=compare_help)
@@ -255,6 +265,18 @@ def _attach_of(args: argparse.Namespace) -> dict[str, object]:
     return {"attach": args.attach, "duration": args.duration, "ranks": args.ranks}
 
 
+def measure_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The options of a measuring command (profile, counters, trace) as commands.prepare takes them:
+    the CLI and the Python API (profilectl.run) parse the same words into the same request."""
+    extra = {"profile": lambda: {"repeat": args.repeat, "warmup": args.warmup},
+             "counters": lambda: {"counter_set": args.counter_set, "fallback": args.fallback,
+                                  "clock_control": args.clock_control, "bounds": _bounds_of(args),
+                                  "include_collectives": args.include_collectives, **_attach_of(args)},
+             "trace": lambda: {"preset": args.preset, "bounds": _bounds_of(args), **_attach_of(args)}}[args.command]()
+    return {"backend": args.backend, "timeout": args.timeout, "traces_dir": args.traces_dir, "env_items": args.env,
+            "serialize": args.serialize, "sample": not args.no_sample, **extra}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parse(sys.argv[1:] if argv is None else argv)
@@ -265,19 +287,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "env-check":
             return commands.env_check(args.json, args.deep, args.require, args.root, args.path)
         if args.command in ("profile", "counters", "trace"):
-            extra = {"profile": lambda: {"repeat": args.repeat, "warmup": args.warmup},
-                     "counters": lambda: {"counter_set": args.counter_set, "fallback": args.fallback,
-                                          "clock_control": args.clock_control, "bounds": _bounds_of(args),
-                                          "include_collectives": args.include_collectives, **_attach_of(args)},
-                     "trace": lambda: {"preset": args.preset, "bounds": _bounds_of(args),
-                                       **_attach_of(args)}}[args.command]()
-            return commands.measure(args.command, args.workload, backend=args.backend, dry_run=args.dry_run,
-                                    timeout=args.timeout, as_json=args.json, traces_dir=args.traces_dir,
-                                    env_items=args.env, serialize=args.serialize, sample=not args.no_sample, **extra)
+            return commands.measure(args.command, args.workload, dry_run=args.dry_run, as_json=args.json,
+                                    **measure_options(args))
         if args.command == "ls":
             return commands.ls(args.traces_dir, args.json)
         if args.command == "report":
             return commands.report(args.path, args.format, args.output, args.top, args.force)
+        if args.command == "query":
+            return commands.query(args.path, args.sql, args.format)
         if args.command == "compare":
             return commands.compare(args.run_a, args.run_b, args.format, args.top, args.match,
                                     fail_if_slower=args.fail_if_slower, metric=args.metric)

@@ -10,7 +10,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from profilectl import errors, runs
 
@@ -18,7 +18,9 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from profilectl.envreport import EnvReport
+    from profilectl.execute import Outcome
     from profilectl.facts import Facts
+    from profilectl.plan import Plan
 
 ROOT_ENV = "PROFILECTL_PROBE_ROOT"  # probe a different root file system (tests, chroots)
 REQUIRE_CHOICES = {"tracing": "tracing", "counters": "counters", "pc-sampling": "pc_sampling", "timing": "timing",
@@ -112,10 +114,54 @@ def measure(service: str, workload: list[str], *, backend: str | None, dry_run: 
             preset: str = "lightweight", clock_control: str = "base", bounds: dict[str, Any] | None = None,
             include_collectives: bool = False, sample: bool = True, attach: int | None = None,
             duration: float | None = None, ranks: str | None = None) -> int:
+    prepared = prepare(service, workload, backend=backend, timeout=timeout, traces_dir=traces_dir,
+                       env_items=env_items, serialize=serialize, repeat=repeat, warmup=warmup,
+                       counter_set=counter_set, fallback=fallback, preset=preset, clock_control=clock_control,
+                       bounds=bounds, include_collectives=include_collectives, sample=sample, dry_run=dry_run,
+                       attach=attach, duration=duration, ranks=ranks)
+    plan, task = prepared.plan, prepared.task
+    if dry_run:
+        if as_json:
+            _print_json(plan.redacted().to_dict())
+        else:
+            from profilectl.report import render
+            render.plan(_console(), plan.redacted())
+        return errors.OK
+    from profilectl.runner import terminal_streams
+    outcome = execute_prepared(prepared, terminal_streams(quiet_stdout=as_json), update_job=False)
+    if as_json:
+        _print_json({"exit_code": outcome.exit_code, "status": outcome.status, "message": outcome.message,
+                     "run_dir": str(outcome.run_dir), "manifest": outcome.manifest.to_dict(),
+                     "summary": outcome.summary.to_dict()})
+    else:
+        from profilectl.report import render
+        brief = f"rank {task.rank} on {task.node}: " if task and task.rank != 0 else ""
+        render.outcome(_console(), outcome.manifest, outcome.summary, shown_path(outcome.run_dir), brief)
+    if outcome.exit_code != errors.OK:
+        say(f"{outcome.status}: {outcome.message}")
+    if task and prepared.job_dir:
+        _update_job(prepared.job_dir, task)
+    return outcome.exit_code
+
+
+class Prepared(NamedTuple):
+    """A measuring command decided, not yet run: the plan, the machine's facts, the SLURM task."""
+    plan: "Plan"
+    facts: "Facts"
+    task: Any
+    job_dir: Path | None
+
+
+def prepare(service: str, workload: list[str], *, backend: str | None, timeout: float | None,
+            traces_dir: str | None, env_items: list[str], serialize: bool, repeat: int = 5, warmup: int = 1,
+            counter_set: str = "basic", fallback: bool = False, preset: str = "lightweight",
+            clock_control: str = "base", bounds: dict[str, Any] | None = None, include_collectives: bool = False,
+            sample: bool = True, dry_run: bool = False, attach: int | None = None, duration: float | None = None,
+            ranks: str | None = None) -> Prepared:
+    """probe -> request -> plan, for the CLI and the Python API alike (profilectl.run)."""
     from profilectl import execute
     from profilectl.plan import make_plan
     from profilectl.request import Request, parse_bounds, parse_env_assignments, parse_ranks, resolve_workload
-    from profilectl.runner import terminal_streams
     env_overrides = parse_env_assignments(env_items)
     if duration is not None and attach is None:
         raise errors.UsageError("--duration goes with --attach PID (a started workload runs to its end; see --timeout)")
@@ -153,27 +199,17 @@ def measure(service: str, workload: list[str], *, backend: str | None, dry_run: 
     # Counter names are checked against the GPU's listing, kept per machine and release: a dry run
     # reads a kept listing (or runs the listing command, never the profiler) and says when it has none.
     plan = make_plan(request, facts, proposed, list_counters=cached_lister(facts, execute.list_counters))
-    if dry_run:
-        if as_json:
-            _print_json(plan.redacted().to_dict())
-        else:
-            from profilectl.report import render
-            render.plan(_console(), plan.redacted())
-        return errors.OK
-    outcome = execute.run(plan, _env_report(facts), terminal_streams(quiet_stdout=as_json))
-    if as_json:
-        _print_json({"exit_code": outcome.exit_code, "status": outcome.status, "message": outcome.message,
-                     "run_dir": str(outcome.run_dir), "manifest": outcome.manifest.to_dict(),
-                     "summary": outcome.summary.to_dict()})
-    else:
-        from profilectl.report import render
-        brief = f"rank {task.rank} on {task.node}: " if task and task.rank != 0 else ""
-        render.outcome(_console(), outcome.manifest, outcome.summary, shown_path(outcome.run_dir), brief)
-    if outcome.exit_code != errors.OK:
-        say(f"{outcome.status}: {outcome.message}")
-    if task and job_dir:
-        _update_job(job_dir, task)
-    return outcome.exit_code
+    return Prepared(plan, facts, task, job_dir)
+
+
+def execute_prepared(prepared: Prepared, streams: Any, update_job: bool = True) -> "Outcome":
+    """Run a prepared plan (the run directory, the processes, the summary); a SLURM task's job
+    manifest is updated after it unless the caller does that itself."""
+    from profilectl import execute
+    outcome = execute.run(prepared.plan, _env_report(prepared.facts), streams)
+    if update_job and prepared.task and prepared.job_dir:
+        _update_job(prepared.job_dir, prepared.task)
+    return outcome
 
 
 def _update_job(job_dir: Path, task: Any) -> None:
@@ -234,6 +270,8 @@ def report(path: str, fmt: str, output: str | None, top: int, force: bool = Fals
         raise errors.UsageError("--top must be at least 1")
     if output and fmt == "csv":
         return report_csv_files(Path(path), output, force)
+    if fmt in ("parquet", "sqlite"):
+        return report_files(Path(path), fmt, output, force)
     if output:
         check_output(Path(output), force)
     summary = _load(Path(path), quiet=fmt == "json")
@@ -293,6 +331,98 @@ def report_csv_files(path: Path, output: str, force: bool) -> int:
     return errors.OK
 
 
+def report_files(path: Path, fmt: str, output: str | None, force: bool) -> int:
+    """Parquet: one file per table into -o FOLDER (all written or none); SQLite: one database -o FILE."""
+    from profilectl.report import load
+    from profilectl.report.renderers import machine
+    from profilectl.report.sections import build_document
+    if not output:
+        where = "-o FOLDER (one .parquet file per table)" if fmt == "parquet" else "-o FILE.sqlite"
+        raise errors.UsageError(f"--format {fmt} writes files, not stdout: pass {where}")
+    if fmt == "sqlite":
+        check_output(Path(output), force)
+    elif Path(output).exists() and not Path(output).is_dir():
+        raise errors.UsageError(f"{output} is not a folder: --format parquet -o FOLDER writes one file per table there")
+    if fmt == "parquet":
+        try:
+            import polars  # noqa: F401
+        except ImportError:
+            raise errors.UsageError("--format parquet needs polars: pip install 'profilectl[fast]'") from None
+    summary = load.load(path)
+    document = build_document(summary)
+    inputs = [path, *map(Path, summary.source.files)]
+    if fmt == "sqlite":
+        return _write_new(Path(output), force, inputs, lambda target: machine.write_sqlite(document, target))
+    folder = Path(output)
+    names = list(machine.csv_tables(document))
+    targets = [folder / f"{name}.parquet" for name in names]
+    for target in targets:
+        check_output(target, force)
+    folder.mkdir(parents=True, exist_ok=True)
+    frames = machine.frames(document)
+    written: list[Path] = []
+    try:
+        for name, target in zip(names, targets):
+            _write_new(target, force, inputs, frames[name].write_parquet, quiet=True)
+            written.append(target)
+    except BaseException:
+        for done in written:  # all or none, as CSV
+            done.unlink(missing_ok=True)
+        raise
+    say(f"wrote {len(written)} Parquet tables in {folder}: {', '.join(names)}")
+    return errors.OK
+
+
+def _write_new(target: Path, force: bool, inputs: list[Path], write: Any, quiet: bool = False) -> int:
+    """A binary file written beside its final name, then moved there (never half a file under it)."""
+    if os.path.lexists(target) and any(_same_file(target, source) for source in inputs):
+        raise errors.UsageError(f"refusing to write {target}: it is a file the report reads")
+    partial = target.with_name(f".{target.name}.partial")
+    partial.unlink(missing_ok=True)
+    try:
+        write(partial)
+        if os.path.lexists(target) and not force:
+            raise errors.UsageError(f"refusing to overwrite {target}: it appeared while the report was made")
+        os.replace(partial, target)
+    except OSError as exc:
+        if runs.is_disk_full(exc):
+            raise errors.DiskFullError(f"cannot write {target}: {runs.no_space(target.parent)}") from None
+        raise errors.UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
+    finally:
+        partial.unlink(missing_ok=True)
+    if not quiet:
+        say(f"wrote {target}")
+    return errors.OK
+
+
+def query(path: str, sql: str, fmt: str) -> int:
+    """SQL (SQLite) over the report's tables of a run, a job or a folder of profiler outputs."""
+    from profilectl.report import load
+    from profilectl.report.query import run_query
+    from profilectl.report.sections import build_document
+    columns, rows = run_query(build_document(load.load(Path(path))), sql)
+    if fmt == "json":
+        _print_json([dict(zip(columns, row)) for row in rows])
+    elif fmt == "csv":
+        import csv
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow(columns)
+        writer.writerows(rows)
+    else:
+        from rich.table import Table
+
+        from profilectl.report import units
+        table = Table(title=f"{len(rows):,} row(s)", title_justify="left")
+        for index, column in enumerate(columns):
+            numbers = any(isinstance(r[index], (int, float)) for r in rows)
+            table.add_column(column, justify="right" if numbers else "left", overflow="fold")
+        for row in rows:
+            table.add_row(*[units.number(v) if isinstance(v, (int, float)) else ("" if v is None else str(v))
+                            for v in row])
+        _console().print(table)
+    return errors.OK
+
+
 def check_output(output: Path, force: bool) -> None:
     """`report -o` never writes over a run's own files (not even with --force), never over an
     existing file without --force, and never through a symbolic link it did not expect."""
@@ -348,13 +478,27 @@ def compare(path_a: str, path_b: str, fmt: str, top: int, match: str = "exact", 
     result = compare_summaries(base, new, match)
     if threshold is not None or metric is not None:
         result = dataclasses.replace(result, gate=gate(base, new, metric, threshold))
+    from profilectl.report.document import Document
+    from profilectl.report.sections.roofline import compare_section
+    moved = compare_section(base, new)  # each kernel's movement under the roofline, where both runs have one
+    extra = Document(title="", metadata=(), sections=(moved,)) if moved else None
     if fmt == "json":
-        _print_json(result.to_dict())
+        payload = result.to_dict()
+        if extra:
+            from profilectl.report.renderers.machine import to_dict
+            payload["roofline"] = to_dict(extra)["sections"][0]
+        _print_json(payload)
     elif fmt == "md":
         sys.stdout.write(export.comparison_markdown(result, top))
+        if extra:
+            from profilectl.report.renderers import markdown
+            sys.stdout.write("\n" + markdown.render(extra, top).split("\n", 2)[2])
     else:
         from profilectl.report import render
         render.comparison(_console(), result, top)
+        if extra:
+            from profilectl.report.renderers import terminal
+            terminal.render(_console(), extra, top, header=False)
     if result.gate and result.gate.verdict == "fail":
         say(export.gate_line(result.gate))
         return errors.SLOWER

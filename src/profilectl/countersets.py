@@ -269,3 +269,22 @@ def evaluate(expression: str, values: dict[str, float]) -> float | None:
     except (ValueError, ZeroDivisionError, KeyError):
         return None
     return result if math.isfinite(result) else None
+
+
+# Bare counter files carry no counter set: where they hold every counter a set needs, that set's
+# derived metrics apply (the roofline of an ncu CSV or rocprofv3 capture a user brings).
+DERIVABLE_SETS = {"nvidia": (None,), "amd": ("gfx942", "gfx90a", "gfx950")}
+
+
+def derived_for_files(counter_names: set[str], set_name: str = "roofline") -> dict[str, str]:
+    if not counter_names:
+        return {}
+    vendor = "nvidia" if any("__" in name for name in counter_names) else "amd"
+    for arch in DERIVABLE_SETS[vendor]:
+        try:
+            found = load(set_name, vendor, arch)
+        except UsageError:
+            continue
+        if found.counters and set(found.counters) <= counter_names:
+            return dict(found.derived)
+    return {}

@@ -129,7 +129,7 @@ def is_job_dir(path: Path) -> bool:
 
 def compose(job_dir: Path, task: SlurmTask | None = None) -> JobManifest:
     """The job as its ranks' manifests say now (a rank whose profilectl is gone: `lost`)."""
-    from profilectl.report.listing import run_state
+    from profilectl.runstate import run_state
     previous = _previous(job_dir)
     ranks: list[JobRank] = []
     service = task_service = previous.service if previous else ""

@@ -81,3 +81,23 @@ def test_compare_section_lists_each_kernel(summary):
 
 def test_no_roofline_columns_no_section():
     assert roofline_section(Summary(source=SourceInfo(kind="x", path="x"))) is None
+
+
+# ------------------------------------------------------------------ every format, through the CLI
+def test_a_bare_ncu_capture_reports_its_roofline_in_every_format(tmp_path):
+    """The user's own `ncu --csv` file of the roofline metrics: no counter set was named, the
+    report finds the set by its counters and shows the section in md, html, json and csv alike."""
+    import json
+    from cli_support import cli_plain
+    capture = H100 / "roofline_ncu_metrics.csv"
+    md = cli_plain("report", str(capture), "--format", "md")
+    assert md.returncode == 0, md.stderr
+    assert "## Roofline" in md.stdout and "compute-bound" in md.stdout and "memory-bound" in md.stdout
+    html = cli_plain("report", str(capture), "--format", "html")
+    assert html.stdout.count('class="roofline"') == 1 and "data-kernel=" in html.stdout
+    assert cli_plain("report", str(capture), "--format", "csv", "-o", str(tmp_path / "r")).returncode == 0
+    assert (tmp_path / "r.roofline.csv").read_text().count("\n") == 1 + 5  # header + one row per kernel
+    moved = cli_plain("compare", str(capture), str(H100 / "roofline_bounded_ncu_metrics.csv"), "--format", "json")
+    assert moved.returncode == 0, moved.stderr
+    rows = json.loads(moved.stdout)["roofline"]["tables"][0]["rows"]
+    assert rows and any("gemm" in str(r).lower() or "nvjet" in str(r) for r in rows)

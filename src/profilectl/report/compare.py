@@ -110,6 +110,8 @@ class Comparison:
     timing_runs_a: int = 0
     timing_runs_b: int = 0
     gate: Gate | None = None
+    # CPU operators (torch.profiler) matched by name, by total time: what two CPU-only traces compare
+    operators: tuple[Matched, ...] = ()
 
     @property
     def warning(self) -> str | None:
@@ -140,14 +142,20 @@ def _keyed(kernels: tuple[KernelRow, ...], key: Callable[[str], str]) -> dict[st
     return out
 
 
-def compare(a: Summary, b: Summary, match: str = "exact") -> Comparison:
-    key = base_name if match == "base" else canonical
-    ka, kb = _keyed(a.kernels, key), _keyed(b.kernels, key)
+def matched(ka: dict[str, OnlyIn], kb: dict[str, OnlyIn]) -> list[Matched]:
+    """Names in both, largest change first."""
     both = [Matched(name=n, calls_a=ka[n].calls, calls_b=kb[n].calls, total_ns_a=ka[n].total_ns,
                     total_ns_b=kb[n].total_ns, delta_ns=kb[n].total_ns - ka[n].total_ns,
                     speedup=ka[n].total_ns / kb[n].total_ns if kb[n].total_ns else None)
             for n in ka.keys() & kb.keys()]
     both.sort(key=lambda r: abs(r.delta_ns), reverse=True)
+    return both
+
+
+def compare(a: Summary, b: Summary, match: str = "exact") -> Comparison:
+    key = base_name if match == "base" else canonical
+    ka, kb = _keyed(a.kernels, key), _keyed(b.kernels, key)
+    both = matched(ka, kb)
     total_a = sum(k.total_ns for k in ka.values())
     total_b = sum(k.total_ns for k in kb.values())
     return Comparison(
@@ -157,7 +165,22 @@ def compare(a: Summary, b: Summary, match: str = "exact") -> Comparison:
         gpu_time_ns_a=total_a, gpu_time_ns_b=total_b, speedup=total_a / total_b if total_b else None,
         kernel_timing_a=a.kernel_timing, kernel_timing_b=b.kernel_timing, ranks=rank_deltas(a, b),
         timing=timing_deltas(a, b), timing_runs_a=a.timing.runs if a.timing else 0,
-        timing_runs_b=b.timing.runs if b.timing else 0)
+        timing_runs_b=b.timing.runs if b.timing else 0,
+        operators=tuple(matched(_keyed(a.operators, canonical), _keyed(b.operators, canonical))))
+
+
+def operators_line(result: Comparison) -> str:
+    total_a = sum(r.total_ns_a for r in result.operators)
+    total_b = sum(r.total_ns_b for r in result.operators)
+    from profilectl.report.units import duration_ns
+    return (f"no GPU kernels in either run: {len(result.operators)} CPU operators in both compared by total time, "
+            f"{duration_ns(total_a)} → {duration_ns(total_b)}"
+            + (f" (speedup {total_a / total_b:.2f}×)" if total_b else ""))
+
+
+def nothing_line() -> str:
+    return ("nothing to compare: neither run has GPU kernels or timed runs, and no CPU operator is in both "
+            "(try `profilectl report` on each)")
 
 
 def rank_deltas(a: Summary, b: Summary) -> tuple[RankDelta, ...]:

@@ -20,7 +20,11 @@ Aggregate = Literal["sum", "mean", "weighted_mean", "max", "min", "first", "none
 # Units a renderer knows how to show ("ns" -> 1.234 ms, "bytes" -> 4.2 GiB, "percent" -> 12.3 %);
 # None for text. Machine formats keep raw numbers in columns named with the unit (total_ns).
 Unit = Literal["ns", "s", "bytes", "bytes_per_s", "flop", "flop_per_s", "flop_per_byte", "percent",
-               "count", "W", "J", "ratio"]
+               "count", "W", "J", "ratio", "celsius", "MHz"]
+# Which formats show a column: every one; human ones on wide terminals only (min/max/std of a kernel);
+# machine formats only (CSV, JSON, Parquet, SQLite, the API: raw detail people need not read); or
+# human formats only (a label made for reading, such as a step's "warm-up" mark).
+Show = Literal["always", "wide", "machine", "human"]
 
 
 @dataclass(frozen=True)
@@ -29,6 +33,7 @@ class Column:
     title: str  # human heading: "Total", "% GPU", "Calls"
     unit: Unit | None = None
     aggregate: Aggregate = "none"
+    show: Show = "always"
 
 
 @dataclass(frozen=True)
@@ -37,7 +42,9 @@ class TableBlock:
     columns: tuple[Column, ...]
     rows: tuple[tuple[Any, ...], ...]
     title: str | None = None
-    shown: int | None = None  # rows shown by human formats (terminal, md, html); machine formats keep all
+    # rows shown by human formats (terminal, md, html); machine formats keep all. None: the report's
+    # --top; 0: a machine-only table (CSV, Parquet, SQLite, the API), not shown to people
+    shown: int | None = None
 
 
 @dataclass(frozen=True)

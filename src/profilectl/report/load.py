@@ -17,7 +17,7 @@ from profilectl.errors import FormatError, ProfilectlError
 from profilectl.formats.reader import read_groups, read_path, recognised
 from profilectl.manifest import Manifest
 from profilectl.report import cache
-from profilectl.report.listing import run_state
+from profilectl.runstate import run_state
 from profilectl.report.summary import RunMetadata, RunStory, SourceInfo, Summary, build
 
 if TYPE_CHECKING:
@@ -99,7 +99,10 @@ def load(path: Path) -> Summary:
         tables = read_groups(groups)
         source = SourceInfo(kind="+".join(s.kind for s in tables.sources), path=str(path),
                             files=tuple(f for s in tables.sources for f in s.files))
-        return build(tables, source, perfetto_trace=tables.trace_files[0] if tables.trace_files else None)
+        from profilectl.countersets import derived_for_files
+        derived = derived_for_files({c.counter for c in tables.counters})
+        return build(tables, source, derived or None,
+                     perfetto_trace=tables.trace_files[0] if tables.trace_files else None)
 
     result, hit = cache.cached(path, files, summarise)
     if not has_records(result):
@@ -221,3 +224,37 @@ def trace_header(path: Path) -> dict[str, str]:
         moment = datetime.datetime.fromtimestamp(epoch_s, tz=datetime.timezone.utc)
         found["started_at"] = moment.strftime("%Y-%m-%dT%H:%M:%SZ")
     return found
+
+
+# ---------------------------------------------------------------- per rank (the Python API)
+def per_rank(path: Path) -> dict[str, Summary]:
+    """Each rank (process) of a multi-rank run on its own, by the rank its files name: a SLURM job's
+    rank runs; a run's raw/ or a folder's files grouped by rank (formats/ranks.py). Empty for one
+    process. Read from the files, not cached."""
+    path = Path(path)
+    from profilectl import jobs
+    if jobs.is_job_dir(path):
+        job = jobs.compose(path)
+        return {str(rank.rank): load(path / rank.run) for rank in job.ranks if (path / rank.run).is_dir()}
+    from profilectl.backends import READERS
+    from profilectl.formats.ranks import identity
+    folder = path / "raw" if is_run_dir(path) else path
+    try:
+        groups = recognised(folder, READERS)
+    except FormatError:
+        return {}
+    by_rank: dict[str, list[tuple[object, list[Path]]]] = {}
+    for reader, files in groups:
+        split: dict[str, list[Path]] = {}
+        for file in files:
+            rank = identity(file)[0]
+            if rank.isdigit() or rank.startswith("pid "):  # not a rank's own file (a launcher's status file)
+                split.setdefault(rank, []).append(file)
+        for rank, mine in split.items():
+            by_rank.setdefault(rank, []).append((reader, mine))
+    if len(by_rank) < 2:
+        return {}
+    return {rank: build(read_groups(rank_groups),  # type: ignore[arg-type]
+                        SourceInfo(kind="+".join(dict.fromkeys(r.kind for r, _ in rank_groups)),  # type: ignore[attr-defined]
+                                   path=f"{path} (rank {rank})", files=tuple(str(f) for _, fs in rank_groups for f in fs)))
+            for rank, rank_groups in by_rank.items()}

@@ -39,8 +39,17 @@ def _nice_top(value: float) -> float:
 
 
 def power_chart(power: PowerSummary | None, width: int = 720, height: int = 240) -> str:
-    series = [(gpu.gpu, downsample(gpu.series)) for gpu in (power.gpus if power else ()) if gpu.series]
+    series = [(gpu.gpu, list(gpu.series)) for gpu in (power.gpus if power else ()) if gpu.series]
     if power is None or not series:
+        return ""
+    return power_svg(series, power.source, width, height)
+
+
+def power_svg(raw: Sequence[tuple[object, Sequence[tuple[float, float]]]], source: str, width: int = 720,
+              height: int = 240) -> str:
+    """The chart of (GPU, [(time s, watts)]) series, each downsampled to MAX_POINTS."""
+    series = [(gpu, downsample(points)) for gpu, points in raw if points]
+    if not series:
         return ""
     left, right, top, bottom = 56, 16, 28, 36
     plot_w, plot_h = width - left - right, height - top - bottom
@@ -55,8 +64,8 @@ def power_chart(power: PowerSummary | None, width: int = 720, height: int = 240)
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
              f'viewBox="0 0 {width} {height}" role="img" aria-label="GPU power over time" font-family="sans-serif" '
              'font-size="11">',
-             f"<title>GPU power over time ({escape(power.source)})</title>",
-             f'<text x="{left}" y="16" font-size="13">GPU power (W) over time (s), {escape(power.source)}</text>',
+             f"<title>GPU power over time ({escape(source)})</title>",
+             f'<text x="{left}" y="16" font-size="13">GPU power (W) over time (s), {escape(source)}</text>',
              f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" fill="none" stroke="#999"/>']
     for k in range(5):  # horizontal grid and watt labels
         watts = w_top * k / 4

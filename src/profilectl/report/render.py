@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import shlex
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
 
 from profilectl.report import units
-from profilectl.report.summary import (SECTIONS, KernelRow, Summary, aggregation_legend, imbalance_line, job_line,
-                                       machine_fallbacks, metadata_items, step_time_line)
+from profilectl.report.summary import Summary
 
 if TYPE_CHECKING:  # annotations only: `report` and `ls` need not import the planner
     from profilectl.envreport import EnvReport
@@ -112,141 +111,12 @@ def plan(console: Console, planned: Plan) -> None:
         console.print(f"  note: {note}", markup=False)
 
 
-def power_section(console: Console, summary: Summary) -> None:
-    """GPU power, energy and memory sampled during the run: one line, and a row per GPU when several."""
-    if summary.power is None:
-        return
-    from profilectl.telemetry import text
-    console.print(f"  {text.power_line(summary.power)}", markup=False, highlight=False)
-    if (steps := text.steps_line(summary.power)):
-        console.print(f"  {steps}", markup=False, highlight=False)
-    if len(summary.power.gpus) > 1:
-        table = Table(title="GPU power per GPU", title_justify="left")
-        for index, column in enumerate(text.GPU_COLUMNS):
-            table.add_column(column, justify="left" if index == 0 else "right", no_wrap=index > 0)
-        for gpu in summary.power.gpus:
-            table.add_row(*text.gpu_row(gpu))
-        console.print(table)
-
-
-WIDE_TERMINAL = 120  # below this, min/max/std are left out so kernel names stay readable
-
-
-def kernels_table(rows: Sequence[KernelRow], title: str, limit: int = 10, width: int = WIDE_TERMINAL) -> Table:
-    shown = f" (top {limit} of {len(rows)})" if len(rows) > limit else ""
-    table = Table(title=title + shown, title_justify="left")
-    table.add_column("name", overflow="fold", min_width=24, ratio=1)
-    columns: list[tuple[str, Callable[[KernelRow], str]]] = [
-        ("calls", lambda r: f"{r.calls:,}"), ("total", lambda r: _ns(r.total_ns)), ("mean", lambda r: _ns(r.mean_ns))]
-    if any(r.self_ns is not None for r in rows):  # operators: time outside nested calls, torch's "Self CPU"
-        columns.insert(2, ("self", lambda r: _ns(r.self_ns)))
-    if width >= WIDE_TERMINAL:
-        columns += [("min", lambda r: _ns(r.min_ns)), ("max", lambda r: _ns(r.max_ns)), ("std", lambda r: _ns(r.std_ns))]
-    columns.append(("% time", lambda r: f"{r.percent:.1f}"))
-    for name, _ in columns:
-        table.add_column(name, justify="right", no_wrap=True)
-    for row in rows[:limit]:
-        table.add_row(_short(row.name), *[cell(row) for _, cell in columns])
-    return table
-
-
-def counters_table(rows: Sequence[dict[str, Any]], limit: int = 10) -> Table:
-    columns = list(dict.fromkeys(k for row in rows for k in row if k != "kernel"))
-    table = Table(title="Counters per kernel" + (f" (top {limit} of {len(rows)})" if len(rows) > limit else ""),
-                  title_justify="left")
-    table.add_column("kernel", overflow="fold", min_width=24, ratio=1)
-    for column in columns:
-        table.add_column(column, justify="right", overflow="fold", max_width=18)
-    for row in rows[:limit]:
-        table.add_row(_short(row["kernel"]), *[_num(row.get(c)) for c in columns])
-    return table
-
-
-def _num(value: Any) -> str:
-    return units.number(value, missing="-")
-
-
 def report(console: Console, summary: Summary, top: int = 10, header: bool = True) -> None:
-    """Every section the summary has, as rich tables; empty sections are left out."""
-    run = summary.run
-    if header and run:
-        wall = f" ({units.duration_s(run.wall_seconds)})" if run.wall_seconds is not None else ""
-        console.print(f"[bold]{run.service}[/] via [bold]{run.backend}[/] — {run.status}{wall}: {run.reason}",
-                      highlight=False)
-        shown, hidden = machine_fallbacks(run)
-        for fallback in shown:
-            console.print(f"  fell back from {fallback.backend}: {fallback.reason}", markup=False)
-        if hidden:
-            console.print(f"  not considered on this machine: {', '.join(hidden)}", markup=False)
-        if run.status != "ok":
-            console.print(f"  {run.message}", style="red", markup=False)
-    elif header and summary.job:
-        console.print(job_line(summary) or "", style="bold" if summary.job.status == "ok" else "red",
-                      markup=False, highlight=False)
-    elif header:
-        cached = " (cached summary)" if summary.cache_hit else ""
-        console.print(f"[bold]{summary.source.kind}[/] {summary.source.path}{cached}", highlight=False)
-    if header:
-        for label, text in metadata_items(summary, backend_shown=run is not None):
-            console.print(f"  {label}: {text}", markup=False, highlight=False)
-    totals = summary.totals
-    if totals.dispatches:
-        console.print(f"  {totals.dispatches:,} dispatches of {totals.kernels:,} kernels, "
-                      f"{_ns(totals.gpu_time_ns)} of GPU time")
-    if summary.kernel_timing:
-        console.print(f"  kernel times measured by {summary.kernel_timing}: longer than the same kernels in a trace",
-                      style="yellow", markup=False, highlight=False)
-    timing = summary.timing
-    if timing:
-        table = Table(title=f"Timing ({timing.runs} runs)", title_justify="left")
-        keys = ("mean", "median", "p95", "min", "max", "std")
-        for column in keys:
-            table.add_column(column, justify="right")
-        table.add_row(*[units.duration_s(getattr(timing, k + '_s')) for k in keys])
-        console.print(table)
-    if (steps := step_time_line(summary)):
-        console.print(f"  {steps}", markup=False, highlight=False)
-    power_section(console, summary)
-    for key, title in SECTIONS:
-        rows: tuple[KernelRow, ...] = getattr(summary, key)
-        if rows:
-            console.print(kernels_table(rows, title, top, console.width))
-    if summary.counters_by_kernel:
-        console.print(counters_table(summary.counters_by_kernel, top))
-        for line in aggregation_legend(summary):
-            console.print(f"  {line}", markup=False, highlight=False)
-    if summary.hotspots:
-        table = Table(title=f"PC sampling hotspots (top {min(top, len(summary.hotspots))} of {len(summary.hotspots)})",
-                      title_justify="left")
-        for column in ("kernel", "instruction", "source", "samples", "%"):
-            table.add_column(column, justify="right" if column in ("samples", "%") else "left", overflow="fold")
-        for spot in summary.hotspots[:top]:
-            table.add_row(_short(spot.kernel, 48), spot.instruction, spot.source or "-", f"{spot.samples:,}",
-                          f"{spot.percent:.1f}")
-        console.print(table)
-    if summary.stall_reasons:
-        console.print("  stall reasons: " + ", ".join(f"{s.reason} {s.percent:.1f} %" for s in summary.stall_reasons[:6]),
-                      markup=False, highlight=False)
-    if summary.timeline:
-        from profilectl.report import timeline_view
-        for renderable in timeline_view.terminal(summary.timeline):
-            console.print(renderable, highlight=False)
-    if summary.ranks:
-        table = Table(title="Per rank", title_justify="left")
-        cpu = all(rank.basis == "cpu" for rank in summary.ranks)  # a CPU-only job: operators, not kernels
-        columns = ("rank", "host", "CPU op time" if cpu else "GPU time", "operator calls" if cpu else "dispatches",
-                   "in collectives", "top operator" if cpu else "top kernel", "status")
-        for index, column in enumerate(columns):
-            table.add_column(column, justify="right" if index in (2, 3, 4) else "left", overflow="fold")
-        for rank in summary.ranks:
-            table.add_row(rank.rank, rank.host or "-", _ns(rank.total_ns), f"{rank.dispatches:,}",
-                          f"{rank.collective_percent:.1f} %", _short(rank.top_kernel or "-", 40), rank.status or "-")
-        console.print(table)
-        spread = imbalance_line(summary)
-        if spread:
-            console.print(f"  {spread}", markup=False, highlight=False)
-    for note in summary.notes:
-        console.print(f"[yellow]note:[/] {note}", highlight=False)
+    """Every section of the summary's document, as rich tables and lines; empty sections are left out.
+    Without `header`, the title, metadata and the run's story are left to the caller's closing line."""
+    from profilectl.report.renderers import terminal
+    from profilectl.report.sections import build_document
+    terminal.render(console, build_document(summary), top, header=header, skip=() if header else ("run",))
 
 
 def outcome(console: Console, manifest: Manifest, summary: Summary, run_dir: str, brief: str = "") -> None:
@@ -312,6 +182,20 @@ def comparison(console: Console, result: Comparison, top: int = 15) -> None:
             table.add_row(_short(row.name), f"{row.calls_a:,}", f"{row.calls_b:,}", _ns(row.total_ns_a),
                           _ns(row.total_ns_b), _speedup(row.speedup))
         console.print(table)
+    elif not result.timing:  # no kernels, no timed runs: CPU-only traces compare by their operators
+        from profilectl.report.compare import nothing_line, operators_line
+        if result.operators:
+            console.print(operators_line(result), markup=False, highlight=False)
+            table = Table(title="Operators in both (largest change first)", title_justify="left")
+            table.add_column("operator", overflow="fold", min_width=24, ratio=1)
+            for column in ("calls A", "calls B", "total A", "total B", "speedup"):
+                table.add_column(column, justify="right", no_wrap=True)
+            for row in result.operators[:top]:
+                table.add_row(_short(row.name), f"{row.calls_a:,}", f"{row.calls_b:,}", _ns(row.total_ns_a),
+                              _ns(row.total_ns_b), _speedup(row.speedup))
+            console.print(table)
+        else:
+            console.print(nothing_line(), markup=False, highlight=False)
     if result.ranks:
         per_rank = Table(title="Per rank", title_justify="left")
         for column in ("rank", "GPU time A", "GPU time B", "speedup"):

@@ -73,6 +73,55 @@ def percent(value: float | None, missing: str = MISSING) -> str:
     return f"{value:.1f} %"
 
 
+def watts(value: float | None, missing: str = MISSING) -> str:
+    return missing if value is None else f"{value:,.1f} W"
+
+
+def joules(value: float | None, missing: str = MISSING) -> str:
+    if value is None:
+        return missing
+    for unit, scale in (("MJ", 1e6), ("kJ", 1e3)):
+        if abs(value) >= scale:
+            return f"{value / scale:,.3g} {unit}" if value / scale < 100 else f"{value / scale:,.1f} {unit}"
+    return f"{value:,.1f} J"
+
+
+def size(value: int | float | None, missing: str = MISSING) -> str:
+    if value is None:
+        return missing
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if value >= scale:
+            return f"{value / scale:,.1f} {unit}"
+    return f"{int(value)} B"
+
+
+# How a document column's unit (report/document.py) is shown to people; numbers without one: number().
+_BY_UNIT = {"ns": duration_ns, "s": duration_s, "percent": percent, "W": watts, "J": joules, "bytes": size,
+            "celsius": lambda v, missing=MISSING: f"{v:.0f} °C",
+            "MHz": lambda v, missing=MISSING: f"{v:,.0f} MHz"}
+
+
+def human(unit: str | None, value: Any, missing: str = MISSING) -> str:
+    """A value of a document column as people read it, by the column's unit."""
+    if value is None or value == "":
+        return missing
+    if isinstance(value, bool):
+        return "yes" if value else ""
+    show = _BY_UNIT.get(unit or "")
+    if show is not None and isinstance(value, (int, float)):
+        return show(value, missing)
+    return number(value, missing)
+
+
+def unit_of(column: str) -> str | None:
+    """The unit a machine column name carries by convention: total_ns, median_s, busy_percent, ..."""
+    for suffix, unit in (("_ns", "ns"), ("_s", "s"), ("_percent", "percent"), ("_pct", "percent"),
+                         ("_bytes", "bytes"), ("_w", "W"), ("_j", "J"), ("_c", "celsius"), ("_mhz", "MHz")):
+        if column.endswith(suffix):
+            return unit
+    return "percent" if column == "percent" else None
+
+
 def cell(column: str, value: Any, missing: str = MISSING) -> str:
     """A value of a column named by its unit, as people read it: `*_ns` and `*_s` durations,
     `percent`/`*_percent` shares, numbers with separators, text as it is."""

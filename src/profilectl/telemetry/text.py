@@ -11,26 +11,8 @@ from profilectl.telemetry.model import GpuPower, PowerSummary
 GPU_COLUMNS = ("GPU", "avg power", "peak power", "energy", "peak memory", "peak temp", "max SM clock", "mean util")
 
 
-def watts(value: float | None) -> str:
-    return units.MISSING if value is None else f"{value:,.1f} W"
-
-
-def joules(value: float | None) -> str:
-    if value is None:
-        return units.MISSING
-    for unit, scale in (("MJ", 1e6), ("kJ", 1e3)):
-        if abs(value) >= scale:
-            return f"{value / scale:,.3g} {unit}" if value / scale < 100 else f"{value / scale:,.1f} {unit}"
-    return f"{value:,.1f} J"
-
-
-def size(value: int | None) -> str:
-    if value is None:
-        return units.MISSING
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if value >= scale:
-            return f"{value / scale:,.1f} {unit}"
-    return f"{value} B"
+# the formatters live with every other unit of the reports (report/units.py)
+watts, joules, size = units.watts, units.joules, units.size
 
 
 def seconds(value: float) -> str:

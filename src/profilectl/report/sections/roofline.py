@@ -178,4 +178,6 @@ def compare_section(before: Any, after: Any) -> Section | None:
                    tables=(TableBlock("roofline_compare", columns, rows),), findings=findings)
 
 
-__all__ = ["roofline_section", "compare_section", "kernel_row", "KERNEL_COLUMNS"]
+build = roofline_section
+
+__all__ = ["build", "roofline_section", "compare_section", "kernel_row", "KERNEL_COLUMNS"]

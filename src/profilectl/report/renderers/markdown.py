@@ -1,0 +1,51 @@
+"""The document as Markdown: metadata as a list, a heading per section, tables in human units."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+from profilectl.report import units
+from profilectl.report.document import Document, Finding, TableBlock
+from profilectl.report.renderers.common import cell, human_columns, row_limit
+
+
+def _escape(value: Any) -> str:
+    return str(value).replace("|", "\\|")
+
+
+def md_table(columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
+    """The one Markdown table writer: header, rule, escaped cells (numbers in human units)."""
+    lines = ["| " + " | ".join(columns) + " |", "| " + " | ".join("---" for _ in columns) + " |"]
+    lines += ["| " + " | ".join(_escape(units.number(v)) for v in row) + " |" for row in rows]
+    return lines + [""]
+
+
+def table_lines(table: TableBlock, top: int) -> list[str]:
+    shown = human_columns(table)
+    rows = ([cell(table.columns[i], row[i]) for i in shown] for row in table.rows[:row_limit(table, top)])
+    return md_table([table.columns[i].title for i in shown], rows)
+
+
+def finding_lines(finding: Finding) -> list[str]:
+    scope = f" ({finding.scope})" if finding.scope else ""
+    lines = [f"- **{finding.verdict}**{scope}: {_escape(finding.sentence)}"]
+    lines += [f"  - {_escape(line)}" for line in finding.evidence]
+    return lines + ([f"  - next: {_escape(finding.next_step)}"] if finding.next_step else [])
+
+
+def render(document: Document, top: int = 10) -> str:
+    lines = [f"# {document.title}", ""]
+    lines += [f"- **{label}**: {_escape(text)}" for label, text in document.metadata]
+    lines += [""] if document.metadata else []
+    for section in document.sections:
+        lines += [f"## {section.title}", ""]
+        for finding in section.findings:
+            lines += finding_lines(finding)
+        lines += [f"- {_escape(note)}" for note in section.notes]
+        lines += [""] if section.notes or section.findings else []
+        for table in section.tables:
+            if row_limit(table, top) > 0 and table.rows:
+                if table.title and table.title != section.title:
+                    lines += [f"### {table.title}", ""]
+                lines += table_lines(table, top)
+    return "\n".join(lines)

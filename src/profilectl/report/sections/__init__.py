@@ -1,0 +1,52 @@
+"""The report's sections, in report order: each module holds one `build(summary) -> Section | None`.
+
+Adding a section to every format (terminal, Markdown, HTML, CSV, JSON, Parquet, SQLite, the Python
+API) is one module here and one line in ORDER (BUILDERS is their `build` functions, in that order);
+renderers never name a section.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Callable
+
+from profilectl.report.document import Document, Section
+from profilectl.report.summary import Summary, metadata_items
+
+Builder = Callable[[Summary], "Section | None"]
+
+# The section modules, in report order; each holds `build(summary) -> Section | None`.
+ORDER = (
+    "run",  # the run's story: wall time, fallbacks, status message
+    "overview",  # totals, how kernel times were measured, the SLURM job
+    "timing",
+    "steps",  # steady-state step time
+    "power",
+    "kernels",
+    "api",
+    "copies",
+    "operators",
+    "counters",
+    "roofline",  # per kernel: which roof limits it, how far below it (counters --set roofline)
+    "pc_sampling",
+    "timeline",
+    "ranks",
+    "notes",
+)
+BUILDERS: list[Builder] = [importlib.import_module(f"{__name__}.{name}").build for name in ORDER]
+
+
+def title(summary: Summary) -> str:
+    run_story, job = summary.run, summary.job
+    if run_story:
+        return f"{run_story.service} via {run_story.backend} — {run_story.status}"
+    if job:
+        return f"SLURM job {job.job_id}.{job.step_id} — {job.status}"
+    return f"{summary.source.kind}: {summary.source.path}"
+
+
+def build_document(summary: Summary, builders: list[Builder] | None = None) -> Document:
+    """The Summary as the document every renderer sees; sections with nothing to say are left out."""
+    built = (builder(summary) for builder in (BUILDERS if builders is None else builders))
+    return Document(title=title(summary), metadata=tuple(metadata_items(summary)),
+                    sections=tuple(section for section in built if section is not None))

@@ -1,0 +1,11 @@
+"""Operators (CPU): one row per name, heaviest first."""
+
+from __future__ import annotations
+
+from profilectl.report.document import Section
+from profilectl.report.sections.common import name_stats
+from profilectl.report.summary import Summary
+
+
+def build(summary: Summary) -> Section | None:
+    return name_stats("operators", "Operators (CPU)", summary.operators)

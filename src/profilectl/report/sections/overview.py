@@ -1,0 +1,20 @@
+"""What was measured, in a line or two: the SLURM job, the totals, how kernel times were measured."""
+
+from __future__ import annotations
+
+from profilectl.report import units
+from profilectl.report.document import Section
+from profilectl.report.summary import Summary, job_line
+
+
+def build(summary: Summary) -> Section | None:
+    lines = []
+    if (job := job_line(summary)):
+        lines.append(job)
+    totals = summary.totals
+    if totals.dispatches:
+        lines.append(f"{totals.dispatches:,} dispatches of {totals.kernels:,} kernels, "
+                     f"{units.duration_ns(totals.gpu_time_ns)} of GPU time")
+    if summary.kernel_timing:
+        lines.append(f"kernel times measured by {summary.kernel_timing}: longer than the same kernels in a trace")
+    return Section(key="overview", title="Overview", notes=tuple(lines)) if lines else None

@@ -1,0 +1,22 @@
+"""The run's story: its wall time, the backends passed over on this machine, what went wrong."""
+
+from __future__ import annotations
+
+from profilectl.report import units
+from profilectl.report.document import Section
+from profilectl.report.summary import Summary, machine_fallbacks
+
+
+def build(summary: Summary) -> Section | None:
+    run = summary.run
+    if run is None:
+        return None
+    lines = [f"{run.reason}" + (f" (wall time {units.duration_s(run.wall_seconds)})"
+                                if run.wall_seconds is not None else "")]
+    shown, hidden = machine_fallbacks(run)
+    lines += [f"fell back from {f.backend}: {f.reason}" for f in shown]
+    if hidden:
+        lines.append(f"not considered on this machine: {', '.join(hidden)}")
+    if run.status != "ok" and run.message:
+        lines.append(run.message)
+    return Section(key="run", title="Run", notes=tuple(lines))

@@ -1,0 +1,148 @@
+"""The import graph of src/profilectl, read from the source with ast (every import statement, at
+module level or inside a function, but not those under `if TYPE_CHECKING:`, which never run, nor a
+package's lazy `__getattr__`):
+no circle inside the report layer or between it and jobs.py, and loading (run dir, job dir, bare
+files, cache) never reaches up into rendering."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from support import REPO
+
+SOURCE = REPO / "src"
+REPORT = "profilectl.report"
+# Rendering: what turns a Summary into text. Loading must not import any of it.
+RENDERING = ("profilectl.report.render", "profilectl.report.renderers", "profilectl.report.html",
+             "profilectl.report.export", "profilectl.report.sections", "profilectl.report.listing")
+LOADING = ("profilectl.report.load", "profilectl.report.cache", "profilectl.report.summary",
+           "profilectl.report.document", "profilectl.jobs", "profilectl.runstate")
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(SOURCE).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _type_checking(node: ast.AST) -> bool:
+    return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+
+
+def imported(tree: ast.AST, known: set[str], package: str) -> set[str]:
+    """The profilectl modules a module imports (a name imported from a package that is a module
+    of its own counts as that module)."""
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.FunctionDef) and node.name == "__getattr__":
+            return  # PEP 562 lazy attributes (profilectl.open): they load when asked for, not on import
+        if _type_checking(node):
+            for child in getattr(node, "orelse", []):
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("profilectl"))
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: from the module's package
+                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+            if base.startswith("profilectl"):
+                for alias in node.names:
+                    candidate = f"{base}.{alias.name}"
+                    found.add(candidate if candidate in known else base)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+    visit(tree)
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    files = {module_name(p): p for p in SOURCE.joinpath("profilectl").rglob("*.py")}
+    known = set(files)
+    graph = {}
+    for name, path in files.items():
+        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        graph[name] = {m for m in imported(ast.parse(path.read_text()), known, package) if m in known and m != name}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[set[str]]:
+    """Strongly connected components with more than one module (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[set[str]] = []
+    counter = 0
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = set()
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.add(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(component)
+    return found
+
+
+def reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen, todo = set(), [start]
+    while todo:
+        for child in graph.get(todo.pop(), ()):
+            if child not in seen:
+                seen.add(child)
+                todo.append(child)
+    return seen
+
+
+def test_the_cycle_finder_finds_a_circle():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert cycles(graph) == [{"a", "b", "c"}]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_graph_sees_imports_inside_functions():
+    graph = import_graph()
+    assert "profilectl.report.load" in graph["profilectl.commands"]  # imported inside commands.report()
+    assert "profilectl.report.renderers.terminal" in graph["profilectl.report.render"]
+
+
+def test_no_import_circle_in_the_report_layer_or_with_jobs():
+    graph = import_graph()
+    concerned = [c for c in cycles(graph) if any(m.startswith(REPORT) or m in ("profilectl.jobs", "profilectl.runstate")
+                                                 for m in c)]
+    assert concerned == []
+
+
+def test_loading_never_imports_rendering():
+    graph = import_graph()
+    for loader in LOADING:
+        above = {m for m in reachable(graph, loader) if m.startswith(RENDERING)}
+        assert not above, (loader, sorted(above))
