@@ -52,9 +52,9 @@ def order(ranks: Sequence[_RankLike]) -> FailureOrder | None:
     for r in ranks:
         if not r.status or r.status == "ok":
             continue
-        stopped = r.signal is not None and not r.error
+        by_signal = r.signal is not None and not r.error
         failures.append(RankFailure(rank=r.rank, host=r.host, at_unix_ns=r.failed_unix_ns, after_first_ns=None,
-                                    how="stopped" if stopped else "failed",
+                                    how="stopped" if by_signal else "failed",
                                     error=r.error or (f"signal {r.signal}" if r.signal else r.status)))
     if not failures:
         return None

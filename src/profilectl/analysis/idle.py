@@ -263,12 +263,12 @@ def analyse_rank(t: RankTimeline, busy: "Intervals | None" = None) -> RankIdle:
         steady_span = span_end - span_start
         scope = "whole run (the workload marks no steps)"
     steps = []
-    for position, (number, a, b) in enumerate(ranges):
-        mask = step_of == position
+    for index, (number, a, b) in enumerate(ranges):
+        mask = step_of == index
         per: dict[str, int] = {}
         for k, n in zip(cause[mask], length[mask]):
             per[keys[int(k)]] = per.get(keys[int(k)], 0) + int(n)
-        kind = _step_phase(position, len(ranges), warm)
+        kind = _step_phase(index, len(ranges), warm)
         steps.append(StepIdle(step=number, phase=kind, wall_ns=b - a, idle_ns=int(length[mask].sum()),
                               causes=tuple(sorted(per.items(), key=lambda kv: -kv[1]))))
     return RankIdle(rank=t.rank, host=t.host, span_ns=span_end - span_start, idle_ns=int(length.sum()), scope=scope,
