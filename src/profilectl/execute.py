@@ -294,7 +294,7 @@ def _workload_failure(plan: Plan, failed: PhaseOutcome, rc: int, stderr_text: st
     ranks = LAUNCHERS[launch.launcher].failed_ranks(stderr_text) if launch.multi_rank else []
     failed_status = [r for r in failed.tables.ranks if r.status and r.status != "ok"]
     in_order = failures.order(failed_status) if launch.multi_rank else None
-    if in_order is not None and in_order.first.at_unix_ns is not None:
+    if in_order is not None and in_order.first.how == "failed" and in_order.first.at_unix_ns is not None:
         # the ranks' own status files say who failed first and when: better than the launcher's list
         return f"{failures.sentence(in_order)} (under {launch.launcher}; the other ranks' files are kept; exit {rc})"
     if ranks:

@@ -14,7 +14,7 @@ import pytest
 from profilectl.analysis import failures
 from profilectl.analysis.idle import hta_breakdown, rules
 from profilectl.analysis.timeline import combine
-from profilectl.backends.torch_profiler import TorchProfiler, copy_workload_traces
+from profilectl.backends.torch_profiler import WORKLOAD_TRACES, TorchProfiler, copy_workload_traces
 from profilectl.formats.rank_status import RankStatusReader
 from profilectl.formats.torch_trace import read as read_trace
 from profilectl.report.sections.diagnosis import diagnosis_section
@@ -229,3 +229,51 @@ def test_idle_breakdown_equals_htas_on_its_own_traces(name):
     ours = {h.stream.split(":")[-1]: (h.host_wait_ns, h.kernel_wait_ns, h.other_ns) for h in hta_breakdown(timeline)}
     for stream, (host_wait, kernel_wait, other) in HTA_IDLE_US[name].items():
         assert ours[stream] == (host_wait * 1000, kernel_wait * 1000, other * 1000), stream
+
+
+SYSTEM_PYTHON = "/usr/bin/python3"
+
+
+def _system_torch() -> bool:
+    import os
+    import subprocess
+    return os.access(SYSTEM_PYTHON, os.X_OK) and subprocess.run(
+        [SYSTEM_PYTHON, "-c", "import torch.profiler"], capture_output=True).returncode == 0
+
+
+OWN_PROFILER_WORKLOAD = """
+import os, sys, torch
+from torch.profiler import ProfilerActivity, profile, schedule, tensorboard_trace_handler
+out = sys.argv[1]
+model = torch.nn.Linear(64, 64)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=1, warmup=1, active=2, repeat=1),
+             on_trace_ready=tensorboard_trace_handler(out)) as prof:
+    for step in range(6):
+        loss = model(torch.randn(32, 64)).pow(2).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        prof.step()
+print("own profiler: done")
+"""
+
+
+@pytest.mark.skipif(not _system_torch(), reason="needs Debian's python3-torch at /usr/bin/python3 "
+                                                "(tools/install-host-deps installs it)")
+def test_a_real_workload_running_its_own_profiler_gets_it_and_is_read(machine, tmp_path):
+    """A real process (CPU torch): the start-up hook steps aside when the workload starts its own
+    torch.profiler, no collision, and the run reads the trace the workload exported."""
+    from cli_support import json_run
+    script = tmp_path / "own.py"
+    script.write_text(OWN_PROFILER_WORKLOAD)
+    exported = tmp_path / "exported"
+    result, run = json_run(machine, "trace", "--", SYSTEM_PYTHON, str(script), str(exported), timeout=300)
+    assert "Can't disable Kineto" not in (run / "stderr.log").read_text()
+    assert result["status"] == "ok", result["message"]
+    written = sorted(exported.iterdir())
+    copied = sorted((run / "raw" / WORKLOAD_TRACES).iterdir())
+    assert written and len(copied) == len(written)  # copied, the user's own files left where they are
+    status = json.loads(next((run / "raw").glob("rank-*.status.json")).read_text())
+    assert status["own_profiler_step"] == 0 and status["own_traces"] == [str(p) for p in written]
+    assert any(n.startswith("the workload runs torch.profiler itself") for n in result["summary"]["notes"])
