@@ -295,8 +295,16 @@ def _workload_failure(plan: Plan, failed: PhaseOutcome, rc: int, stderr_text: st
     failed_status = [r for r in failed.tables.ranks if r.status and r.status != "ok"]
     in_order = failures.order(failed_status) if launch.multi_rank else None
     if in_order is not None and in_order.first.how == "failed" and in_order.first.at_unix_ns is not None:
-        # the ranks' own status files say who failed first and when: better than the launcher's list
-        return f"{failures.sentence(in_order)} (under {launch.launcher}; the other ranks' files are kept; exit {rc})"
+        # the ranks' own status files say who failed first and when: better than the launcher's list,
+        # except for a rank the launcher saw fail that wrote none (os._exit, a fatal signal, a crash):
+        # it died without unwinding, and most likely first (the others then lose their connection)
+        with_status = {r.rank for r in failed.tables.ranks if r.status}
+        died = [str(r) for r in ranks if str(r.rank) not in with_status]
+        before = (f"{', '.join(died)} died without unwinding (no status file: os._exit, a fatal signal or a crash), "
+                  "most likely first; then ") if died else ""
+        return (f"{before}{failures.sentence(in_order, 'failed' if died else 'failed first')} (under "
+                f"{launch.launcher}; the other ranks' files are kept; "
+                f"exit {rc})")
     if ranks:
         named = ", ".join(str(r) for r in ranks)
         return f"{named} failed under {launch.launcher}; the other ranks' files are kept (exit {rc})"

@@ -185,7 +185,9 @@ def _failure_finding(found: FailureOrder) -> Finding:
     return Finding(verdict="failure", scope="job", sentence=failures_module.sentence(found),
                    evidence=tuple(f"rank {f.rank}: {f.how}" + (f" {f.after_first_ns / 1e9:.3f} s after the first" if
                                                                 f.after_first_ns else "") + f": {f.error}"
-                                  for f in (first, *found.later, *found.stopped)),
+                                  for f in (first, *found.later, *found.stopped))
+                   + ("from the ranks' status files: a rank that died without unwinding (os._exit, a fatal signal, "
+                      "a crash) writes none and is not in this order; the run's message adds the launcher's report",),
                    next_step=f"Read rank {first.rank}'s error first: the other ranks failed or were stopped after it.")
 
 

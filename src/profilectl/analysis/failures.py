@@ -72,14 +72,14 @@ def order(ranks: Sequence[_RankLike]) -> FailureOrder | None:
     return FailureOrder(first=relative(first), later=tuple(later), stopped=tuple(stopped))
 
 
-def sentence(found: FailureOrder) -> str:
+def sentence(found: FailureOrder, first_words: str = "failed first") -> str:
     """One line: who failed first, when, with what; then the others."""
     first = found.first
     when = ""
     if first.at_unix_ns is not None:
         stamp = datetime.datetime.fromtimestamp(first.at_unix_ns / 1e9, tz=datetime.timezone.utc)
         when = f" at {stamp.strftime('%H:%M:%S.%f')[:-3]} UTC"
-    verb = "was stopped first" if first.how == "stopped" else "failed first"
+    verb = "was stopped first" if first.how == "stopped" else first_words
     text = f"{_label(first)} {verb}{when}: {first.error}"
     if found.later:
         text += "; then " + ", ".join(
