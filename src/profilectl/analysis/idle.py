@@ -263,14 +263,17 @@ def analyse_rank(t: RankTimeline, busy: "Intervals | None" = None) -> RankIdle:
         steady_span = span_end - span_start
         scope = "whole run (the workload marks no steps)"
     steps = []
-    for index, (number, a, b) in enumerate(ranges):
-        mask = step_of == index
-        per: dict[str, int] = {}
-        for k, n in zip(cause[mask], length[mask]):
-            per[keys[int(k)]] = per.get(keys[int(k)], 0) + int(n)
-        kind = _step_phase(index, len(ranges), warm)
-        steps.append(StepIdle(step=number, phase=kind, wall_ns=b - a, idle_ns=int(length[mask].sum()),
-                              causes=tuple(sorted(per.items(), key=lambda kv: -kv[1]))))
+    if ranges:  # per step and cause in one pass (thousands of steps over millions of gaps)
+        counted = step_of >= 0
+        per_step = np.bincount(step_of[counted], weights=length[counted], minlength=count)
+        per_pair = np.bincount(step_of[counted] * len(keys) + cause[counted], weights=length[counted],
+                               minlength=count * len(keys)).reshape(count, len(keys))
+        for index, (number, a, b) in enumerate(ranges):
+            row = per_pair[index]
+            present = np.flatnonzero(row)
+            causes_here = sorted(((keys[int(k)], int(row[k])) for k in present), key=lambda kv: -kv[1])
+            steps.append(StepIdle(step=number, phase=_step_phase(index, count, warm), wall_ns=b - a,
+                                  idle_ns=int(per_step[index]), causes=tuple(causes_here)))
     return RankIdle(rank=t.rank, host=t.host, span_ns=span_end - span_start, idle_ns=int(length.sum()), scope=scope,
                     steady_span_ns=int(steady_span), steady_idle_ns=int(length[steady_mask].sum()),
                     steady=steady, whole=whole,
