@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any, BinaryIO, Iterable
 
 from profilectl import __version__, errors, runs
+from profilectl.analysis import failures
+from profilectl.backends import torch_profiler
 from profilectl.backends import BACKENDS, StepResult
 from profilectl.envreport import EnvReport
 from profilectl.facts import Facts
@@ -250,14 +252,16 @@ def _verdict(plan: Plan, facts: Facts, phases: list[PhaseOutcome], interrupted: 
             return "failed", errors.PROFILER_FAILED, f"{failed.backend} failed: {found.reason}. Fix: {found.fix}"
         if is_profiler and rc is not None and rc < 0:
             return "failed", errors.PROFILER_FAILED, f"{failed.backend} was killed by signal {-rc}"
-        return "failed", errors.WORKLOAD_FAILED, _workload_failure(plan, failed, rc or 0, stderr_text)
+        return "failed", errors.WORKLOAD_FAILED, _with_collision(_workload_failure(plan, failed, rc or 0, stderr_text),
+                                                                 failed.backend, stderr_text)
     main = phases[0] if phases else None
     if main is None or not main.tables.has_data:
         why = main.read_error if main and main.read_error else "no kernels or records were written"
         if plan.request.bounds.any and not (main and main.read_error):
             why += " (the bounds may match nothing: check --kernel against the kernel names of a trace, " \
                    "and that --steps falls inside the run)"
-        return "no-output", errors.PROFILER_FAILED, f"{main_backend} ran but produced no readable output: {why}"
+        return "no-output", errors.PROFILER_FAILED, _with_collision(
+            f"{main_backend} ran but produced no readable output: {why}", main_backend, stderr_text)
     if not main.tables.kernels and not main.tables.counters and _expects_kernels(plan, facts):
         launch = plan.request.launch
         likely = (f"{launch.launcher} started the ranks outside the profiler, or they never used the GPU"
@@ -276,11 +280,31 @@ def _expects_kernels(plan: Plan, facts: Facts) -> bool:
         (backend.name == "torch" and backend.traces_gpu(facts))
 
 
+def _with_collision(message: str, backend: str, stderr_text: str) -> str:
+    """A workload that runs torch.profiler itself and collided with profilectl's: say so, with the ways out."""
+    if backend != "torch" or torch_profiler.COLLISION not in stderr_text:
+        return message
+    return f"{message}; the workload runs torch.profiler itself and the two profilers collided " \
+           f"(\"{torch_profiler.COLLISION}\"): {torch_profiler.WAYS_OUT}"
+
+
 def _workload_failure(plan: Plan, failed: PhaseOutcome, rc: int, stderr_text: str) -> str:
     """The workload's failure, naming the ranks that failed when a launcher says which."""
     launch = plan.request.launch
     ranks = LAUNCHERS[launch.launcher].failed_ranks(stderr_text) if launch.multi_rank else []
     failed_status = [r for r in failed.tables.ranks if r.status and r.status != "ok"]
+    in_order = failures.order(failed_status) if launch.multi_rank else None
+    if in_order is not None and in_order.first.how == "failed" and in_order.first.at_unix_ns is not None:
+        # the ranks' own status files say who failed first and when: better than the launcher's list,
+        # except for a rank the launcher saw fail that wrote none (os._exit, a fatal signal, a crash):
+        # it died without unwinding, and most likely first (the others then lose their connection)
+        with_status = {r.rank for r in failed.tables.ranks if r.status}
+        died = [str(r) for r in ranks if str(r.rank) not in with_status]
+        before = (f"{', '.join(died)} died without unwinding (no status file: os._exit, a fatal signal or a crash), "
+                  "most likely first; then ") if died else ""
+        return (f"{before}{failures.sentence(in_order, 'failed' if died else 'failed first')} (under "
+                f"{launch.launcher}; the other ranks' files are kept; "
+                f"exit {rc})")
     if ranks:
         named = ", ".join(str(r) for r in ranks)
         return f"{named} failed under {launch.launcher}; the other ranks' files are kept (exit {rc})"

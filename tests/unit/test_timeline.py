@@ -219,13 +219,17 @@ def test_rocpd(tmp_path):
 
 
 def test_ranks_are_analysed_apart_and_merged(tmp_path):
-    """Two ranks, the second 30 µs late on every event: per-rank rows, sums in the merged row, and
-    each step as slow as its slowest rank."""
+    """Two ranks, the second 30 µs late on every event: per-rank rows, the merged row's span and busy
+    time as unions on the host's clock (never sums of the ranks' spans: a job of two 422 µs ranks
+    30 µs apart lasts 452 µs), GPU-time totals added, and each step as slow as its slowest rank."""
     torch_trace(tmp_path / "node1-rank0-11.pt.trace.json")
     torch_trace(tmp_path / "node1-rank1-12.pt.trace.json", shift_us=30)
     found = analysis_of(tmp_path)
     assert [(r.rank, r.host, r.busy_ns) for r in found.ranks] == [("0", "node1", 352 * US), ("1", "node1", 352 * US)]
-    assert (found.merged.rank, found.merged.busy_ns, found.merged.span_ns) == ("all", 704 * US, 844 * US)
+    assert [r.span_ns for r in found.ranks] == [422 * US, 422 * US]
+    # busy while either GPU is busy: rank 0's blocks and rank 1's, 30 µs later, joined
+    assert (found.merged.rank, found.merged.busy_ns, found.merged.span_ns) == ("all", 412 * US, 452 * US)
+    assert found.merged.compute_ns == sum(r.compute_ns for r in found.ranks)
     assert found.merged.hidden_communication_percent == pytest.approx(25.0)
     assert len(found.curves) == 2 and all(0 < max(c.busy) <= 1 for c in found.curves)
 

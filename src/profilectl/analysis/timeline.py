@@ -48,6 +48,44 @@ class Marker:
     on_gpu: bool
 
 
+# Host activity categories (HostActivity.category)
+HOST_OPERATOR, HOST_ANNOTATION, HOST_RUNTIME, HOST_PYTHON = 0, 1, 2, 3
+HOST_CATEGORY_NAMES = ("CPU operator", "annotation", "runtime/driver call", "Python function")
+
+
+@dataclass(frozen=True)
+class HostActivity:
+    """What the host did, per thread, on the rank's clock (ns): CPU operators, user annotations
+    (ProfilerStep#N, DataLoader, Optimizer.step, compile phases), runtime/driver calls. Columnar
+    numpy arrays, read by the idle-time diagnosis (analysis/idle.py)."""
+    start: "NDArray[np.int64]"
+    end: "NDArray[np.int64]"
+    category: "NDArray[np.int8]"  # HOST_OPERATOR, HOST_ANNOTATION, HOST_RUNTIME, HOST_PYTHON
+    name: "NDArray[np.int64]"  # index into names
+    thread: "NDArray[np.int64]"  # index into threads
+    names: tuple[str, ...]
+    threads: tuple[str, ...]
+
+    @staticmethod
+    def joined(parts: Sequence["HostActivity"]) -> "HostActivity | None":
+        import numpy as np
+        if not parts:
+            return None
+        if len(parts) == 1:
+            return parts[0]
+        names: dict[str, int] = {}
+        threads: dict[str, int] = {}
+        name_parts, thread_parts = [], []
+        for part in parts:
+            name_map = np.array([names.setdefault(v, len(names)) for v in part.names] or [0], dtype=np.int64)
+            thread_map = np.array([threads.setdefault(v, len(threads)) for v in part.threads] or [0], dtype=np.int64)
+            name_parts.append(name_map[part.name])
+            thread_parts.append(thread_map[part.thread])
+        return HostActivity(start=np.concatenate([p.start for p in parts]), end=np.concatenate([p.end for p in parts]),
+                            category=np.concatenate([p.category for p in parts]), name=np.concatenate(name_parts),
+                            thread=np.concatenate(thread_parts), names=tuple(names), threads=tuple(threads))
+
+
 @dataclass(frozen=True)
 class RankTimeline:
     """One process's GPU activity and launch calls, in ns of one clock (numpy int64 arrays)."""
@@ -65,6 +103,7 @@ class RankTimeline:
     api_end: "NDArray[np.int64]"
     api_correlation: "NDArray[np.int64]"
     markers: tuple[Marker, ...] = ()
+    host_activity: HostActivity | None = None  # torch traces: what the host did (optional)
 
     @property
     def empty(self) -> bool:
@@ -75,7 +114,7 @@ def rank_timeline(rank: str, host: str | None, *, start: Sequence[int], end: Seq
                   kind: Sequence[int] | bytes, name: Sequence[int], correlation: Sequence[int] | None = None,
                   names: Sequence[str], streams: Sequence[str], api_start: Sequence[int] = (),
                   api_end: Sequence[int] = (), api_correlation: Sequence[int] = (),
-                  markers: Iterable[Marker] = ()) -> RankTimeline:
+                  markers: Iterable[Marker] = (), host_activity: HostActivity | None = None) -> RankTimeline:
     import numpy as np
     count = len(start)
     return RankTimeline(
@@ -87,7 +126,7 @@ def rank_timeline(rank: str, host: str | None, *, start: Sequence[int], end: Seq
         correlation=np.asarray(correlation if correlation is not None else [-1] * count, dtype=np.int64),
         names=tuple(names), streams=tuple(streams), api_start=np.asarray(api_start, dtype=np.int64),
         api_end=np.asarray(api_end, dtype=np.int64), api_correlation=np.asarray(api_correlation, dtype=np.int64),
-        markers=tuple(markers))
+        markers=tuple(markers), host_activity=host_activity)
 
 
 def combine(parts: Sequence[RankTimeline]) -> list[RankTimeline]:
@@ -117,7 +156,8 @@ def combine(parts: Sequence[RankTimeline]) -> list[RankTimeline]:
             correlation=np.concatenate([p.correlation for p in group]), names=tuple(names), streams=tuple(streams),
             api_start=np.concatenate([p.api_start for p in group]), api_end=np.concatenate([p.api_end for p in group]),
             api_correlation=np.concatenate([p.api_correlation for p in group]),
-            markers=tuple(m for p in group for m in p.markers)))
+            markers=tuple(m for p in group for m in p.markers),
+            host_activity=HostActivity.joined([p.host_activity for p in group if p.host_activity is not None])))
     return joined
 
 
@@ -145,7 +185,8 @@ class LaunchStats:
 
 @dataclass(frozen=True)
 class TimelineRow:
-    """One rank (or, as `merged`, all of them together: times added, shares of the sums)."""
+    """One rank (or, as `merged`, all of them together: span, busy, idle and gaps as unions over the
+    ranks on one clock; GPU-time totals added)."""
     rank: str
     host: str | None
     span_ns: int
@@ -519,20 +560,36 @@ def analyse(parts: Sequence[RankTimeline]) -> TimelineAnalysis | None:
     merged_steps = _merge_steps(steps)
     slowest = tuple(r.step for r in sorted((r for r in merged_steps if r.steady), key=lambda r: -r.wall_ns)[:3])
     gaps.sort(key=lambda g: -g.duration_ns)
-    return TimelineAnalysis(merged=_merged(rows), ranks=tuple(rows) if len(rows) > 1 else (), gaps=tuple(gaps[:TOP_GAPS]),
+    return TimelineAnalysis(merged=_merged(rows, [blocks for _, blocks in curves]), ranks=tuple(rows) if len(rows) > 1 else (), gaps=tuple(gaps[:TOP_GAPS]),
                             steps=tuple(merged_steps), slowest_steps=slowest,
                             step_source=sources[0] if sources else "",
                             curves=_curves_on_one_axis(curves))
 
 
-def _merged(rows: list[TimelineRow]) -> TimelineRow:
+def _merged(rows: list[TimelineRow],
+            blocks: list[tuple["NDArray[np.int64]", "NDArray[np.int64]"]] | None = None) -> TimelineRow:
+    """All ranks together. Times of the job (span, busy, idle, gaps) are unions on the ranks' clock,
+    never sums: two ranks of 1.23 s each make a job of about 1.23 s, busy while any GPU is busy.
+    (Ranks of one host share its clock; ranks of several hosts are compared on their own clocks,
+    which NTP keeps within milliseconds.) GPU-time totals (compute, communication, copies) add up."""
+    import numpy as np
     if len(rows) == 1:
         return rows[0]
 
     def total(name: str) -> int:
         return sum(int(getattr(r, name)) for r in rows)
-    span, busy, comm, hidden = total("span_ns"), total("busy_ns"), total("communication_ns"), \
-        total("hidden_communication_ns")
+    comm, hidden = total("communication_ns"), total("hidden_communication_ns")
+    if blocks:
+        union = _union(np.concatenate([b[0] for b in blocks]), np.concatenate([b[1] for b in blocks]))
+        span = int(union[1][-1] - union[0][0]) if len(union[0]) else 0
+        busy = _length(*union)
+        holes = union[0][1:] - union[1][:-1]
+        counted = holes >= GAP_MIN_NS
+        gaps, gap_total = int(counted.sum()), int(holes[counted].sum())
+        largest = int(holes.max()) if len(holes) else 0
+    else:
+        span, busy = total("span_ns"), total("busy_ns")
+        gaps, gap_total, largest = total("gaps"), total("gap_total_ns"), max(r.largest_gap_ns for r in rows)
     kernel_time = sum(r.compute_ns + r.communication_ns for r in rows)
     short_time = sum(r.launch.short_kernel_percent * (r.compute_ns + r.communication_ns) / 100.0 for r in rows)
     delays = [r.launch.launch_delay_mean_ns for r in rows if r.launch.launch_delay_mean_ns is not None]
@@ -548,7 +605,7 @@ def _merged(rows: list[TimelineRow]) -> TimelineRow:
     busy_percent = 100.0 * busy / span if span else 0.0
     return TimelineRow(
         rank="all", host=None, span_ns=span, busy_ns=busy, idle_ns=span - busy, busy_percent=busy_percent,
-        gaps=total("gaps"), gap_total_ns=total("gap_total_ns"), largest_gap_ns=max(r.largest_gap_ns for r in rows),
+        gaps=gaps, gap_total_ns=gap_total, largest_gap_ns=largest,
         concurrent_ns=total("concurrent_ns"), max_concurrency=max(r.max_concurrency for r in rows),
         streams=total("streams"), compute_ns=total("compute_ns"), communication_ns=comm,
         hidden_communication_ns=hidden, hidden_communication_percent=100.0 * hidden / comm if comm else None,

@@ -9,12 +9,15 @@ becomes torch.profiler's schedule, stepped at each optimizer.step() (or profilec
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import shutil
 from pathlib import Path
 
-from profilectl.backends.base import Backend, Job, Step, rank_hook_env, unsupported
+from profilectl.backends.base import Backend, Job, Step, StepResult, rank_hook_env, unsupported
 from profilectl.facts import Facts, Torch, Verdict
 from profilectl.formats.rank_status import RankStatusReader
+from profilectl.formats.tables import Tables
 from profilectl.formats.torch_trace import ChromeTraceReader
 from profilectl.launchers import interpreter
 from profilectl.probe import sources
@@ -75,3 +78,64 @@ class TorchProfiler(Backend):
         env = super().environment(job)
         env.update(rank_hook_env(job, torch_out=Path(job.raw_dir)))
         return env
+
+    def record(self, raw_dir: Path, results: list[StepResult]) -> None:
+        copy_workload_traces(raw_dir)
+
+    def read(self, raw_dir: Path) -> Tables:
+        tables = super().read(raw_dir)
+        note = workload_profiler_note(raw_dir)
+        return dataclasses.replace(tables, notes=tables.notes + (note,)) if note else tables
+
+
+# A workload that runs torch.profiler itself: profilectl's hook stepped aside (one Kineto profiler per
+# process) and noted in the rank's status file where the workload exported its traces.
+WORKLOAD_TRACES = "workload-traces"
+COLLISION = "Can't disable Kineto profiler when it's not running"
+WAYS_OUT = ("read its own traces with `profilectl report <its trace folder>`, or let profilectl's profiler run "
+            "alone (turn the workload's torch.profiler off)")
+
+
+def copy_workload_traces(raw_dir: Path) -> list[Path]:
+    """The traces the workload exported itself, copied (never moved: they are the user's) into
+    raw/workload-traces/ under names that keep their rank, so the run directory reads alone."""
+    from profilectl.files import read_json
+    copied = []
+    for status_path in sorted(raw_dir.glob("rank-*.status.json")):
+        try:
+            doc = read_json(status_path)
+        except Exception:  # a broken status file is the rank-status reader's to report
+            continue
+        if not isinstance(doc, dict):
+            continue
+        for written in doc.get("own_traces") or []:
+            source = Path(str(written))
+            if not source.is_file() or raw_dir in source.parents:
+                continue
+            target = raw_dir / WORKLOAD_TRACES / f"{doc.get('host') or 'host'}-rank{doc.get('rank')}-{source.name}"
+            target.parent.mkdir(exist_ok=True)
+            shutil.copy2(source, target)
+            copied.append(target)
+    return copied
+
+
+def workload_profiler_note(raw_dir: Path, stderr_text: str = "") -> str | None:
+    """One line when the workload ran torch.profiler itself (its status files say so, or the
+    collision's error is in its stderr), with the two ways out."""
+    from profilectl.files import read_json
+    steps, traces = [], []
+    for status_path in sorted(raw_dir.glob("rank-*.status.json")) if raw_dir.is_dir() else []:
+        try:
+            doc = read_json(status_path)
+        except Exception:
+            continue
+        if isinstance(doc, dict) and doc.get("own_profiler_step") is not None:
+            steps.append(int(doc["own_profiler_step"]))
+            traces += [str(p) for p in doc.get("own_traces") or []]
+    if not steps and COLLISION not in stderr_text:
+        return None
+    where = (f"; profilectl stepped aside at step {min(steps)} and read the {len(traces)} trace(s) it exported "
+             f"({', '.join(sorted({str(Path(t).parent) for t in traces}))})" if traces else
+             "; the paths of its traces are not known" if steps else
+             f": the two profilers collided (\"{COLLISION}\")")
+    return f"the workload runs torch.profiler itself{where}: {WAYS_OUT}"

@@ -20,7 +20,14 @@ def status_text(doc: dict[str, object]) -> str:
     code = doc.get("exit_code")
     if doc.get("error"):
         return f"failed: {doc['error']}"
+    signal = _integer(doc.get("signal"))
+    if signal is not None and code not in (0, None):
+        return f"stopped by signal {signal}"
     return "ok" if code in (0, None) else f"exit code {code}"
+
+
+def _integer(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 class RankStatusReader(Reader):
@@ -35,7 +42,9 @@ class RankStatusReader(Reader):
         if not isinstance(doc, dict) or match is None:
             raise FormatError(f"{path}: not a profilectl rank status file")
         row = RankRow(rank=str(doc.get("rank", match.group("rank"))), kernels=0, dispatches=0, total_ns=0.0,
-                      host=str(doc.get("host") or match.group("host")), status=status_text(doc))
+                      host=str(doc.get("host") or match.group("host")), status=status_text(doc),
+                      failed_unix_ns=_integer(doc.get("failed_unix_ns")),
+                      error=str(doc["error"]) if doc.get("error") else None, signal=_integer(doc.get("signal")))
         ends = doc.get("step_ends_ns") or []
         timed = TIMED_RUN.match(path.parent.name) is not None  # a warm-up run's steps are not measured
         if not timed or not isinstance(ends, list) or not all(isinstance(t, int) for t in ends):

@@ -177,6 +177,11 @@ class RankRow:
     top_kernel_ns: float = 0.0
     status: str | None = None  # how the rank ended, where the run knows (ok, exit code 3, ...)
     basis: str = ""  # gpu: kernel time; cpu: operators' self time (the rank ran no GPU kernel); "": no times
+    # From the rank's status file (profilectl's start-up hook): when it failed or was stopped (wall
+    # clock, ns since the epoch), its exception line, the signal that stopped it
+    failed_unix_ns: int | None = None
+    error: str | None = None
+    signal: int | None = None
 
 
 @dataclass(frozen=True)

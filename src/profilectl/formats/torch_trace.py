@@ -14,7 +14,7 @@ from profilectl.formats.tables import PER_DISPATCH, KernelStats, StatsByName, Ta
 
 if TYPE_CHECKING:
     from profilectl.analysis.timeline import RankTimeline
-    from profilectl.formats.chrome_stream import SumsByName, TimelineEvents
+    from profilectl.formats.chrome_stream import Partial, SumsByName, TimelineEvents
 
 
 def _stats(sums: "SumsByName") -> StatsByName:
@@ -34,20 +34,23 @@ def read(path: Path, fast: bool = True, workers: int | None = None) -> Tables:
     return Tables(kernels=kernels, kernel_detail=PER_DISPATCH if kernels else 0,
                   memory_copies=_stats(partial.copies), api=_stats(partial.api), operators=operators,
                   trace_files=(str(path),), ranks=(ranks.rank_row(rank, host, kernels, operators),),
-                  timelines=() if partial.untimed else _timeline(rank, host, partial.timeline),
+                  timelines=() if partial.untimed else _timeline(rank, host, partial.timeline, partial),
                   notes=(f"no timeline analysis for {path.name}: {partial.untimed:,} events have no timestamp "
                          "(\"ts\"); the tables are complete",) if partial.untimed else ())
 
 
-def _timeline(rank: str, host: str | None, events: "TimelineEvents") -> tuple["RankTimeline", ...]:
+def _timeline(rank: str, host: str | None, events: "TimelineEvents", partial: "Partial | None" = None
+              ) -> tuple["RankTimeline", ...]:
     if not len(events.start):
         return ()
     from profilectl.analysis.timeline import Marker, rank_timeline
+    from profilectl.formats.torch_host import host_activity
     return (rank_timeline(rank, host, start=events.start, end=events.end, stream=events.stream, kind=events.kind,
                           name=events.name, correlation=events.correlation, names=events.names,
                           streams=events.streams, api_start=events.api_start, api_end=events.api_end,
                           api_correlation=events.api_correlation,
-                          markers=[Marker(*marker) for marker in events.markers]),)
+                          markers=[Marker(*marker) for marker in events.markers],
+                          host_activity=host_activity(partial) if partial is not None else None),)
 
 
 def _head(path: Path) -> bytes:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from profilectl.analysis.diagnosis import Diagnosis
 from profilectl.analysis.roofline import RooflineResult
 from profilectl.analysis.timeline import TimelineAnalysis
 from profilectl.countersets import aggregation, evaluate
@@ -60,17 +61,21 @@ class RankSummary:
     top_kernel: str | None = None  # for a cpu-basis rank: its heaviest operator
     status: str | None = None
     basis: str = "gpu"  # gpu: kernel time; cpu: operators' self time (a rank with no GPU kernels)
+    failed_unix_ns: int | None = None  # when it failed or was stopped (its status file)
+    error: str | None = None
+    signal: int | None = None
 
 
 @dataclass(frozen=True)
 class Imbalance:
-    """Slowest against fastest rank by GPU time (CPU operator time for CPU-only jobs); the
-    straggler is the slowest."""
+    """Most against least GPU time of a rank (CPU operator time for CPU-only jobs). Not the
+    straggler: a rank that waits in collectives has as much GPU time as the one it waits for (the
+    straggler comes from waiting: analysis/stragglers.py, Summary.diagnosis)."""
     slowest: str
     slowest_ns: float
     fastest: str
     fastest_ns: float
-    percent: float  # (slowest - fastest) / slowest
+    percent: float  # (slowest - fastest) / fastest: relative to the fastest, as `compare` is to its base
     basis: str = "gpu"
 
 
@@ -234,6 +239,7 @@ class Summary:
     step_time: StepTime | None = None  # steady-state step time of a Python workload (profile)
     timeline: TimelineAnalysis | None = None  # idle, overlap, launch-bound, steps (traces with timestamps)
     roofline: RooflineResult | None = None  # per-kernel roofline (counters --set roofline; analysis/roofline.py)
+    diagnosis: Diagnosis | None = None  # why the GPU waits, the straggler, what failed first (findings)
     power: PowerSummary | None = None  # GPU power, energy, peak memory sampled during the run (telemetry.csv)
     perfetto_trace: str | None = None
     run: RunStory | None = None
@@ -292,12 +298,21 @@ def step_time_line(summary: "Summary") -> str | None:
 
 
 def imbalance_line(summary: "Summary") -> str | None:
+    """The straggler when the diagnosis names one (from waiting); else the spread of GPU time,
+    which names no straggler (a rank waiting for another has as much GPU time as it)."""
+    diagnosis = summary.diagnosis
+    found = next((f for f in diagnosis.findings if f.verdict == "straggler"), None) if diagnosis else None
+    if found is not None:
+        return found.sentence
     spread = summary.imbalance
     if spread is None:
         return None
     what = "GPU time" if spread.basis == "gpu" else "CPU time in operators"
-    return (f"imbalance: rank {spread.slowest} is the straggler, {spread.percent:.1f} % more {what} than the "
-            f"fastest, rank {spread.fastest}")
+    line = (f"{what} per rank: rank {spread.slowest} has {spread.percent:.1f} % more than rank {spread.fastest} "
+            "(relative to the fastest)")
+    if diagnosis is not None and diagnosis.stragglers is not None and diagnosis.stragglers.why_none:
+        line += f"; no straggler named: {diagnosis.stragglers.why_none}"
+    return line
 
 
 _FIELDS: dict[type, tuple[str, ...]] = {}
@@ -370,6 +385,8 @@ def rank_summaries(rows: tuple[RankRow, ...]) -> tuple[RankSummary, ...]:
                                           collective_ns=before.collective_ns + row.collective_ns,
                                           top_kernel=heavier.top_kernel, top_kernel_ns=heavier.top_kernel_ns,
                                           status=before.status or row.status,
+                                          failed_unix_ns=before.failed_unix_ns or row.failed_unix_ns,
+                                          error=before.error or row.error, signal=before.signal or row.signal,
                                           basis="gpu" if "gpu" in (before.basis, row.basis) else
                                           before.basis or row.basis)
 
@@ -381,7 +398,8 @@ def rank_summaries(rows: tuple[RankRow, ...]) -> tuple[RankSummary, ...]:
     return tuple(RankSummary(rank=r.rank, host=r.host, kernels=r.kernels, dispatches=r.dispatches, total_ns=r.total_ns,
                              collective_ns=r.collective_ns,
                              collective_percent=100.0 * r.collective_ns / r.total_ns if r.total_ns else 0.0,
-                             top_kernel=r.top_kernel, status=r.status, basis=r.basis or "gpu")
+                             top_kernel=r.top_kernel, status=r.status, basis=r.basis or "gpu",
+                             failed_unix_ns=r.failed_unix_ns, error=r.error, signal=r.signal)
                  for _, r in sorted(merged.items(), key=lambda item: order(item[0])))
 
 
@@ -394,7 +412,7 @@ def imbalance(ranks: tuple[RankSummary, ...]) -> Imbalance | None:
     fast = min(timed, key=lambda r: r.total_ns)
     label = (lambda r: f"{r.rank}" + (f" ({r.host})" if r.host else ""))
     return Imbalance(slowest=label(slow), slowest_ns=slow.total_ns, fastest=label(fast), fastest_ns=fast.total_ns,
-                     percent=100.0 * (slow.total_ns - fast.total_ns) / slow.total_ns, basis=basis)
+                     percent=100.0 * (slow.total_ns - fast.total_ns) / fast.total_ns, basis=basis)
 
 
 def timeline_of(tables: Tables) -> TimelineAnalysis | None:
@@ -402,6 +420,24 @@ def timeline_of(tables: Tables) -> TimelineAnalysis | None:
         return None
     from profilectl.analysis.timeline import analyse
     return analyse(tables.timelines)
+
+
+def diagnosis_of(tables: Tables, timeline: TimelineAnalysis | None,
+                 ranks: tuple[RankSummary, ...]) -> tuple[Diagnosis | None, TimelineAnalysis | None]:
+    """The diagnosis, and the timeline with its one-line verdict taken from the top finding (the
+    `verdict` fields stay for readers of summary.json)."""
+    from profilectl.analysis.diagnosis import diagnose
+    found = diagnose(tables.timelines, timeline, ranks)
+    if found is None or timeline is None or not found.findings:
+        return found, timeline
+    top = found.findings[0]
+    merged = dataclasses.replace(timeline.merged, verdict=top.sentence, launch_bound=top.verdict == "launch-bound")
+    per_rank = []
+    for row in timeline.ranks:
+        own = next((f for f in found.findings if f.scope and f.scope.startswith(f"rank {row.rank},")), None)
+        per_rank.append(dataclasses.replace(row, verdict=own.sentence.split(": ", 1)[-1], launch_bound=own.verdict ==
+                                            "launch-bound") if own else row)
+    return found, dataclasses.replace(timeline, merged=merged, ranks=tuple(per_rank))
 
 
 def _timeline_notes(tables: Tables) -> tuple[str, ...]:
@@ -474,6 +510,8 @@ def build(tables: Tables, source: SourceInfo, derived: dict[str, str] | None = N
           perfetto_trace: str | None = None) -> Summary:
     kernels = kernel_rows(tables.kernels)
     by_kernel, legend = counters_by_kernel(tables.counters, derived or {}, [k.name for k in kernels])
+    ranked = rank_summaries(tables.ranks)
+    diagnosis, timeline = diagnosis_of(tables, timeline_of(tables), ranked)
     return Summary(
         source=source,
         totals=Totals(kernels=len(kernels), dispatches=sum(k.calls for k in kernels),
@@ -482,11 +520,11 @@ def build(tables: Tables, source: SourceInfo, derived: dict[str, str] | None = N
         operators=kernel_rows(tables.operators),
         counters_by_kernel=by_kernel, counter_aggregation=legend,
         derived=tuple(sorted((derived or {}).keys())),
-        ranks=(ranked := rank_summaries(tables.ranks)), imbalance=imbalance(ranked),
+        ranks=ranked, imbalance=imbalance(ranked), diagnosis=diagnosis,
         hotspots=hotspots(tables.pc_samples), stall_reasons=stall_reasons(tables.stall_reasons),
         kernel_timing=tables.kernel_timing or None,
         timing=timing_stats(tables.timing_s), step_time=step_time(tables.step_ends_ns), perfetto_trace=perfetto_trace,
-        timeline=timeline_of(tables), notes=tables.notes + _timeline_notes(tables),
+        timeline=timeline, notes=tables.notes + _timeline_notes(tables),
         roofline=roofline_of(by_kernel, kernels))
 
 

@@ -14,9 +14,13 @@ is a rank of this run, waits for `torch` to be imported and:
   drives: torch (torch.profiler's schedule), cuda-profiler (cudaProfilerStart/Stop, for
   `ncu --profile-from-start off`), roctx (roctxProfilerResume/Pause, for rocprofv3
   --selected-regions);
-- writes rank-<R>-<host>-<pid>.status.json (exit code or exception, and when each step ended) so a
-  run knows which rank failed and how long its steps took: into PROFILECTL_TORCH_OUT, or
-  PROFILECTL_STATUS_OUT when only the steps are timed (the `profile` service: no profiler at all).
+- writes rank-<R>-<host>-<pid>.status.json (exit code or exception, when it failed or was stopped,
+  and when each step ended) so a run knows which rank failed first and how long its steps took:
+  into PROFILECTL_TORCH_OUT, or PROFILECTL_STATUS_OUT when only the steps are timed (the `profile`
+  service: no profiler at all);
+- a workload that starts torch.profiler itself: only one Kineto profiler can run in a process, so
+  profilectl's steps aside (exporting what it recorded so far) and notes in the status file where
+  the workload's own traces were exported, for `profilectl` to read them.
 
 Which processes count as ranks: those with one of PROFILECTL_RANK_ENV's variables set, or every
 process when PROFILECTL_SINGLE=1 (a plain `python train.py`). A profiled process sets
@@ -94,11 +98,17 @@ class _RankProfiler:
         self.window = _Window(os.environ.get("PROFILECTL_STEPS"))
         self.action = os.environ.get("PROFILECTL_STEP_ACTION", "torch")
         self.profiler = None
+        self.mine = None  # profilectl's own torch.profiler, also after it stepped aside
         self.exported = False
         self.exit_code = None
         self.error = None
         self.active = False  # for cuda-profiler / roctx windows
         self.started = False  # torch was imported here: this process is the rank's
+        self.finishing = False  # atexit is exporting: a SIGTERM now must not cut the export short
+        self.failed_unix_ns = None  # wall clock (time.time_ns) when the exception or signal arrived
+        self.signal = None
+        self.own_profiler_step = None  # the step at which the workload started its own torch.profiler
+        self.own_traces = []  # where the workload exported its own traces
 
     # ------------------------------------------------------------ starting
     def start(self, torch):
@@ -127,8 +137,9 @@ class _RankProfiler:
                 kwargs["schedule"] = _record_always(ProfilerAction.RECORD)
                 if "acc_events" in _parameters(profile):  # torch >= 2.4 warns of cycles otherwise
                     kwargs["acc_events"] = True
-            self.profiler = profile(**kwargs)
+            self.profiler = self.mine = profile(**kwargs)
             self.profiler.start()
+            _watch_own_profiler(torch, self)
         elif self.window.bounded and self.window.first == 0:
             self._window_on()
         _install_step_hook(torch, self.on_step)
@@ -186,9 +197,26 @@ class _RankProfiler:
             pass
         prof.export_chrome_trace(self.trace_path())
 
+    def yield_to_workload(self):
+        """The workload starts torch.profiler itself: stop ours first (Kineto runs one profiler per
+        process; both at once end in "Can't disable Kineto profiler when it's not running")."""
+        if self.profiler is None:
+            return
+        self.own_profiler_step = self.window.step
+        _debug(f"the workload starts its own torch.profiler at step {self.window.step}: profilectl's steps aside")
+        ours, self.profiler = self.profiler, None
+        try:
+            ours.stop()
+            if not self.exported:
+                self._export(ours)
+        except Exception as exc:
+            sys.stderr.write(f"profilectl: rank {self.rank}: could not stop its torch.profiler for the workload's: "
+                             f"{exc}\n")
+
     def finish(self):
         if not self.started and not self.step_ends_ns:
             return  # a process of the job that neither imported torch nor marked a step: nothing to say
+        self.finishing = True
         if self.profiler is not None:
             try:
                 self.profiler.stop()  # an unfinished schedule window still exports what it has
@@ -202,7 +230,9 @@ class _RankProfiler:
         if self.status_dir:
             status = {"rank": self.rank, "host": self.host, "pid": self.pid, "exit_code": self.exit_code,
                       "error": self.error, "trace": os.path.basename(self.trace_path()) if self.exported else None,
-                      "steps": self.window.step, "step_ends_ns": self.step_ends_ns}
+                      "steps": self.window.step, "step_ends_ns": self.step_ends_ns,
+                      "ended_unix_ns": time.time_ns(), "failed_unix_ns": self.failed_unix_ns, "signal": self.signal,
+                      "own_profiler_step": self.own_profiler_step, "own_traces": self.own_traces}
             path = os.path.join(self.status_dir, f"rank-{self.rank}-{self.host}-{self.pid}.status.json")
             try:
                 os.makedirs(self.status_dir, exist_ok=True)
@@ -235,6 +265,53 @@ def _record_always(action):
     def schedule(step):
         return action
     return schedule
+
+
+def _watch_own_profiler(torch, rank_profiler):
+    """Wrap torch.profiler's start (and the legacy autograd profiler's __enter__) so that a workload
+    starting its own profiler gets the process to itself, and its exports so that their paths are
+    known. Any failure here leaves torch as it was."""
+    def wrap_start(cls, attribute):
+        original = getattr(cls, attribute, None)
+        if original is None or getattr(original, "_profilectl", False):
+            return
+
+        def start(self, *args, **kwargs):
+            if self is not rank_profiler.mine:
+                rank_profiler.yield_to_workload()
+            return original(self, *args, **kwargs)
+        start._profilectl = True
+        setattr(cls, attribute, start)
+
+    depth = [0]  # torch.profiler's export calls the autograd profiler's: only the outermost path counts
+
+    def wrap_export(cls):
+        original = getattr(cls, "export_chrome_trace", None)
+        if original is None or getattr(original, "_profilectl", False):
+            return
+
+        def export(self, path, *args, **kwargs):
+            depth[0] += 1
+            try:
+                result = original(self, path, *args, **kwargs)
+            finally:
+                depth[0] -= 1
+            outermost_of_workload = depth[0] == 0 and self is not rank_profiler.mine and \
+                getattr(rank_profiler.mine, "profiler", None) is not self
+            if outermost_of_workload and len(rank_profiler.own_traces) < 1000:
+                rank_profiler.own_traces.append(os.path.abspath(str(path)))
+            return result
+        export._profilectl = True
+        cls.export_chrome_trace = export
+    try:
+        import torch.autograd.profiler as autograd_profiler
+        import torch.profiler.profiler as profiler_module
+        wrap_start(profiler_module.profile, "start")
+        wrap_start(autograd_profiler.profile, "__enter__")
+        wrap_export(profiler_module._KinetoProfile)
+        wrap_export(autograd_profiler.profile)
+    except Exception as exc:  # another torch layout: the collision is then reported from stderr
+        _debug(f"could not watch the workload's own torch.profiler: {exc}")
 
 
 def _install_step_hook(torch, callback):
@@ -322,6 +399,7 @@ def _main():
     previous_excepthook = sys.excepthook
 
     def excepthook(kind, value, tb):
+        rank_profiler.failed_unix_ns = rank_profiler.failed_unix_ns or time.time_ns()
         rank_profiler.error = f"{kind.__name__}: {value}"[:500]
         rank_profiler.exit_code = 1
         previous_excepthook(kind, value, tb)
@@ -329,6 +407,13 @@ def _main():
 
     def on_term(signum, frame):
         # A timeout, Ctrl-C or a launcher stopping the job: unwind, so atexit exports the partial trace.
+        # Once atexit is exporting, a second signal (torchrun sends SIGTERM to every worker after one
+        # failed) must not cut the export short: the launcher's SIGKILL after its grace period remains.
+        if rank_profiler.signal is None:
+            rank_profiler.signal = signum
+            rank_profiler.failed_unix_ns = rank_profiler.failed_unix_ns or time.time_ns()
+        if rank_profiler.finishing:
+            return
         rank_profiler.exit_code = 128 + signum
         raise SystemExit(128 + signum)
     for signum in (signal.SIGTERM,):

@@ -19,6 +19,7 @@ Builder = Callable[[Summary], "Section | None"]
 ORDER = (
     "run",  # the run's story: wall time, fallbacks, status message
     "overview",  # totals, how kernel times were measured, the SLURM job
+    "diagnosis",  # what users read first: why the GPU waits, the straggler, what failed first
     "timing",
     "steps",  # steady-state step time
     "power",

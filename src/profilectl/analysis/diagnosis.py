@@ -1,0 +1,234 @@
+"""The diagnosis: why the GPU waits, who the straggler is, what failed first, as Findings (verdict,
+one sentence, the numbers that carry it, the next step, the scope). Built from the idle-time
+breakdown (analysis/idle.py), the stragglers (analysis/stragglers.py), the failures
+(analysis/failures.py) and the timeline's launch figures; the rules and thresholds are data
+(profiling/verdicts.yaml).
+
+Order of the findings, most actionable first: a failure; a straggler; a run dominated by
+compiling; the steady-state verdict (what the idle time of the steady steps is made of); a run
+dominated by start-up (after the steady verdict: a one-off cost the steady state does not pay).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Sequence
+
+from profilectl.analysis import failures as failures_module
+from profilectl.analysis import idle as idle_module
+from profilectl.analysis import stragglers as stragglers_module
+from profilectl.analysis.failures import FailureOrder
+from profilectl.analysis.idle import IdleCause, RankIdle, merge_causes, rules
+from profilectl.analysis.stragglers import StragglerAnalysis
+from profilectl.analysis.timeline import LaunchStats, RankTimeline, TimelineAnalysis
+from profilectl.report.document import Finding
+
+if TYPE_CHECKING:
+    from profilectl.report.summary import RankSummary
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    findings: tuple[Finding, ...]
+    scope: str  # what the steady-state verdict covers
+    ranks: tuple[RankIdle, ...] = ()
+    steady: tuple[IdleCause, ...] = ()  # the job's steady-state idle time by cause (ranks added)
+    whole: tuple[IdleCause, ...] = ()  # the whole run's
+    stragglers: StragglerAnalysis | None = None
+    failures: FailureOrder | None = None
+
+    @property
+    def verdict(self) -> str:
+        return self.findings[0].sentence if self.findings else ""
+
+
+def _ms(ns: float) -> str:
+    from profilectl.report.units import duration_ns
+    return duration_ns(ns)
+
+
+def _causes_line(causes: Sequence[IdleCause], limit: int = 4) -> str:
+    return ", ".join(f"{c.title} {_ms(c.idle_ns)} ({100 * c.share:.0f} %, {c.gaps:,} gap(s)"
+                     + (f"; {c.activity}" if c.activity else "") + ")" for c in causes[:limit])
+
+
+def _launch_evidence(launch: LaunchStats | None) -> tuple[bool, str]:
+    if launch is None:
+        return False, "no launch figures"
+    r = rules()
+    short = launch.short_kernel_percent >= float(r["launch_short_kernel_percent"])
+    shallow = launch.queue_depth_mean is not None and launch.queue_depth_mean < float(r["launch_queue_depth_max"])
+    depth = f"{launch.queue_depth_mean:.1f}" if launch.queue_depth_mean is not None else "unknown"
+    text = (f"{launch.short_kernel_percent:.0f} % of kernel time in kernels shorter than their launch "
+            f"({launch.short_kernel_basis}); launch queue depth {depth} on average")
+    return short or shallow, text
+
+
+def steady_finding(causes: Sequence[IdleCause], span_ns: int, idle_ns: int, scope: str, launch: LaunchStats | None,
+                   exposed_communication_ns: int = 0, subject: str = "") -> Finding:
+    """The verdict of one scope (a rank's steady state, or the job's) from its idle time by cause."""
+    r = rules()
+    busy_percent = 100.0 * (span_ns - idle_ns) / span_ns if span_ns else 0.0
+    who = f"{subject}: " if subject else ""
+    base = [f"{scope}: GPU idle {_ms(idle_ns)} of {_ms(span_ns)} ({100 - busy_percent:.0f} %; busy {busy_percent:.0f} %)"]
+    if causes:
+        base.append("idle time by cause: " + _causes_line(causes))
+    exposed_share = exposed_communication_ns / span_ns if span_ns else 0.0
+    if exposed_share >= float(r["exposed_communication_share"]):
+        rule = r.cause("communication")
+        return Finding(verdict="communication-bound", scope=scope, next_step=rule.next_step,
+                       sentence=f"{who}communication-bound: NCCL/RCCL collectives not hidden under compute take "
+                                f"{100 * exposed_share:.0f} % of the steady state ({_ms(exposed_communication_ns)})",
+                       evidence=tuple(base))
+    if busy_percent >= float(r["busy_ok_percent"]) or not causes:
+        return Finding(verdict="gpu-bound", scope=scope, evidence=tuple(base),
+                       sentence=f"{who}the GPU is busy {busy_percent:.0f} % of the steady state: the time is in the "
+                                "kernels, not in waiting",
+                       next_step="Look at the top kernels (counters service: which roof each one is under).")
+    launch_ok, launch_text = _launch_evidence(launch)
+    ranked = [c for c in causes if c.cause != "launch" or launch_ok]
+    top = ranked[0] if ranked else causes[0]
+    if top.cause == "launch" or (causes[0].cause == "launch" and not launch_ok):
+        base.append(f"launches: {launch_text}")
+    if top.share < float(r["dominant_share"]):
+        listed = ", ".join(f"{c.title} {100 * c.share:.0f} %" for c in causes[:3])
+        return Finding(verdict="host-bound", scope=scope, evidence=tuple(base),
+                       sentence=f"{who}host-bound, no single cause: the GPU is idle {100 - busy_percent:.0f} % of the "
+                                f"steady state, spread over {listed}",
+                       next_step=r.cause(top.cause).next_step)
+    rule = r.cause(top.cause)
+    share = f"{100 * top.share:.0f} % of the GPU's idle time"
+    idle_part = f"the GPU is idle {100 - busy_percent:.0f} % of the steady state"
+    named = f" ({top.activity})" if top.activity else ""
+    sentences = {
+        "launch": f"launch-bound: {idle_part}, {share} in gaps shorter than "
+                  f"{int(r['launch_gap_max_ns']) // 1000} µs between kernels shorter than their launches",
+        "synchronisation": f"synchronisation-bound: {idle_part}; {share} follows a synchronisation{named} "
+                           "that made the host wait for the GPU",
+        "communication": f"communication-bound: {idle_part}; {share} is spent in collectives on the host{named}",
+        "input": f"input-bound: {idle_part}; {share} is spent waiting for the next batch{named}",
+        "compile": f"compile-dominated: {share} is torch.compile at work{named}",
+        "copy": f"synchronisation-bound: {idle_part}; {share} is in synchronous copies from pageable memory{named}",
+        "allocation": f"host-bound by allocations: {idle_part}; {share} is in device allocations{named}",
+        "checkpoint": f"host-bound by checkpointing: {idle_part}; {share} is spent saving state{named}",
+        "evaluation": f"host-bound by evaluation: {idle_part}; {share} is an evaluation phase{named}",
+        "host": f"host-bound by {top.activity or 'CPU operators'}: {idle_part}; {share} is host work in operators, "
+                f"{top.activity or 'unnamed'} the largest",
+        "unrecorded": f"host-bound by unrecorded host work (Python between torch calls): {idle_part}; {share} has no "
+                      "recorded host event across it",
+    }
+    return Finding(verdict=rule.verdict, scope=scope, evidence=tuple(base), next_step=rule.next_step,
+                   sentence=who + sentences.get(top.cause, f"{rule.verdict}: {share} is {rule.title}"))
+
+
+def _phase_findings(ranks: Sequence[RankIdle], whole: Sequence[IdleCause]) -> tuple[Finding | None, Finding | None]:
+    r = rules()
+    total = sum(c.idle_ns for c in whole)
+    if not total:
+        return None, None
+    compile_ = next((c for c in whole if c.cause == "compile"), None)
+    compile_finding = None
+    if compile_ is not None and compile_.share >= float(r["phase_dominant_share"]):
+        compile_finding = Finding(
+            verdict="compile-dominated", scope="whole run",
+            sentence=f"compile-dominated: torch.compile holds {100 * compile_.share:.0f} % of the run's GPU idle time "
+                     f"({_ms(compile_.idle_ns)} of {_ms(total)}); judge the steady state apart",
+            evidence=(f"whole run: idle time by cause: {_causes_line(whole)}",
+                      f"largest compile activity: {compile_.activity or '-'}"),
+            next_step=r.cause("compile").next_step)
+    phases: dict[str, int] = {}
+    for rank in ranks:
+        for name, ns in rank.phases:
+            phases[name] = phases.get(name, 0) + ns
+    startup = phases.get("startup", 0) + phases.get("warmup", 0)
+    startup_finding = None
+    if startup / total >= float(r["phase_dominant_share"]) and compile_finding is None:
+        startup_finding = Finding(
+            verdict="startup-dominated", scope="whole run",
+            sentence=f"start-up dominated: {100 * startup / total:.0f} % of the run's GPU idle time is before the "
+                     f"steady state ({_ms(startup)} of {_ms(total)}: start-up and warm-up steps)",
+            evidence=("idle time by phase: " + ", ".join(f"{k} {_ms(v)}" for k, v in phases.items()),),
+            next_step="Profile more steady steps (a longer run, or --steps after the warm-up) so that the one-off "
+                      "start-up does not hide the loop's own behaviour.")
+    return compile_finding, startup_finding
+
+
+def _straggler_finding(found: StragglerAnalysis) -> Finding | None:
+    s = found.straggler
+    if s is None:
+        return None
+    label = f"rank {s.rank}" + (f" ({s.host})" if s.host else "")
+    per_rank: dict[str, list[int]] = {}
+    own: dict[str, list[int]] = {}
+    for row in found.steps:
+        per_rank.setdefault(row.rank, []).append(row.collective_ns)
+        own.setdefault(row.rank, []).append(row.own_ns)
+    import statistics
+    evidence = [f"rank {rank}: median per steady step {_ms(statistics.median(waits))} in collectives, "
+                f"{_ms(statistics.median(own[rank]))} of its own" for rank, waits in per_rank.items()]
+    skews = [row.end_skew_ns for row in found.steps if row.rank == s.rank and row.end_skew_ns is not None]
+    if skews:
+        evidence.append(f"{label}'s steps end {_ms(statistics.median(skews))} after the earliest rank's (median)")
+    evidence.append(f"it was the rank waited for in {s.steps_led} of {s.steps} steady steps (noise floor "
+                    f"{_ms(found.noise_ns)} per step; waits measured as {s.basis})")
+    return Finding(verdict="straggler", scope=f"{s.steps} steady steps",
+                   sentence=f"{label} is the straggler: the other ranks wait for it {_ms(s.lead_ns)} per step in "
+                            f"collectives (its own work per step is {s.percent:.1f} % longer than the fastest rank's, "
+                            f"{_ms(s.fastest_own_ns)})",
+                   evidence=tuple(evidence),
+                   next_step=f"Find what {label} does that the others do not (its host work, data, or GPU): "
+                             "compare its steps with the fastest rank's in the trace.")
+
+
+def _failure_finding(found: FailureOrder) -> Finding:
+    first = found.first
+    return Finding(verdict="failure", scope="job", sentence=failures_module.sentence(found),
+                   evidence=tuple(f"rank {f.rank}: {f.how}" + (f" {f.after_first_ns / 1e9:.3f} s after the first" if
+                                                                f.after_first_ns else "") + f": {f.error}"
+                                  for f in (first, *found.later, *found.stopped))
+                   + ("from the ranks' status files: a rank that died without unwinding (os._exit, a fatal signal, "
+                      "a crash) writes none and is not in this order; the run's message adds the launcher's report",),
+                   next_step=f"Read rank {first.rank}'s error first: the other ranks failed or were stopped after it.")
+
+
+def diagnose(parts: Sequence[RankTimeline], timeline: TimelineAnalysis | None,
+             ranks: Sequence["RankSummary"] = ()) -> Diagnosis | None:
+    failure = failures_module.order(ranks) if len(ranks) > 1 else None
+    idle = idle_module.analyse(parts) if parts else ()
+    if not idle:
+        if failure is None:
+            return None
+        return Diagnosis(findings=(_failure_finding(failure),), scope="job", failures=failure)
+    steady = merge_causes([r.steady for r in idle])
+    whole = merge_causes([r.whole for r in idle])
+    span = sum(r.steady_span_ns for r in idle)
+    idle_ns = sum(r.steady_idle_ns for r in idle)
+    scope = idle[0].scope if len({r.scope for r in idle}) == 1 else "steady steps of each rank"
+    launch = timeline.merged.launch if timeline is not None else None
+    exposed = 0
+    if timeline is not None and timeline.merged.communication_ns:
+        whole_span = timeline.merged.span_ns or 1
+        exposed_all = timeline.merged.communication_ns - timeline.merged.hidden_communication_ns
+        exposed = int(exposed_all * span / whole_span / max(len(idle), 1))  # the steady share, per rank
+    findings: list[Finding] = []
+    if failure is not None:
+        findings.append(_failure_finding(failure))
+    stragglers = stragglers_module.analyse(parts, idle) if len(idle) > 1 else None
+    if stragglers is not None and (found := _straggler_finding(stragglers)) is not None:
+        findings.append(found)
+    compile_finding, startup_finding = _phase_findings(idle, whole)
+    if compile_finding is not None:
+        findings.append(compile_finding)
+    if span:
+        findings.append(steady_finding(steady, span, idle_ns, scope, launch, exposed))
+    if startup_finding is not None:
+        findings.append(startup_finding)
+    if len(idle) > 1:  # each rank's own verdict, where ranks differ
+        for rank in idle:
+            if rank.steady_span_ns:
+                finding = steady_finding(rank.steady, rank.steady_span_ns, rank.steady_idle_ns, rank.scope,
+                                         None, subject=f"rank {rank.rank}")
+                findings.append(Finding(verdict=finding.verdict, sentence=finding.sentence, evidence=finding.evidence,
+                                        next_step=finding.next_step, scope=f"rank {rank.rank}, {rank.scope}"))
+    return Diagnosis(findings=tuple(findings), scope=scope, ranks=idle, steady=steady, whole=whole,
+                     stragglers=stragglers, failures=failure)

@@ -1,0 +1,391 @@
+"""Idle time explained: for every hole in a rank's GPU activity, what the host was doing across it,
+and in which phase of the run it lies. The rules (which host events name which cause, in which
+order, and the thresholds) are data: profiling/verdicts.yaml, each with its reason.
+
+Definitions:
+- a gap is a hole in the union of the rank's GPU activity (kernels, copies, memsets on every
+  stream): the same busy union as the timeline (analysis/timeline.py), so the gaps add up to its
+  idle time. Holes shorter than `gap_min_ns` are launch granularity (cause `launch`).
+- a gap's cause is the first rule of verdicts.yaml's `causes` that explains it: `ends-at-gap` (a
+  synchronising call was blocking when the GPU went idle and returned in the gap), `covers` (the
+  rule's host events run across at least `cover_min` of the gap, any thread; a synchronisation
+  names only gaps up to `sync_gap_max_ns`), `short-gap` (shorter
+  than `launch_gap_max_ns`), `operator` (CPU operators cover it: named by the one with the most
+  time across such gaps), `rest` (no recorded host event: Python between torch calls).
+- phases come from the workload's ProfilerStep#N marks (the side, GPU or CPU, with more steps, as
+  the timeline's steps): start-up before the first step, warm-up for the first steps, steady
+  after them, and the last step apart (the profiler may stop inside it); with no marks the whole
+  run is one phase and the verdict says it covers the whole run.
+
+Beside it, HTA's own idle-time breakdown (host wait, kernel wait, other per stream: HTA's
+get_idle_time_breakdown), computed from the same kernels and launch calls, for comparison
+(docs/architecture.md says where the two definitions differ).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Sequence
+
+from profilectl.analysis.timeline import HOST_OPERATOR, Marker, RankTimeline, _union
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+    Intervals = tuple[NDArray[np.int64], NDArray[np.int64]]
+
+STEP_PHASES = ("startup", "warmup", "steady", "last", "teardown")
+
+
+# ---------------------------------------------------------------- the rules, from data
+@dataclass(frozen=True)
+class CauseRule:
+    key: str
+    title: str
+    rule: str  # ends-at-gap, covers, short-gap, operator, rest
+    pattern: "re.Pattern[str] | None"
+    reason: str
+    verdict: str
+    next_step: str
+
+
+@dataclass(frozen=True)
+class Rules:
+    thresholds: dict[str, Any]
+    causes: tuple[CauseRule, ...]
+
+    def __getitem__(self, name: str) -> Any:
+        return self.thresholds[name]
+
+    def cause(self, key: str) -> CauseRule:
+        return next(c for c in self.causes if c.key == key)
+
+
+@functools.lru_cache(maxsize=None)
+def rules() -> Rules:
+    from profilectl.data import load_mapping
+    from profilectl.errors import DataError
+    doc = load_mapping("verdicts.yaml")
+    try:
+        causes = tuple(CauseRule(key=c["key"], title=c["title"], rule=c["rule"],
+                                 pattern=re.compile("|".join(f"(?:{n})" for n in c["names"]), re.IGNORECASE)
+                                 if c.get("names") else None,
+                                 reason=" ".join(str(c["reason"]).split()), verdict=c["verdict"],
+                                 next_step=" ".join(str(c["next_step"]).split())) for c in doc["causes"])
+        thresholds = dict(doc["thresholds"])
+    except (KeyError, TypeError, re.error) as exc:
+        raise DataError(f"profiling/verdicts.yaml: a rule is incomplete or invalid ({exc})") from None
+    return Rules(thresholds=thresholds, causes=causes)
+
+
+# ---------------------------------------------------------------- results
+@dataclass(frozen=True)
+class IdleCause:
+    """Idle time of one cause in one scope (a rank's steady state, its whole run, the job)."""
+    cause: str  # the rule's key: synchronisation, communication, input, compile, launch, host, ...
+    title: str
+    idle_ns: int
+    gaps: int
+    share: float  # of the scope's idle time, 0..1
+    activity: str | None = None  # the host event with the most time (or calls) across these gaps
+    activity_ns: int = 0
+
+
+@dataclass(frozen=True)
+class StepIdle:
+    step: int
+    phase: str  # warmup, steady, last
+    wall_ns: int
+    idle_ns: int
+    causes: tuple[tuple[str, int], ...]  # (cause, idle ns), largest first
+
+
+@dataclass(frozen=True)
+class HtaStreamIdle:
+    """HTA's idle-time breakdown of one stream (host wait, kernel wait, other), in ns."""
+    stream: str
+    host_wait_ns: int
+    kernel_wait_ns: int
+    other_ns: int
+
+
+@dataclass(frozen=True)
+class RankIdle:
+    rank: str
+    host: str | None
+    span_ns: int
+    idle_ns: int
+    scope: str  # what `steady` covers: "steps 2-8 (steady state)" or "whole run (no step marks)"
+    steady_span_ns: int
+    steady_idle_ns: int
+    steady: tuple[IdleCause, ...]  # the verdict's basis
+    whole: tuple[IdleCause, ...]  # every gap of the run
+    phases: tuple[tuple[str, int], ...]  # idle ns per phase (startup, warmup, steady, last, teardown)
+    steps: tuple[StepIdle, ...] = ()
+    hta: tuple[HtaStreamIdle, ...] = ()
+    host_recorded: bool = True  # the trace had host events (else causes are launch/unrecorded only)
+    step_ranges: tuple[tuple[int, int, int], ...] = ()  # (step, start, end) on the rank's clock
+
+
+# ---------------------------------------------------------------- steps
+def step_ranges(markers: Sequence[Marker]) -> list[tuple[int, int, int]]:
+    """(step, start, end) from ProfilerStep#N marks, the side (GPU or CPU) with more steps, a step's
+    pieces joined: the same choice as the timeline's per-step rows."""
+    sides: dict[bool, dict[int, tuple[int, int]]] = {True: {}, False: {}}
+    for marker in markers:
+        number = marker.name.rsplit("#", 1)[-1]
+        if not number.isdigit():
+            continue
+        have = sides[marker.on_gpu].get(int(number))
+        sides[marker.on_gpu][int(number)] = (marker.start, marker.end) if have is None else \
+            (min(have[0], marker.start), max(have[1], marker.end))
+    chosen = sides[True] if len(sides[True]) >= len(sides[False]) else sides[False]
+    return [(step, *chosen[step]) for step in sorted(chosen)]
+
+
+def warmup_count(steps: int, limit: int) -> int:
+    return min(limit, steps // 4)
+
+
+# ---------------------------------------------------------------- vectorised interval helpers
+def _within_many(blocks: "Intervals", low: "NDArray[np.int64]", high: "NDArray[np.int64]") -> "NDArray[np.int64]":
+    """Length of the disjoint sorted `blocks` inside each window [low[i], high[i])."""
+    import numpy as np
+    start, end = blocks
+    if not len(start) or not len(low):
+        return np.zeros(len(low), dtype=np.int64)
+    done = np.concatenate([[0], np.cumsum(end - start)])
+
+    def covered_until(t: "NDArray[np.int64]") -> "NDArray[np.int64]":
+        i = np.searchsorted(start, t, side="right")  # blocks starting at or before t
+        last = np.maximum(i - 1, 0)
+        partial = np.clip(np.minimum(t, end[last]) - start[last], 0, None)
+        return np.where(i > 0, done[last] + partial, 0)
+    return covered_until(high) - covered_until(low)
+
+
+def _matching(names: Sequence[str], pattern: "re.Pattern[str] | None") -> "NDArray[np.bool_]":
+    import numpy as np
+    if pattern is None:
+        return np.zeros(max(len(names), 1), dtype=bool)
+    return np.array([bool(pattern.search(n)) for n in names] or [False], dtype=bool)
+
+
+# ---------------------------------------------------------------- one rank
+def analyse_rank(t: RankTimeline, busy: "Intervals | None" = None) -> RankIdle:
+    import numpy as np
+    r = rules()
+    busy = busy if busy is not None else _union(t.start, t.end)
+    span_start, span_end = int(busy[0][0]), int(busy[1][-1])
+    low, high = busy[1][:-1], busy[0][1:]  # the holes
+    length = high - low
+    cause = np.full(len(low), -1, dtype=np.int64)
+    keys = [c.key for c in r.causes]
+    launch_index = keys.index("launch")
+    cause[length < int(r["gap_min_ns"])] = launch_index
+    activity = t.host_activity
+    host_recorded = activity is not None and len(activity.start) > 0
+    # Annotations that frame whole steps say nothing about a gap (ProfilerStep#N covers them all)
+    frames = re.compile(r"^ProfilerStep#|^Optimizer\.(zero_grad|step)#|^## ")
+    tops: dict[int, tuple[str | None, int]] = {}
+    if activity is not None and host_recorded:
+        not_frame = ~_matching(activity.names, frames)[activity.name]
+    for index, rule in enumerate(r.causes):
+        open_ = cause < 0
+        if not open_.any():
+            break
+        if rule.rule == "short-gap":
+            cause[open_ & (length < int(r["launch_gap_max_ns"]))] = index
+            continue
+        if rule.rule == "rest":
+            cause[open_] = index
+            continue
+        if activity is None or not host_recorded:
+            continue
+        if rule.rule == "operator":
+            chosen = (activity.category == HOST_OPERATOR) & not_frame
+        else:
+            chosen = _matching(activity.names, rule.pattern)[activity.name] & not_frame
+        if not chosen.any():
+            continue
+        s, e = activity.start[chosen], activity.end[chosen]
+        blocks = _union(s, e)
+        if rule.rule == "ends-at-gap":
+            tolerance = int(r["sync_tolerance_ns"])
+            j = np.searchsorted(blocks[1], low - tolerance, side="left")  # first block ending at/after the gap's start
+            valid = j < len(blocks[0])
+            jj = np.minimum(j, len(blocks[0]) - 1)
+            hit = valid & (blocks[0][jj] < low) & (blocks[1][jj] <= high) & (length <= int(r["sync_gap_max_ns"]))
+        else:
+            cover = _within_many(blocks, low, high)
+            hit = cover >= float(r["cover_min"]) * length
+        newly = open_ & hit
+        cause[newly] = index
+        if newly.any():
+            tops[index] = _top_activity(activity.names, activity.name[chosen], s, e, low[newly], high[newly],
+                                        by_ends=rule.rule == "ends-at-gap", tolerance=int(r["sync_tolerance_ns"]))
+    # phases and steps
+    ranges = step_ranges(t.markers)
+    warm = warmup_count(len(ranges), int(r["warmup_steps"]))
+    phase = np.full(len(low), "steady", dtype=object)
+    step_of = np.full(len(low), -1, dtype=np.int64)
+    count = len(ranges)
+    if ranges:
+        # windows: a step runs from its start to the next step's start (the host's time between two
+        # steps belongs to the one before); the last step to its own end, then teardown
+        starts = np.array([a for _, a, _ in ranges], dtype=np.int64)
+        last_end = ranges[-1][2]
+        middle = low + length // 2
+        position = np.searchsorted(starts, middle, side="right") - 1
+        kinds = np.array([_step_phase(p, count, warm) for p in range(count)], dtype=object)
+        after = position >= 0
+        phase[~after] = "startup"
+        phase[after] = kinds[np.maximum(position, 0)[after]]
+        phase[middle >= last_end] = "teardown"
+        inside = after & (middle < last_end)
+        step_of[inside] = position[inside]
+    steady_mask = phase == "steady"
+    titles = [c.title for c in r.causes]
+    whole = _causes(cause, length, np.ones(len(low), dtype=bool), keys, titles, tops)
+    steady = _causes(cause, length, steady_mask, keys, titles, tops)
+    if count > 1:
+        steady_rows = ranges[warm:-1]
+        steady_span = (ranges[-1][1] - ranges[warm][1]) if steady_rows else 0
+        scope = (f"steps {steady_rows[0][0]}-{steady_rows[-1][0]} (steady state: {warm} warm-up step(s) and the last "
+                 "left out)" if steady_rows else "no steady step")
+    elif count == 1:
+        steady_span = ranges[0][2] - ranges[0][1]
+        scope = f"step {ranges[0][0]} (the only step marked)"
+    else:
+        steady_span = span_end - span_start
+        scope = "whole run (the workload marks no steps)"
+    steps = []
+    if ranges:  # per step and cause in one pass (thousands of steps over millions of gaps)
+        counted = step_of >= 0
+        per_step = np.bincount(step_of[counted], weights=length[counted], minlength=count)
+        per_pair = np.bincount(step_of[counted] * len(keys) + cause[counted], weights=length[counted],
+                               minlength=count * len(keys)).reshape(count, len(keys))
+        for index, (number, a, b) in enumerate(ranges):
+            row = per_pair[index]
+            present = np.flatnonzero(row)
+            causes_here = sorted(((keys[int(k)], int(row[k])) for k in present), key=lambda kv: -kv[1])
+            steps.append(StepIdle(step=number, phase=_step_phase(index, count, warm), wall_ns=b - a,
+                                  idle_ns=int(per_step[index]), causes=tuple(causes_here)))
+    return RankIdle(rank=t.rank, host=t.host, span_ns=span_end - span_start, idle_ns=int(length.sum()), scope=scope,
+                    steady_span_ns=int(steady_span), steady_idle_ns=int(length[steady_mask].sum()),
+                    steady=steady, whole=whole,
+                    phases=tuple((p, int(length[phase == p].sum())) for p in STEP_PHASES if (phase == p).any()),
+                    steps=tuple(steps), hta=hta_breakdown(t), host_recorded=host_recorded,
+                    step_ranges=tuple((int(n), int(a), int(b)) for n, a, b in ranges))
+
+
+def _step_phase(position: int, count: int, warm: int) -> str:
+    if position < warm:
+        return "warmup"
+    return "last" if position == count - 1 and count > 1 else "steady"
+
+
+def _top_activity(names: Sequence[str], name: "NDArray[np.int64]", start: "NDArray[np.int64]",
+                  end: "NDArray[np.int64]", low: "NDArray[np.int64]", high: "NDArray[np.int64]", by_ends: bool,
+                  tolerance: int) -> tuple[str | None, int]:
+    """The host event name with the most time across these gaps; for synchronisations (which end
+    as a gap begins), the one that ended most often at a gap's start."""
+    import numpy as np
+    if not len(low):
+        return None, 0
+    order = np.argsort(low)
+    low, high = low[order], high[order]
+    if by_ends:
+        g = np.searchsorted(low - tolerance, end, side="right") - 1
+        ok = (g >= 0) & (end <= high[np.maximum(g, 0)]) & (start < low[np.maximum(g, 0)])
+        if not ok.any():
+            return None, 0
+        counts = np.bincount(name[ok], minlength=len(names))
+        best = int(counts.argmax())
+        return names[best], int(counts[best])
+    overlap = _within_many((low, high), start, end)
+    if not (overlap > 0).any():
+        return None, 0
+    per_name = np.bincount(name, weights=overlap, minlength=len(names))
+    best = int(per_name.argmax())
+    return names[best], int(per_name[best])
+
+
+def _causes(cause: "NDArray[np.int64]", length: "NDArray[np.int64]", mask: "NDArray[np.bool_]", keys: list[str],
+            titles: list[str], tops: dict[int, tuple[str | None, int]]) -> tuple[IdleCause, ...]:
+    import numpy as np
+    total = int(length[mask].sum())
+    rows = []
+    for index in np.unique(cause[mask]):
+        chosen = mask & (cause == index)
+        idle = int(length[chosen].sum())
+        activity, activity_ns = tops.get(int(index), (None, 0))
+        rows.append(IdleCause(cause=keys[int(index)], title=titles[int(index)], idle_ns=idle, gaps=int(chosen.sum()),
+                              share=idle / total if total else 0.0, activity=activity, activity_ns=activity_ns))
+    rows.sort(key=lambda c: -c.idle_ns)
+    return tuple(rows)
+
+
+def merge_causes(groups: Sequence[Sequence[IdleCause]]) -> tuple[IdleCause, ...]:
+    """Several ranks' causes as one breakdown (idle times added, shares of the sum)."""
+    by_key: dict[str, list[IdleCause]] = {}
+    for group in groups:
+        for c in group:
+            by_key.setdefault(c.cause, []).append(c)
+    total = sum(c.idle_ns for group in groups for c in group)
+    rows = []
+    for key, items in by_key.items():
+        top = max(items, key=lambda c: c.activity_ns)
+        idle = sum(c.idle_ns for c in items)
+        rows.append(IdleCause(cause=key, title=items[0].title, idle_ns=idle, gaps=sum(c.gaps for c in items),
+                              share=idle / total if total else 0.0, activity=top.activity,
+                              activity_ns=sum(c.activity_ns for c in items if c.activity == top.activity)))
+    rows.sort(key=lambda c: -c.idle_ns)
+    return tuple(rows)
+
+
+# ---------------------------------------------------------------- HTA's breakdown, for comparison
+def hta_breakdown(t: RankTimeline, consecutive_kernel_delay_ns: int = 30_000) -> tuple[HtaStreamIdle, ...]:
+    """HTA's get_idle_time_breakdown per stream: between consecutive GPU activities of a stream
+    (kernels, copies, memsets, by start time), the interval is host wait when the next one's launch
+    call began after the previous one ended, else kernel wait when shorter than
+    consecutive_kernel_delay (HTA's default: 30 µs), else other. Intervals are summed as HTA sums
+    them (a negative interval, an overlap on one stream, counts negative)."""
+    import numpy as np
+    if not len(t.start):
+        return ()
+    launch_start = np.full(len(t.start), -1, dtype=np.int64)
+    if len(t.api_correlation):
+        order = np.argsort(t.api_correlation, kind="stable")
+        api_corr = t.api_correlation[order]
+        at = np.minimum(np.searchsorted(api_corr, t.correlation), len(api_corr) - 1)
+        linked = (t.correlation >= 0) & (api_corr[at] == t.correlation)
+        launch_start[linked] = t.api_start[order][at[linked]]
+    rows = []
+    for stream in np.unique(t.stream):
+        mine = np.flatnonzero(t.stream == stream)
+        mine = mine[np.argsort(t.start[mine], kind="stable")]
+        if len(mine) < 2:
+            rows.append(HtaStreamIdle(t.streams[int(stream)], 0, 0, 0))
+            continue
+        prev_end = t.end[mine][:-1]
+        start = t.start[mine][1:]
+        launch = launch_start[mine][1:]
+        interval = start - prev_end
+        host_wait = (launch >= 0) & (launch > prev_end)
+        kernel_wait = ~host_wait & (interval < consecutive_kernel_delay_ns)
+        other = ~host_wait & ~kernel_wait
+        rows.append(HtaStreamIdle(stream=t.streams[int(stream)], host_wait_ns=int(interval[host_wait].sum()),
+                                  kernel_wait_ns=int(interval[kernel_wait].sum()), other_ns=int(interval[other].sum())))
+    return tuple(rows)
+
+
+def analyse(parts: Sequence[RankTimeline]) -> tuple[RankIdle, ...]:
+    from profilectl.analysis.timeline import combine
+    timelines = [t for t in combine(parts) if not t.empty]
+    timelines.sort(key=lambda t: (int(t.rank) if t.rank.isdigit() else 1 << 30, t.rank, t.host or ""))
+    return tuple(analyse_rank(t) for t in timelines)
+

@@ -1,0 +1,149 @@
+"""Stragglers from waiting, not from GPU time: per rank and per step, the time inside collectives
+(NCCL/RCCL kernels on the GPU, or the host's collective with gloo/MPI), the rank's own time (the
+step less that wait), and when each rank's step ended against the others (step-end skew, ranks of
+one host only: they share its clock).
+
+The straggler is the rank the others wait for: in each steady step, the rank with the least time
+in collectives while the others wait in them; its lead is the others' median wait less its own.
+It is named only when that lead is beyond noise (verdicts.yaml: `straggler_min_ns` per step, in at
+least `straggler_consistency` of the steady steps), and the sentence says by how much per step.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Sequence
+
+from profilectl.analysis.idle import RankIdle, rules
+from profilectl.analysis.timeline import COLLECTIVE, KERNEL, RankTimeline, _Blocks, _union, combine
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+# Host-side collectives (gloo/MPI run them on the CPU; with NCCL the host's c10d op only launches)
+HOST_COLLECTIVE = re.compile(r"^(gloo|mpi|ucc):|^c10d::(allreduce|allgather|reduce_scatter|broadcast|barrier|alltoall|"
+                             r"reduce|gather|scatter)", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class RankStep:
+    rank: str
+    step: int
+    wall_ns: int
+    collective_ns: int  # waiting in and moving data through collectives
+    own_ns: int  # the step less its collective time: the rank's own work
+    end_skew_ns: int | None  # this rank's step end after the earliest rank's (same host only)
+
+
+@dataclass(frozen=True)
+class Straggler:
+    rank: str  # the rank the others wait for
+    host: str | None
+    lead_ns: float  # median per steady step: the others' wait less its own
+    steps: int  # steady steps judged
+    steps_led: int  # in how many of them it was the one waited for, by more than the noise floor
+    basis: str  # "NCCL/RCCL kernels" or "host collectives (gloo/MPI)"
+    fastest_own_ns: float  # median own time of the fastest rank, per step (the base of the percentage)
+    percent: float  # its extra own time over the fastest rank's, relative to the fastest
+
+
+@dataclass(frozen=True)
+class StragglerAnalysis:
+    steps: tuple[RankStep, ...]  # steady steps, every rank
+    basis: str
+    straggler: Straggler | None
+    noise_ns: int  # the threshold a lead had to pass
+    why_none: str | None = None  # when no straggler is named: why
+
+
+def _collective_blocks(t: RankTimeline) -> tuple[tuple["NDArray[np.int64]", "NDArray[np.int64]"], str]:
+    """NCCL/RCCL kernels where the rank has them, else its host collectives."""
+    import numpy as np
+    names = np.array([bool(COLLECTIVE.search(n)) for n in t.names] or [False], dtype=bool)
+    gpu = (t.kind == KERNEL) & names[t.name] if len(t.name) else np.zeros(0, dtype=bool)
+    if gpu.any():
+        return _union(t.start[gpu], t.end[gpu]), "NCCL/RCCL kernels"
+    host = t.host_activity
+    if host is not None and len(host.start):
+        chosen = np.array([bool(HOST_COLLECTIVE.search(n)) for n in host.names] or [False], dtype=bool)[host.name]
+        if chosen.any():
+            return _union(host.start[chosen], host.end[chosen]), "host collectives (gloo/MPI)"
+    empty = np.zeros(0, dtype=np.int64)
+    return (empty, empty), ""
+
+
+def analyse(parts: Sequence[RankTimeline], idle: Sequence[RankIdle]) -> StragglerAnalysis | None:
+    timelines = {(t.rank, t.host): t for t in combine(parts) if not t.empty}
+    if len(timelines) < 2:
+        return None
+    r = rules()
+    noise = int(r["straggler_min_ns"])
+    per_rank: dict[str, dict[int, RankStep]] = {}
+    bases = set()
+    hosts: dict[str, str | None] = {}
+    ends: dict[int, dict[str, tuple[str | None, int]]] = {}
+    for rank_idle in idle:
+        t = timelines.get((rank_idle.rank, rank_idle.host))
+        if t is None or not rank_idle.step_ranges:
+            continue
+        blocks, basis = _collective_blocks(t)
+        if basis:
+            bases.add(basis)
+        within = _Blocks(blocks)
+        steady = {s.step for s in rank_idle.steps if s.phase == "steady"}
+        rows = {}
+        for step, start, end in rank_idle.step_ranges:
+            if step not in steady:
+                continue
+            wait = within.within(start, end) if len(blocks[0]) else 0
+            rows[step] = RankStep(rank=t.rank, step=step, wall_ns=end - start, collective_ns=wait,
+                                  own_ns=end - start - wait, end_skew_ns=None)
+            ends.setdefault(step, {})[t.rank] = (t.host, end)
+        per_rank[t.rank] = rows
+        hosts[t.rank] = t.host
+    if len(per_rank) < 2:
+        return None
+    common = sorted(set.intersection(*(set(rows) for rows in per_rank.values())))
+    basis = " and ".join(sorted(bases)) or "no collectives"
+    # step-end skew: against the earliest end among ranks of the same host
+    all_steps = []
+    for rank, rows in per_rank.items():
+        for step in common:
+            row = rows[step]
+            same_host = [end for host, end in ends[step].values() if host == hosts[rank]]
+            skew = ends[step][rank][1] - min(same_host) if len(same_host) > 1 else None
+            all_steps.append(RankStep(row.rank, row.step, row.wall_ns, row.collective_ns, row.own_ns, skew))
+    if not common:
+        return StragglerAnalysis(steps=tuple(all_steps), basis=basis, straggler=None, noise_ns=noise,
+                                 why_none="the ranks share no steady step")
+    if not bases:
+        return StragglerAnalysis(steps=tuple(all_steps), basis=basis, straggler=None, noise_ns=noise,
+                                 why_none="no collective in the steady steps: no rank waits for another")
+    leads: dict[str, list[int]] = {rank: [] for rank in per_rank}
+    led: dict[str, int] = {rank: 0 for rank in per_rank}
+    for step in common:
+        waits = {rank: rows[step].collective_ns for rank, rows in per_rank.items()}
+        least = min(waits, key=lambda k: waits[k])
+        others = [w for k, w in waits.items() if k != least]
+        lead = int(statistics.median(others)) - waits[least]
+        leads[least].append(lead)
+        if lead >= noise:
+            led[least] += 1
+    candidate = max(led, key=lambda k: (led[k], sum(leads[k])))
+    steps = len(common)
+    # the lead per step over every steady step (0 where another rank was the least waiting)
+    lead_per_step = statistics.median(leads[candidate] + [0] * (steps - len(leads[candidate])))
+    own = {rank: statistics.median(rows[s].own_ns for s in common) for rank, rows in per_rank.items()}
+    fastest = min(own.values())
+    if led[candidate] < float(r["straggler_consistency"]) * steps or lead_per_step < noise:
+        return StragglerAnalysis(steps=tuple(all_steps), basis=basis, straggler=None, noise_ns=noise,
+                                 why_none=f"no rank is waited for beyond noise: the largest lead is "
+                                          f"{lead_per_step / 1e6:.2f} ms per step (rank {candidate}, {led[candidate]} "
+                                          f"of {steps} steady steps), below {noise / 1e6:.1f} ms")
+    straggler = Straggler(rank=candidate, host=hosts[candidate], lead_ns=float(lead_per_step), steps=steps,
+                          steps_led=led[candidate], basis=basis, fastest_own_ns=float(fastest),
+                          percent=100.0 * (own[candidate] - fastest) / fastest if fastest else 0.0)
+    return StragglerAnalysis(steps=tuple(all_steps), basis=basis, straggler=straggler, noise_ns=noise)
