@@ -5,6 +5,7 @@ profiling vocabulary as each backend's own flags, proven by doubles that record 
 import json
 import os
 import shutil
+import socket
 import subprocess
 from pathlib import Path
 
@@ -29,7 +30,17 @@ needs_torch = pytest.mark.skipif(not system_torch(), reason="needs Debian's pyth
 needs_mpirun = pytest.mark.skipif(shutil.which("mpirun") is None, reason="needs Open MPI's mpirun (openmpi-bin)")
 # Debian's torch 1.13 on Python 3.11 cannot parse its own default `--redirects 0` / `--tee 0` (IntFlag
 # iteration changed in 3.11): any non-zero value works around it.
-TORCHRUN = ["/usr/bin/torchrun", "--nproc_per_node=2", "--standalone", "--redirects", "1", "--tee", "1"]
+# `--standalone` of torch 1.13 always listens on port 29400: two test suites on one machine (or a
+# user's own job) would share one rendezvous. Each launch gets its own free port instead.
+
+
+def torchrun() -> list[str]:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return ["/usr/bin/torchrun", "--nproc_per_node=2", "--nnodes=1", "--rdzv_backend=c10d",
+            f"--rdzv_endpoint=127.0.0.1:{port}", f"--rdzv_id=test-{os.getpid()}-{port}",
+            "--redirects", "1", "--tee", "1"]
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2"]
 
 
@@ -44,10 +55,11 @@ def step_markers(trace: Path) -> set[str]:
 
 
 @needs_torch
-@pytest.mark.parametrize("launcher", [TORCHRUN, [SYSTEM_PYTHON, "-m", "torch.distributed.run", *TORCHRUN[1:]]],
+@pytest.mark.parametrize("launcher", [[], [SYSTEM_PYTHON, "-m", "torch.distributed.run"]],
                          ids=["torchrun", "python-m-torch.distributed.run"])
 def test_trace_profiles_every_rank_torchrun_starts(machine, launcher):
-    result, run = json_run(machine, "trace", "--", *launcher, DDP, "--steps", "4", timeout=300)
+    argv = torchrun() if not launcher else [*launcher, *torchrun()[1:]]
+    result, run = json_run(machine, "trace", "--", *argv, DDP, "--steps", "4", timeout=300)
     assert result["status"] == "ok", result["message"]
     assert result["manifest"]["backend"] == "torch"
     traces = traces_of(run)
@@ -66,7 +78,7 @@ def test_trace_profiles_every_rank_torchrun_starts(machine, launcher):
 
 @needs_torch
 def test_steps_window_profiles_only_those_steps_in_every_rank(machine):
-    result, run = json_run(machine, "trace", "--steps", "2:4", "--", *TORCHRUN, DDP, "--steps", "6", timeout=300)
+    result, run = json_run(machine, "trace", "--steps", "2:4", "--", *torchrun(), DDP, "--steps", "6", timeout=300)
     assert result["status"] == "ok", result["message"]
     assert "PROFILECTL_STEPS" in result["manifest"]["phases"][0]["environment"]
     for trace in traces_of(run):
@@ -87,7 +99,7 @@ def test_mpirun_ranks_are_profiled(machine):
 
 @needs_torch
 def test_a_failing_rank_is_named_and_the_others_files_are_kept(machine):
-    done = cli(machine, "trace", "--json", "--", *TORCHRUN, DDP, "--steps", "6", "--fail-rank", "1", timeout=300)
+    done = cli(machine, "trace", "--json", "--", *torchrun(), DDP, "--steps", "6", "--fail-rank", "1", timeout=300)
     result, run = json.loads(done.stdout), Path(json.loads(done.stdout)["run_dir"])  # torchrun prints its own traceback
     assert done.returncode == result["exit_code"] == 1 and result["status"] == "failed"
     assert "rank 1" in result["message"] and "other ranks' files are kept" in result["message"], result["message"]
