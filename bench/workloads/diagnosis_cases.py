@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 """Workloads whose bottleneck is known, for the diagnosis's known-answer checks (issue 19; the
 traces they gave on the device's GPU are tests/fixtures/diagnosis/, see tests/fixtures/README.md).
 
