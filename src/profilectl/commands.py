@@ -112,20 +112,42 @@ def measure(service: str, workload: list[str], *, backend: str | None, dry_run: 
             from profilectl.report import render
             render.plan(_console(), plan.redacted())
         return errors.OK
-    outcome = execute.run(plan, _env_report(facts), terminal_streams(quiet_stdout=as_json))
-    if as_json:
-        _print_json({"exit_code": outcome.exit_code, "status": outcome.status, "message": outcome.message,
-                     "run_dir": str(outcome.run_dir), "manifest": outcome.manifest.to_dict(),
-                     "summary": outcome.summary.to_dict()})
-    else:
-        from profilectl.report import render
-        brief = f"rank {task.rank} on {task.node}: " if task and task.rank != 0 else ""
-        render.outcome(_console(), outcome.manifest, outcome.summary, shown_path(outcome.run_dir), brief)
-    if outcome.exit_code != errors.OK:
-        say(f"{outcome.status}: {outcome.message}")
-    if task and job_dir:
-        _update_job(job_dir, task)
+    from profilectl.console import deliver, held_signals
+    # From here a signal stops the run (the runner's handlers) or cuts the printing of its result
+    # short, never profilectl itself: the exit code is always the one the final manifest holds.
+    with held_signals() as held:
+        outcome = execute.run(plan, _env_report(facts), terminal_streams(quiet_stdout=as_json))
+        if task and job_dir:
+            _update_job(job_dir, task)
+        if as_json:
+            text = json.dumps({"exit_code": outcome.exit_code, "status": outcome.status, "message": outcome.message,
+                               "run_dir": str(outcome.run_dir), "manifest": outcome.manifest.to_dict(),
+                               "summary": outcome.summary.to_dict()}, indent=2, default=str) + "\n"
+        else:
+            from profilectl.report import render
+            brief = f"rank {task.rank} on {task.node}: " if task and task.rank != 0 else ""
+            console, captured = _captured_console()
+            render.outcome(console, outcome.manifest, outcome.summary, shown_path(outcome.run_dir), brief)
+            text = captured.getvalue()
+        # Bounded: a reader that stopped reading gets the result for a while, then profilectl ends anyway.
+        printed = deliver(1, text, held)
+        if outcome.exit_code != errors.OK:
+            deliver(2, f"profilectl: {outcome.status}: {outcome.message}\n", held)
+        if not printed:
+            deliver(2, f"profilectl: stdout did not take the result (the run is complete: {outcome.run_dir})\n",
+                    held, wait_s=1.0)
     return outcome.exit_code
+
+
+def _captured_console() -> tuple["Console", Any]:
+    """A console like the terminal's (width, colours) that renders into a string."""
+    import io
+
+    from rich.console import Console
+    real = _console()
+    captured = io.StringIO()
+    return Console(file=captured, highlight=False, soft_wrap=False, width=real.width,
+                   force_terminal=real.is_terminal, color_system=real.color_system or None), captured  # type: ignore[arg-type]
 
 
 def _update_job(job_dir: Path, task: Any) -> None:

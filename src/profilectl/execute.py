@@ -153,6 +153,8 @@ def _run_and_read(plan: Plan, facts: Facts, run_dir: Path, runner: Runner, sampl
             disk_full = _disk_full_message(run_dir, _log_writing(runner), results) if runner.disk_full else None
             status, exit_code, message = _verdict(plan, facts, phases, runner.interrupted, runner.timed_out,
                                                   _tail(run_dir / "stderr.log"), disk_full)
+            if runner.supervisor_lost and not (runner.interrupted or runner.timed_out or disk_full):
+                status, exit_code, message = "failed", errors.WORKLOAD_FAILED, runner.supervisor_lost
             summary, unwritten = _write_tables_and_summary(run_dir, plan, phases, status, power, tuple(sampler.notes))
             if unwritten is not None:
                 if not runs.is_disk_full(unwritten):
@@ -160,7 +162,7 @@ def _run_and_read(plan: Plan, facts: Facts, run_dir: Path, runner: Runner, sampl
                 status, exit_code = "disk-full", errors.DISK_FULL
                 message = _disk_full_message(run_dir, "the tables and summary (none kept: `profilectl report` "
                                                       "reads raw/ instead)", results)
-            notes = tuple(p.read_error for p in phases if p.read_error)
+            notes = tuple(p.read_error for p in phases if p.read_error) + _runner_notes(runner)
             if runner.write_error:
                 path, write_error = runner.write_error
                 notes += (f"{path.name} is incomplete: {write_error.strerror or write_error}",)
@@ -176,6 +178,14 @@ def _run_and_read(plan: Plan, facts: Facts, run_dir: Path, runner: Runner, sampl
         return _Ending("disk-full", errors.DISK_FULL, message, dataclasses.replace(empty, status="disk-full"), results)
     except BaseException as exc:  # noqa: B036 - recorded in the manifest, then re-raised
         return _crashed(exc, empty, results)
+
+
+def _runner_notes(runner: Runner) -> tuple[str, ...]:
+    """How the steps were stopped, and what the terminal did not take (the logs have all of it)."""
+    dropped = runner.echo_dropped()
+    echo = (f"the terminal stopped reading: {runs.human_bytes(dropped)} of the workload's output were not echoed "
+            f"(stdout.log and stderr.log have all of it)",) if dropped else ()
+    return tuple(runner.notes) + echo
 
 
 def _crashed(exc: BaseException, empty: Summary, results: list[StepResult]) -> _Ending:
