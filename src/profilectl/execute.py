@@ -12,11 +12,12 @@ import dataclasses
 import os
 import signal
 import socket
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Iterable
 
-from profilectl import __version__, errors, runs
+from profilectl import __version__, errors, ownership, runs
 from profilectl.backends import BACKENDS, StepResult
 from profilectl.envreport import EnvReport
 from profilectl.facts import Facts
@@ -78,18 +79,29 @@ def start_manifest(plan: Plan, report: EnvReport, started: str) -> Manifest:
 
 def run(plan: Plan, report: EnvReport, echo: tuple[BinaryIO | None, BinaryIO | None] = (None, None)) -> Outcome:
     proposed = Path(plan.run_dir)
+    became, became_note = _become_owner(plan, proposed.parent)
     run_dir = runs.create_run_dir(proposed.parent, plan.service, first=proposed)
     if run_dir != proposed:  # the proposed name was taken meanwhile: same decisions, new paths
         plan = relocate(plan, report.facts, run_dir)
-    owner = runs.host_owner(run_dir.parent)
+    owner = None if became else runs.host_owner(run_dir.parent)
+    # Root writing for another user (no drop possible): the run directory stays root's (readable)
+    # while root writes into it by path, and is handed back at the end through this descriptor,
+    # opened now, never through its path again (ownership.hand_back).
+    run_fd = _own_run_dir(run_dir) if owner is not None and os.geteuid() == 0 and owner[0] != 0 else None
     started = runs.now_utc()
     manifest = start_manifest(plan, report, runs.iso(started))
+    if became_note:
+        manifest = dataclasses.replace(manifest, notes=manifest.notes + (became_note,))
 
     def first_files() -> None:
         write_json_atomic(run_dir / "env.json", report.to_dict())
         manifest.write(run_dir)
-    guard = runs.open_run(run_dir, first_files)  # a full disk ends here, before anything ran
-    runs.hand_over(run_dir, owner)
+    try:
+        guard = runs.open_run(run_dir, first_files)  # a full disk ends here, before anything ran
+    except BaseException:
+        if run_fd is not None:
+            os.close(run_fd)
+        raise
     try:
         with Runner(run_dir, *echo, timeout_s=plan.request.timeout_s) as runner:
             sampler = Sampler.start(plan.sampling, run_dir)  # GPU power and memory while the steps run
@@ -101,10 +113,57 @@ def run(plan: Plan, report: EnvReport, echo: tuple[BinaryIO | None, BinaryIO | N
             manifest = _finish(run_dir, guard, manifest, started, ending)  # signals only recorded now
     finally:
         guard.close()  # after the final manifest: never `running` and unlocked while profilectl lives
-        runs.hand_over(run_dir, owner)
+        if run_fd is not None and owner is not None:
+            try:
+                ownership.hand_back(run_fd, owner, label=str(run_dir))
+            finally:
+                os.close(run_fd)
     if ending.error is not None:
         raise ending.error  # profilectl's own failure: the final manifest already says so
     return Outcome(ending.exit_code, ending.status, ending.message, run_dir, manifest, ending.summary)
+
+
+BECOME_ENV = "PROFILECTL_KEEP_ROOT"  # 1: stay root and hand the files back at the end (the older way)
+
+
+def _become_owner(plan: Plan, traces_root: Path) -> tuple[bool, str | None]:
+    """Root running for another user becomes that user before the run directory exists, keeping only
+    the capabilities the profiler needs (ownership.become): every file then has the right owner from
+    the start. (True, note) when done; (False, why not) when profilectl stays root and hands back."""
+    if os.geteuid() != 0 or os.environ.get(BECOME_ENV) == "1":
+        return False, None
+    owner = runs.host_owner(traces_root) if traces_root.is_dir() else None
+    if owner is None or owner[0] == 0:
+        return False, None
+    try:
+        st = traces_root.stat()
+        if st.st_uid != owner[0] or not ownership.can_run_as(owner, (str(traces_root), os.getcwd())):
+            return False, (f"profilectl stayed root (uid {owner[0]} cannot write {traces_root}, enter {os.getcwd()} "
+                           f"or run {sys.executable}): the run's files were handed back to uid {owner[0]} at the end")
+        keep = ownership.PROFILER_CAPS if _needs_capabilities(plan) else ()
+        return True, ownership.become(owner, keep, ownership.device_groups()).note()
+    except OSError as exc:
+        if os.geteuid() != 0:  # half done (capabilities refused after the uid changed): say it, go on
+            return True, f"profilectl ran as uid {os.geteuid()} without the profiler's capabilities: {exc.strerror or exc}"
+        return False, (f"profilectl stayed root ({exc.strerror or exc}): the run's files were handed back to uid "
+                       f"{owner[0]} at the end")
+
+
+def _needs_capabilities(plan: Plan) -> bool:
+    """Counter collection (and PC sampling, attaching) may need CAP_SYS_ADMIN/PERFMON/SYS_PTRACE."""
+    return plan.service == "counters" or plan.request.preset == "pc-sampling"
+
+
+def _own_run_dir(run_dir: Path) -> int | None:
+    """A descriptor of the run directory this process just made (never a link, never someone else's)."""
+    try:
+        fd = ownership.open_dir(run_dir)
+    except OSError:
+        return None
+    if os.fstat(fd).st_uid != os.geteuid():  # swapped for the user's own folder: nothing to hand back
+        os.close(fd)
+        return None
+    return fd
 
 
 @dataclass
