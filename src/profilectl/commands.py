@@ -270,8 +270,13 @@ def report_csv_files(path: Path, output: str, force: bool) -> int:
 def check_output(output: Path, force: bool) -> None:
     """`report -o` never writes over a run's own files (not even with --force), never over an
     existing file without --force, and never through a symbolic link it did not expect."""
-    if output.is_dir():
+    from profilectl.files import not_a_regular_file
+    standing = not_a_regular_file(output)
+    if standing == "a folder" or (standing is None and output.is_dir()):
         raise errors.UsageError(f"{output} is a folder: -o takes a file name")
+    if standing:  # /dev/null, a fifo, a socket: never replaced, not even with --force
+        raise errors.UsageError(f"refusing to write {output}: it is {standing}, not a regular file "
+                                f"(-o only ever replaces regular files, also with --force)")
     run_dir = runs.enclosing_run(output)
     if run_dir is not None:
         inside = output.parent.resolve().relative_to(run_dir) / output.name
@@ -286,11 +291,14 @@ def check_output(output: Path, force: bool) -> None:
 
 
 def write_output(output: Path, text: str, force: bool, inputs: list[Path]) -> None:
-    from profilectl.files import write_text_new
+    from profilectl.files import NotARegularFile, write_text_new
     if os.path.lexists(output) and any(_same_file(output, source) for source in inputs):
         raise errors.UsageError(f"refusing to write {output}: it is a file the report reads")
     try:
         write_text_new(output, text, replace=force)
+    except NotARegularFile as exc:
+        raise errors.UsageError(f"refusing to write {output}: {exc}, not a regular file (-o only ever "
+                                f"replaces regular files, also with --force)") from None
     except FileExistsError:
         raise errors.UsageError(f"refusing to overwrite {output}: it appeared while the report was made; "
                                 f"pass --force to replace it") from None

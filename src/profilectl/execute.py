@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import errno
 import os
 import signal
 import socket
@@ -37,6 +38,7 @@ from profilectl.telemetry.model import PowerSummary
 from profilectl.telemetry.sampler import Sampler
 
 COUNTER_LIST_TIMEOUT_S = 60.0
+READ_ONLY_ERRNOS = (errno.EROFS, errno.EACCES, errno.EPERM)
 
 
 @dataclass(frozen=True)
@@ -215,7 +217,10 @@ def _run_and_read(plan: Plan, facts: Facts, run_dir: Path, runner: Runner, sampl
             if runner.supervisor_lost and not (runner.interrupted or runner.timed_out or disk_full):
                 status, exit_code, message = "failed", errors.WORKLOAD_FAILED, runner.supervisor_lost
             summary, unwritten = _write_tables_and_summary(run_dir, plan, phases, status, power, tuple(sampler.notes))
-            if unwritten is not None:
+            read_only = unwritten is not None and getattr(unwritten, "errno", None) in READ_ONLY_ERRNOS
+            if unwritten is not None and read_only:  # the verdict stands; _finish says the folder is read-only
+                sampler.notes.append(f"the tables and summary were not written: {run_dir} became read-only")
+            elif unwritten is not None:
                 if not runs.is_disk_full(unwritten):
                     raise unwritten
                 status, exit_code = "disk-full", errors.DISK_FULL
@@ -231,6 +236,9 @@ def _run_and_read(plan: Plan, facts: Facts, run_dir: Path, runner: Runner, sampl
         return _Ending("interrupted", errors.INTERRUPTED, f"interrupted by {name} while reading the outputs; "
                        "raw outputs kept", dataclasses.replace(empty, status="interrupted"), results)
     except OSError as exc:
+        if exc.errno in READ_ONLY_ERRNOS:  # the folder, not a temporary file's name, is what the user must hear
+            return _Ending("failed", errors.USAGE, f"the run folder {run_dir} became read-only ({exc.strerror}) "
+                           f"while profilectl wrote {writing}", dataclasses.replace(empty, status="failed"), results)
         if not runs.is_disk_full(exc):
             return _crashed(exc, empty, results)
         message = _disk_full_message(run_dir, _log_writing(runner) if runner.disk_full else writing, results)
@@ -284,6 +292,12 @@ def _finish(run_dir: Path, guard: runs.RunGuard, manifest: Manifest, started: An
         if runs.is_disk_full(exc):
             raise errors.DiskFullError(f"{runs.no_space(run_dir.parent)}: the final manifest of {run_dir} was "
                                        f"not written ({ending.status}: {ending.message})") from None
+        if exc.errno in READ_ONLY_ERRNOS:  # said as what happened to the folder, not by a temporary file's name
+            said = ending.message if "became read-only" in ending.message else \
+                f"the run folder {run_dir} became read-only ({exc.strerror}) (the run ended {ending.status}: {ending.message})"
+            raise errors.ProfilectlError(
+                f"{said}; its final manifest was not written",
+                exit_code=ending.exit_code if ending.exit_code != errors.OK else errors.USAGE) from None
         raise
     return manifest
 

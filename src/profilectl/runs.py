@@ -214,7 +214,7 @@ class RunGuard:
     def release_reserve(self) -> None:
         try:
             os.unlink(self.run_dir / RESERVE_NAME)
-        except FileNotFoundError:
+        except OSError:  # gone, or the folder became read-only: the manifest's own write says which
             pass
 
     def close(self) -> None:
