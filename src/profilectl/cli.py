@@ -42,6 +42,10 @@ def _measuring(sub: "argparse._SubParsersAction[_Parser]", name: str, help_text:
     p.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="set/override an environment variable")
     p.add_argument("--serialize", action="store_true",
                    help="HIP_LAUNCH_BLOCKING=1 / CUDA_LAUNCH_BLOCKING=1 (changes what is measured)")
+    p.add_argument("--no-redact", action="store_true",
+                   help="write the workload's arguments and environment as given: by default values that look like "
+                        "secrets (--password, --token, --api-key, *TOKEN*, *_SECRET*, user:pass@ URLs; the rule: "
+                        "profiling/redaction.yaml) are written as <redacted>")
     p.add_argument("--no-sample", action="store_true",
                    help="do not sample GPU power, memory, clocks, temperature, utilisation (telemetry.csv)")
     p.add_argument("workload", nargs=argparse.REMAINDER,
@@ -175,7 +179,8 @@ def main(argv: list[str] | None = None) -> int:
                      "trace": lambda: {"preset": args.preset, "bounds": _bounds_of(args)}}[args.command]()
             return commands.measure(args.command, args.workload, backend=args.backend, dry_run=args.dry_run,
                                     timeout=args.timeout, as_json=args.json, traces_dir=args.traces_dir,
-                                    env_items=args.env, serialize=args.serialize, sample=not args.no_sample, **extra)
+                                    env_items=args.env, serialize=args.serialize, sample=not args.no_sample,
+                                    redact=not args.no_redact, **extra)
         if args.command == "ls":
             return commands.ls(args.traces_dir, args.json)
         if args.command == "report":

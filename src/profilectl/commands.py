@@ -80,7 +80,7 @@ def measure(service: str, workload: list[str], *, backend: str | None, dry_run: 
             as_json: bool, traces_dir: str | None, env_items: list[str], serialize: bool,
             repeat: int = 5, warmup: int = 1, counter_set: str = "basic", fallback: bool = False,
             preset: str = "lightweight", clock_control: str = "base", bounds: dict[str, Any] | None = None,
-            include_collectives: bool = False, sample: bool = True) -> int:
+            include_collectives: bool = False, sample: bool = True, redact: bool = True) -> int:
     from profilectl import execute
     from profilectl.plan import make_plan
     from profilectl.request import Request, parse_bounds, parse_env_assignments, resolve_workload
@@ -93,7 +93,7 @@ def measure(service: str, workload: list[str], *, backend: str | None, dry_run: 
                       counter_set=counter_set, preset=preset, fallback=fallback, timeout_s=timeout,
                       serialize=serialize, repeat=repeat, warmup=warmup, env_overrides=env_overrides,
                       clock_control=clock_control, bounds=parse_bounds(**(bounds or {})),
-                      include_collectives=include_collectives, sample=sample)
+                      include_collectives=include_collectives, sample=sample, redact=redact)
     traces_root = Path(traces_dir) if traces_dir else runs.default_traces_root()
     from profilectl.jobs import SlurmTask
     task = SlurmTask.from_env() if os.environ.get("PROFILECTL_NO_JOB") != "1" else None

@@ -31,7 +31,6 @@ from profilectl.plan import Plan, relocate
 from profilectl.probe.diagnose import diagnose
 from profilectl.probe.machine import CommandResult, Machine
 from profilectl.report import summary as summaries
-from profilectl.request import redact_env
 from profilectl.report.summary import SourceInfo, Summary
 from profilectl.runner import Interrupted, Runner
 from profilectl.telemetry.model import PowerSummary
@@ -68,10 +67,11 @@ boot_id = runs.boot_id
 
 
 def start_manifest(plan: Plan, report: EnvReport, started: str) -> Manifest:
+    plan = plan.redacted()  # secrets of the workload's arguments and environment are never written
     return Manifest(
         schema_version=MANIFEST_SCHEMA, profilectl_version=__version__, service=plan.service, backend=plan.backend,
         reason=plan.reason, fallbacks=plan.fallbacks, tool=plan.tool, argv=plan.argv,
-        phases=tuple(PhaseRecord(backend=p.backend, raw_dir=p.raw_dir, environment=redact_env(p.environment),
+        phases=tuple(PhaseRecord(backend=p.backend, raw_dir=p.raw_dir, environment=p.environment,
                                  argv=tuple(s.argv for s in p.steps)) for p in plan.phases),
         workload=plan.workload, workload_source=plan.workload_source, counter_set=plan.counter_set,
         gpu=report.facts.gpus[0] if report.facts.gpus else None, started_at=started,
@@ -105,7 +105,7 @@ def run(plan: Plan, report: EnvReport, echo: tuple[BinaryIO | None, BinaryIO | N
             os.close(run_fd)
         raise
     try:
-        with Runner(run_dir, *echo, timeout_s=plan.request.timeout_s) as runner:
+        with Runner(run_dir, *echo, timeout_s=plan.request.timeout_s, redact=plan.request.redact) as runner:
             sampler = Sampler.start(plan.sampling, run_dir)  # GPU power and memory while the steps run
             try:
                 ending = _run_and_read(plan, report.facts, run_dir, runner, sampler)

@@ -66,6 +66,9 @@ class Request:
     include_collectives: bool = False
     # sample GPU power, memory, clocks, temperature and utilisation while the run executes (--no-sample: off)
     sample: bool = True
+    # write secret-looking values of the workload's arguments and environment as <redacted>
+    # (profiling/redaction.yaml; --no-redact: off)
+    redact: bool = True
 
     @functools.cached_property
     def launch(self) -> "Launch":

@@ -117,7 +117,9 @@ class _Pump(threading.Thread):
 
 class Runner:
     def __init__(self, run_dir: Path, echo_stdout: BinaryIO | None, echo_stderr: BinaryIO | None,
-                 timeout_s: float | None = None, kill_grace_s: float = KILL_GRACE_S):
+                 timeout_s: float | None = None, kill_grace_s: float = KILL_GRACE_S, redact: bool = True):
+        from profilectl.redaction import redactor
+        self.shown = redactor(redact)  # how a step's command line is written (stderr.log, the records)
         self.run_dir = run_dir
         self.echo = (_bounded(echo_stdout), _bounded(echo_stderr))
         self.deadline = time.monotonic() + timeout_s if timeout_s else None
@@ -206,8 +208,9 @@ class Runner:
     def run(self, step: Step, env: dict[str, str], cwd: Path | None = None) -> StepResult:
         if self.deadline is not None and time.monotonic() >= self.deadline:
             self.timed_out = True
+        shown_argv = self.shown.argv(step.argv)  # what is written down: secrets redacted
         if self.interrupted or self.timed_out or self.disk_full or self.supervisor_lost:
-            return StepResult(step.label, step.argv, None, 0.0, step.timed, step.warmup,
+            return StepResult(step.label, shown_argv, None, 0.0, step.timed, step.warmup,
                               self.timed_out, bool(self.interrupted))
         full_env = dict(os.environ)
         full_env.update(env)
@@ -215,13 +218,13 @@ class Runner:
         self._in_step = True
         out_log, err_log = _Log(self.run_dir / "stdout.log", self), _Log(self.run_dir / "stderr.log", self)
         try:
-            err_log.write(f"==> profilectl: {step.label}: {' '.join(step.argv)}\n".encode())
+            err_log.write(f"==> profilectl: {step.label}: {' '.join(shown_argv)}\n".encode())
             returncode, seconds = self._supervise(step, full_env, cwd, out_log, err_log)
         finally:
             out_log.close()
             err_log.close()
             self._in_step = False
-        return StepResult(step.label, step.argv, returncode, seconds, step.timed, step.warmup,
+        return StepResult(step.label, shown_argv, returncode, seconds, step.timed, step.warmup,
                           timed_out=self.timed_out, interrupted=bool(self.interrupted))
 
     def _supervise(self, step: Step, env: dict[str, str], cwd: Path | None, out_log: _Log,
