@@ -99,7 +99,7 @@ class Became:
     def note(self) -> str:
         kept = f", keeping only {', '.join('CAP_' + c for c in self.caps)} for the profiler" if self.caps else \
             " with no capabilities"
-        return f"profilectl ran as uid {self.uid} gid {self.gid} (the traces folder's owner){kept}: every file " \
+        return f"profilectl ran as uid {self.uid} gid {self.gid} (the user the run is for){kept}: every file " \
                f"of the run was made with that owner"
 
 
