@@ -131,24 +131,37 @@ BECOME_ENV = "PROFILECTL_KEEP_ROOT"  # 1: stay root and hand the files back at t
 def _become_owner(plan: Plan, traces_root: Path) -> tuple[bool, str | None]:
     """Root running for another user becomes that user before the run directory exists, keeping only
     the capabilities the profiler needs (ownership.become): every file then has the right owner from
-    the start. (True, note) when done; (False, why not) when profilectl stays root and hands back."""
-    if os.geteuid() != 0 or os.environ.get(BECOME_ENV) == "1":
+    the start. (True, note) when done; (False, note) when profilectl stays root and hands back at the
+    end, which is safe only where the user cannot rename what root writes into: a traces folder that
+    the user owns is refused then (UsageError) unless $PROFILECTL_KEEP_ROOT=1 says to go on."""
+    if os.geteuid() != 0:
         return False, None
     owner = runs.host_owner(traces_root) if traces_root.is_dir() else None
     if owner is None or owner[0] == 0:
         return False, None
-    try:
-        st = traces_root.stat()
-        if st.st_uid != owner[0] or not ownership.can_run_as(owner, (str(traces_root), os.getcwd())):
-            return False, (f"profilectl stayed root (uid {owner[0]} cannot write {traces_root}, enter {os.getcwd()} "
-                           f"or run {sys.executable}): the run's files were handed back to uid {owner[0]} at the end")
-        keep = ownership.PROFILER_CAPS if _needs_capabilities(plan) else ()
-        return True, ownership.become(owner, keep, ownership.device_groups()).note()
-    except OSError as exc:
-        if os.geteuid() != 0:  # half done (capabilities refused after the uid changed): say it, go on
-            return True, f"profilectl ran as uid {os.geteuid()} without the profiler's capabilities: {exc.strerror or exc}"
-        return False, (f"profilectl stayed root ({exc.strerror or exc}): the run's files were handed back to uid "
-                       f"{owner[0]} at the end")
+    user_controls = traces_root.stat().st_uid == owner[0]  # the user may rename anything root makes in it
+    kept_root = os.environ.get(BECOME_ENV) == "1"
+    stayed = f"profilectl stayed root; the run's files were handed back to uid {owner[0]} at the end"
+    why = "" if kept_root else None
+    if not kept_root:
+        try:
+            if not user_controls:  # a folder the user cannot write: root writes, then hands back (no race)
+                return False, stayed
+            if ownership.can_run_as(owner, (str(traces_root), os.getcwd())):
+                keep = ownership.PROFILER_CAPS if _needs_capabilities(plan) else ()
+                return True, ownership.become(owner, keep, ownership.device_groups()).note()
+            why = f"uid {owner[0]} cannot enter {os.getcwd()}, write {traces_root} or run {sys.executable}"
+        except OSError as exc:
+            if os.geteuid() != 0:  # half done (capabilities refused after the uid changed): say it, go on
+                return True, f"profilectl ran as uid {os.geteuid()} without the profiler's capabilities: " \
+                             f"{exc.strerror or exc}"
+            why = str(exc.strerror or exc)
+    if user_controls and not kept_root:
+        raise errors.UsageError(
+            f"refusing to write as root into {traces_root}, which uid {owner[0]} owns: profilectl cannot run as that "
+            f"user here ({why}), and root's writes into a folder another user controls can be redirected; run "
+            f"profilectl as uid {owner[0]} (or where that user can run it), or set {BECOME_ENV}=1 to run as root anyway")
+    return False, stayed + (f" ({BECOME_ENV}=1)" if kept_root else "")
 
 
 def _needs_capabilities(plan: Plan) -> bool:

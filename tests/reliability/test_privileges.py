@@ -35,6 +35,24 @@ def user():
         subprocess.run(["userdel", name], capture_output=True)
 
 
+@pytest.fixture
+def base():
+    """A folder the user can reach (pytest's own tmp_path is under a root-only 0700 folder, where every
+    move of the attacker would fail with EACCES and prove nothing)."""
+    import shutil
+    import tempfile
+    folder = Path(tempfile.mkdtemp(prefix="profilectl-privileges-"))
+    folder.chmod(0o755)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def attack_landed(folder: Path) -> bool:
+    return (folder / "attack-landed").exists()
+
+
 def root_zone(base: Path) -> Path:
     """Root-only files (0600 in 0700 folders) the user must never get."""
     zone = base / "root-zone"
@@ -87,18 +105,55 @@ def swap_loop(run_dir: Path, target: Path, names: list[str]):
                 try:
                     os.rename(real, aside)
                     os.symlink(target, real)
-                    time.sleep(0.0005)  # long enough for a walk by path to enter the link
+                    time.sleep(0.002)  # long enough for a walk by path to enter the link
                     os.unlink(real)
                     os.rename(aside, real)
+                    if not attack_landed(run_dir.parent):
+                        (run_dir.parent / "attack-landed").touch()
                 except OSError:
                     pass
     return loop
 
 
-def test_the_hand_back_never_follows_a_swapped_link_out_of_the_run(user, tmp_path):
+def reroot(run_dir: Path, names: list[str]) -> None:
+    """The run's files root's again for the next round, by descriptors (a path could cross the
+    attacker's link and take back what a faulty hand-back gave away: the evidence)."""
+    top = os.open(run_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        for name in names:
+            try:
+                sub = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=top)
+            except OSError:
+                continue
+            try:
+                for entry in os.scandir(sub):
+                    os.chown(entry.name, 0, 0, dir_fd=sub, follow_symlinks=False)
+            except OSError:
+                pass
+            finally:
+                os.close(sub)
+    finally:
+        os.close(top)
+
+
+def entrypoint_hand_back(top: Path):
+    """The container entrypoint's hand-back (docker/entrypoint.py), aimed at `top`."""
+    import importlib.util
+    from support import REPO
+    spec = importlib.util.spec_from_file_location("profilectl_entrypoint", REPO / "docker" / "entrypoint.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.TRACES, module.APP = str(top), str(top / "no-app")
+    return lambda owner: module.hand_back(owner, time.time() - 60)
+
+
+@pytest.mark.parametrize("who", ["profilectl", "entrypoint"])
+def test_the_hand_back_never_follows_a_swapped_link_out_of_the_run(user, base, who):
     """The issue's attack, raced for real: a run directory that the user owns (as the older design
     made it), root's files in its sub-folders, and the user swapping those sub-folders for links to a
-    root-only folder while root hands the run back, 200 times."""
+    root-only folder while root hands the run back, 200 times: profilectl's hand-back (runs.hand_over)
+    and the container entrypoint's."""
+    tmp_path = base
     zone = root_zone(tmp_path)
     before = snapshot(zone)
     traces = tmp_path / "traces"
@@ -113,21 +168,18 @@ def test_the_hand_back_never_follows_a_swapped_link_out_of_the_run(user, tmp_pat
     os.chown(run_dir, *user)
     for name in names:
         os.chown(run_dir / name, *user)
+    hand_back = (lambda owner: runs.hand_over(run_dir, owner)) if who == "profilectl" else entrypoint_hand_back(traces)
     attacker = as_user(user, swap_loop(run_dir, zone / "d0", names))
     try:
         for _ in range(200):
             try:
-                runs.hand_over(run_dir, user)
+                hand_back(user)
             except OSError:  # a walk by path may trip over the swaps: the next round goes on
                 pass
-            for name in names:  # root's files again, for the next round
-                for path in (run_dir / name).glob("f*"):
-                    try:
-                        os.lchown(path, 0, 0)
-                    except OSError:
-                        pass
+            reroot(run_dir, names)
     finally:
         stop(attacker)
+    assert attack_landed(traces)  # the attacker really swapped folders while root handed back
     after = snapshot(zone)
     given = sorted(path for path, (uid, _, _) in after.items() if uid == user[0])
     changed = sorted(path for path in before if before[path] != after.get(path))
@@ -179,11 +231,16 @@ def test_become_keeps_only_the_profilers_capabilities_across_exec(user, tmp_path
     assert os.stat(folder / "f").st_uid == user[0]
 
 
-def test_root_run_for_the_user_changes_nothing_outside_the_run(user, tmp_path, harness):
+def test_root_run_for_the_user_changes_nothing_outside_the_run(user, base, harness):
     """The privilege test: root runs profilectl into the user's traces folder; a process of the user
-    attacks every run directory that appears (renames it, plants links named like the run's files and
-    folders, links the run's sub-folders to a root-only folder). Afterwards no file outside the run
-    has a new owner or mode, and the run is the user's."""
+    attacks every run directory that appears (plants links named like the run's files and folders,
+    swaps raw/ for a link to a root-only folder). Afterwards no file outside the run has a new owner
+    or mode, and no new file. profilectl runs as the user (every file theirs from the start) or, where
+    it cannot (its Python out of the user's reach), refuses in one line. (PROFILECTL_KEEP_ROOT=1, the
+    explicit opt-out, stays root: root's writes by path into a folder the user controls can then be
+    redirected by renaming the run folder; only the hand-back is safe there, tested above.)"""
+    from profilectl import ownership
+    tmp_path = base
     zone = root_zone(tmp_path)
     before = snapshot(zone)
     traces = harness.traces(tmp_path / "traces")
@@ -194,8 +251,17 @@ def test_root_run_for_the_user_changes_nothing_outside_the_run(user, tmp_path, h
     def attack():
         while True:
             for run in list(traces.iterdir()) if traces.is_dir() else []:
-                if not run.is_dir() or run.is_symlink():
+                if not run.is_dir() or run.is_symlink() or run.name.endswith(".aside"):
                     continue
+                try:  # the run folder itself swapped for a link to root's folder, and back
+                    os.rename(run, run.with_name(run.name + ".aside"))
+                    os.symlink(target, run)
+                    time.sleep(0.002)
+                    os.unlink(run)
+                    os.rename(run.with_name(run.name + ".aside"), run)
+                    (traces / "attack-landed").touch()
+                except OSError:
+                    pass
                 for name in ("raw", "stdout.log", "summary.json", "kernels.csv", "timing.csv", "sub"):
                     try:
                         os.symlink(target / "f1", run / name) if "." in name else os.symlink(target, run / name)
@@ -204,23 +270,36 @@ def test_root_run_for_the_user_changes_nothing_outside_the_run(user, tmp_path, h
                 try:
                     os.rename(run / "raw", run / "raw.aside")
                     os.symlink(target, run / "raw")
+                    (traces / "attack-landed").touch()
                 except OSError:
                     pass
             time.sleep(0.001)
+    can_become = ownership.can_run_as(user, (str(traces), str(tmp_path)))
     attacker = as_user(user, attack)
     try:
         done = harness.run("profile", "--json", "--no-sample", "--repeat", "3", "--warmup", "0", "--traces-dir",
-                           str(traces), "--", "sh", "-c", "mkdir -p sub; for i in 1 2 3 4 5; do echo x > sub/$i; done",
+                           str(traces), "--", "sh", "-c", "for i in 1 2 3 4 5; do echo x > out$i; done",
                            cwd=tmp_path)
     finally:
         stop(attacker)
+        for aside in traces.glob("*.aside"):  # killed mid-swap: the run back under its name
+            link = aside.with_name(aside.name[:-len(".aside")])
+            if link.is_symlink():
+                link.unlink()
+            os.rename(aside, link)
     after = snapshot(zone)
     changed = sorted(path for path in before if before[path] != after.get(path))
-    added = sorted(set(after) - set(before))
-    assert changed == [] and added == [], (changed[:5], added[:5])
-    assert done.returncode in (0, 1, 2, 4), done.stderr  # the attack may spoil the run, never root's files
-    run = next(p for p in traces.iterdir() if p.is_dir() and not p.is_symlink())
+    assert changed == [], changed[:5]
+    if not can_become:
+        assert done.returncode == 2 and "refusing to write as root into" in done.stderr, done.stderr
+        assert list(traces.iterdir()) == []
+        return
+    assert attack_landed(traces)
+    assert sorted(set(after) - set(before)) == []  # as the user, root's folder cannot even receive a file
+    made = [p for p in traces.iterdir() if p.is_dir() and not p.is_symlink()]
+    assert len(made) == 1, (done.returncode, done.stderr[-2000:], sorted(traces.iterdir()), sorted(set(after) - set(before)))
+    run = made[0]
     owners = {os.lstat(p).st_uid for p in [run, *run.rglob("*")]}
     assert owners == {user[0]}, owners
     manifest = json.loads((run / "manifest.json").read_text())
-    assert any("uid" in note for note in manifest["notes"]), manifest["notes"]
+    assert any(f"uid {user[0]}" in note for note in manifest["notes"]), manifest["notes"]
