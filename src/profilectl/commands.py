@@ -112,7 +112,7 @@ def measure(service: str, workload: list[str], *, backend: str | None, dry_run: 
             from profilectl.report import render
             render.plan(_console(), plan.redacted())
         return errors.OK
-    from profilectl.console import deliver, held_signals
+    from profilectl.console import deliver, held_signals, writer
     # From here a signal stops the run (the runner's handlers) or cuts the printing of its result
     # short, never profilectl itself: the exit code is always the one the final manifest holds.
     with held_signals() as held:
@@ -133,7 +133,7 @@ def measure(service: str, workload: list[str], *, backend: str | None, dry_run: 
         printed = deliver(1, text, held)
         if outcome.exit_code != errors.OK:
             deliver(2, f"profilectl: {outcome.status}: {outcome.message}\n", held)
-        if not printed:
+        if not printed and not writer(1).broken:  # a reader that left (`| head`) chose to; one that stalled is told
             deliver(2, f"profilectl: stdout did not take the result (the run is complete: {outcome.run_dir})\n",
                     held, wait_s=1.0)
     return outcome.exit_code
