@@ -11,6 +11,7 @@ import pwd
 import secrets
 import stat
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -220,7 +221,7 @@ def test_become_keeps_only_the_profilers_capabilities_across_exec(user, tmp_path
     code = ("import os, sys\nfrom profilectl import ownership\n"
             f"b = ownership.become({user!r}, ownership.PROFILER_CAPS)\n"
             "os.execv('/bin/sh', ['sh', '-c', 'id -u; grep -E \"^Cap(Eff|Amb)\" /proc/self/status; echo x > f'])\n")
-    done = subprocess.run([os.sys.executable, "-c", code], cwd=folder, capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-c", code], cwd=folder, capture_output=True, text=True,
                           env=dict(os.environ, PYTHONPATH=str(Path(ownership.__file__).parents[1])))
     assert done.returncode == 0, done.stderr
     lines = done.stdout.split()
