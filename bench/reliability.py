@@ -1,8 +1,12 @@
 #!/usr/bin/env python3
 """Reliability under faults: runs every scenario of tests/reliability (full disks on a real small
 file system, SIGKILL of profilectl, workloads that leave children behind or ignore SIGTERM, bad
-files and values, `report -o` over precious files, secrets in --env) and prints what a careful user
-would count: scenarios tried and passed, runs lost, processes left behind.
+files and values, `report -o` over precious files, secrets in --env; and deliberate misuse: a real
+user racing symbolic-link swaps against root's hand-back, a root run attacked by that user, a stdout
+nobody reads, a second Ctrl-C, a killed step supervisor, a run folder made read-only, `report -o`
+at device nodes, secrets in the workload's arguments, `docker kill` and a container OOM kill of the
+root counters service) and prints what a careful user would count: scenarios tried and passed,
+runs lost, processes left behind.
 
     python3 bench/reliability.py [-k EXPR] [--compose]
 

@@ -12,9 +12,13 @@ ownership of everything it leaves on the host.
   $PROFILECTL_HOST_UID/GID (HOST_UID/HOST_GID), else the owner of the traces folder, else of the
   application folder (the user's project). Started as another user (`docker compose run --user`),
   it runs as that user.
-- Only a service that needs root (counters: hardware counters need root with SYS_ADMIN) keeps it;
-  then profilectl runs as a child and, when it ends, every file the run created or changed under
-  the traces folder and the application folder is handed back to the host user.
+- Only a service that needs root (counters: hardware counters need root with SYS_ADMIN) starts
+  profilectl as root; profilectl probes as root, then becomes the host user itself, keeping only the
+  capabilities the profiler needs as ambient capabilities (profilectl/ownership.py), so the profiler
+  and the workload write every file as the host user from the start: a `docker kill` or an OOM kill
+  leaves nothing root-owned. Whatever root still made (a kernel without ambient capabilities, an
+  older profilectl) is handed back when profilectl ends, by a walk over directory descriptors that
+  follows no link and changes nothing but root's own regular files and folders (ownership.hand_back).
 - A mount point Docker created for a missing host folder (root-owned and empty) is given to the
   host user first, so the user can write into it and delete what the run leaves there.
 """
@@ -70,22 +74,31 @@ def adopt_empty_mounts(owner):
             pass
 
 
+def _ownership():
+    """profilectl's ownership module, from the checkout or image this entrypoint belongs to."""
+    src = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
+    if os.path.isdir(os.path.join(src, "profilectl")) and src not in sys.path:
+        sys.path.insert(0, src)
+    from profilectl import ownership
+    return ownership
+
+
 def hand_back(owner, since):
-    """chown to the host user what this container's root created or changed in the host folders."""
+    """chown to the host user what this container's root created or changed in the host folders:
+    each folder opened once (no link followed), walked by descriptors, only root's own regular files
+    and folders changed (ownership.hand_back): a link the user swaps in is never followed."""
+    ownership = _ownership()
     for top in (TRACES, APP):
-        if not os.path.isdir(top):
+        try:
+            fd = ownership.open_dir(top)
+        except OSError:
             continue
-        device = os.lstat(top).st_dev
-        for folder, dirs, files in os.walk(top):
-            dirs[:] = [d for d in dirs if os.lstat(os.path.join(folder, d)).st_dev == device]  # not into mounts
-            for name in [None, *dirs, *files]:
-                path = folder if name is None else os.path.join(folder, name)
-                try:
-                    st = os.lstat(path)
-                    if st.st_uid == 0 and st.st_ctime >= since - CHANGED_SLACK_S:
-                        os.lchown(path, *owner)
-                except OSError:
-                    pass
+        try:
+            done = ownership.hand_back(fd, owner, since=since - CHANGED_SLACK_S, label=top)
+            for refused in done.refused[:20]:
+                sys.stderr.write(f"profilectl: left as it is: {refused}\n")
+        finally:
+            os.close(fd)
 
 
 def private_home():
@@ -118,7 +131,9 @@ def drop_to(owner):
 
 def run_and_hand_back(argv, owner):
     since = time.time()
-    child = subprocess.Popen(argv)
+    # profilectl becomes this user itself once it has probed as root (ownership.become)
+    env = dict(os.environ, PROFILECTL_HOST_UID=str(owner[0]), PROFILECTL_HOST_GID=str(owner[1]))
+    child = subprocess.Popen(argv, env=env)
 
     def forward(signum, frame):
         child.send_signal(signum)  # docker stop reaches this process; profilectl finalises the run

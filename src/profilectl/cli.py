@@ -54,6 +54,10 @@ def _measuring(sub: "argparse._SubParsersAction[_Parser]", name: str, help_text:
     p.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="set/override an environment variable")
     p.add_argument("--serialize", action="store_true",
                    help="HIP_LAUNCH_BLOCKING=1 / CUDA_LAUNCH_BLOCKING=1 (changes what is measured)")
+    p.add_argument("--no-redact", action="store_true",
+                   help="write the workload's arguments and environment as given: by default values that look like "
+                        "secrets (--password, --token, --api-key, *TOKEN*, *_SECRET*, user:pass@ URLs; the rule: "
+                        "profiling/redaction.yaml) are written as <redacted>")
     p.add_argument("--no-sample", action="store_true",
                    help="do not sample GPU power, memory, clocks, temperature, utilisation (telemetry.csv)")
     p.add_argument("workload", nargs=argparse.REMAINDER,
@@ -274,7 +278,7 @@ def measure_options(args: argparse.Namespace) -> dict[str, Any]:
                                   "include_collectives": args.include_collectives, **_attach_of(args)},
              "trace": lambda: {"preset": args.preset, "bounds": _bounds_of(args), **_attach_of(args)}}[args.command]()
     return {"backend": args.backend, "timeout": args.timeout, "traces_dir": args.traces_dir, "env_items": args.env,
-            "serialize": args.serialize, "sample": not args.no_sample, **extra}
+            "serialize": args.serialize, "sample": not args.no_sample, "redact": not args.no_redact, **extra}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -113,12 +113,12 @@ def measure(service: str, workload: list[str], *, backend: str | None, dry_run: 
             repeat: int = 5, warmup: int = 1, counter_set: str = "basic", fallback: bool = False,
             preset: str = "lightweight", clock_control: str = "base", bounds: dict[str, Any] | None = None,
             include_collectives: bool = False, sample: bool = True, attach: int | None = None,
-            duration: float | None = None, ranks: str | None = None) -> int:
+            duration: float | None = None, ranks: str | None = None, redact: bool = True) -> int:
     prepared = prepare(service, workload, backend=backend, timeout=timeout, traces_dir=traces_dir,
                        env_items=env_items, serialize=serialize, repeat=repeat, warmup=warmup,
                        counter_set=counter_set, fallback=fallback, preset=preset, clock_control=clock_control,
                        bounds=bounds, include_collectives=include_collectives, sample=sample, dry_run=dry_run,
-                       attach=attach, duration=duration, ranks=ranks)
+                       attach=attach, duration=duration, ranks=ranks, redact=redact)
     plan, task = prepared.plan, prepared.task
     if dry_run:
         if as_json:
@@ -127,20 +127,30 @@ def measure(service: str, workload: list[str], *, backend: str | None, dry_run: 
             from profilectl.report import render
             render.plan(_console(), plan.redacted())
         return errors.OK
+    from profilectl.console import deliver, held_signals, writer
     from profilectl.runner import terminal_streams
-    outcome = execute_prepared(prepared, terminal_streams(quiet_stdout=as_json), update_job=False)
-    if as_json:
-        _print_json({"exit_code": outcome.exit_code, "status": outcome.status, "message": outcome.message,
-                     "run_dir": str(outcome.run_dir), "manifest": outcome.manifest.to_dict(),
-                     "summary": outcome.summary.to_dict()})
-    else:
-        from profilectl.report import render
-        brief = f"rank {task.rank} on {task.node}: " if task and task.rank != 0 else ""
-        render.outcome(_console(), outcome.manifest, outcome.summary, shown_path(outcome.run_dir), brief)
-    if outcome.exit_code != errors.OK:
-        say(f"{outcome.status}: {outcome.message}")
-    if task and prepared.job_dir:
-        _update_job(prepared.job_dir, task)
+    job_dir = prepared.job_dir
+    # From here a signal stops the run (the runner's handlers) or cuts the printing of its result
+    # short, never profilectl itself: the exit code is always the one the final manifest holds.
+    with held_signals() as held:
+        outcome = execute_prepared(prepared, terminal_streams(quiet_stdout=as_json))
+        if as_json:
+            text = json.dumps({"exit_code": outcome.exit_code, "status": outcome.status, "message": outcome.message,
+                               "run_dir": str(outcome.run_dir), "manifest": outcome.manifest.to_dict(),
+                               "summary": outcome.summary.to_dict()}, indent=2, default=str) + "\n"
+        else:
+            from profilectl.report import render
+            brief = f"rank {task.rank} on {task.node}: " if task and task.rank != 0 else ""
+            console, captured = _captured_console()
+            render.outcome(console, outcome.manifest, outcome.summary, shown_path(outcome.run_dir), brief)
+            text = captured.getvalue()
+        # Bounded: a reader that stopped reading gets the result for a while, then profilectl ends anyway.
+        printed = deliver(1, text, held)
+        if outcome.exit_code != errors.OK:
+            deliver(2, f"profilectl: {outcome.status}: {outcome.message}\n", held)
+        if not printed and not writer(1).broken:  # a reader that left (`| head`) chose to; one that stalled is told
+            deliver(2, f"profilectl: stdout did not take the result (the run is complete: {outcome.run_dir})\n",
+                    held, wait_s=1.0)
     return outcome.exit_code
 
 
@@ -157,7 +167,7 @@ def prepare(service: str, workload: list[str], *, backend: str | None, timeout: 
             counter_set: str = "basic", fallback: bool = False, preset: str = "lightweight",
             clock_control: str = "base", bounds: dict[str, Any] | None = None, include_collectives: bool = False,
             sample: bool = True, dry_run: bool = False, attach: int | None = None, duration: float | None = None,
-            ranks: str | None = None) -> Prepared:
+            ranks: str | None = None, redact: bool = True) -> Prepared:
     """probe -> request -> plan, for the CLI and the Python API alike (profilectl.run)."""
     from profilectl import execute
     from profilectl.plan import make_plan
@@ -184,7 +194,7 @@ def prepare(service: str, workload: list[str], *, backend: str | None, timeout: 
                       serialize=serialize, repeat=repeat, warmup=warmup, env_overrides=env_overrides,
                       clock_control=clock_control, bounds=parse_bounds(**(bounds or {})),
                       include_collectives=include_collectives, sample=sample, attach=target,
-                      ranks=parse_ranks(ranks))
+                      ranks=parse_ranks(ranks), redact=redact)
     traces_root = Path(traces_dir) if traces_dir else runs.default_traces_root()
     from profilectl.jobs import SlurmTask
     task = SlurmTask.from_env() if os.environ.get("PROFILECTL_NO_JOB") != "1" else None
@@ -210,6 +220,17 @@ def execute_prepared(prepared: Prepared, streams: Any, update_job: bool = True) 
     if update_job and prepared.task and prepared.job_dir:
         _update_job(prepared.job_dir, prepared.task)
     return outcome
+
+
+def _captured_console() -> tuple["Console", Any]:
+    """A console like the terminal's (width, colours) that renders into a string."""
+    import io
+
+    from rich.console import Console
+    real = _console()
+    captured = io.StringIO()
+    return Console(file=captured, highlight=False, soft_wrap=False, width=real.width,
+                   force_terminal=real.is_terminal, color_system=real.color_system or None), captured  # type: ignore[arg-type]
 
 
 def _update_job(job_dir: Path, task: Any) -> None:
@@ -426,8 +447,13 @@ def query(path: str, sql: str, fmt: str) -> int:
 def check_output(output: Path, force: bool) -> None:
     """`report -o` never writes over a run's own files (not even with --force), never over an
     existing file without --force, and never through a symbolic link it did not expect."""
-    if output.is_dir():
+    from profilectl.files import not_a_regular_file
+    standing = not_a_regular_file(output)
+    if standing == "a folder" or (standing is None and output.is_dir()):
         raise errors.UsageError(f"{output} is a folder: -o takes a file name")
+    if standing:  # /dev/null, a fifo, a socket: never replaced, not even with --force
+        raise errors.UsageError(f"refusing to write {output}: it is {standing}, not a regular file "
+                                f"(-o only ever replaces regular files, also with --force)")
     run_dir = runs.enclosing_run(output)
     if run_dir is not None:
         inside = output.parent.resolve().relative_to(run_dir) / output.name
@@ -442,11 +468,14 @@ def check_output(output: Path, force: bool) -> None:
 
 
 def write_output(output: Path, text: str, force: bool, inputs: list[Path]) -> None:
-    from profilectl.files import write_text_new
+    from profilectl.files import NotARegularFile, write_text_new
     if os.path.lexists(output) and any(_same_file(output, source) for source in inputs):
         raise errors.UsageError(f"refusing to write {output}: it is a file the report reads")
     try:
         write_text_new(output, text, replace=force)
+    except NotARegularFile as exc:
+        raise errors.UsageError(f"refusing to write {output}: {exc}, not a regular file (-o only ever "
+                                f"replaces regular files, also with --force)") from None
     except FileExistsError:
         raise errors.UsageError(f"refusing to overwrite {output}: it appeared while the report was made; "
                                 f"pass --force to replace it") from None

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import errno
 import os
 import signal
 import socket
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Iterable
 
-from profilectl import __version__, errors, runs
+from profilectl import __version__, errors, ownership, runs
 from profilectl.analysis import failures
 from profilectl.backends import torch_profiler
 from profilectl.backends import BACKENDS, StepResult
@@ -31,13 +33,13 @@ from profilectl.plan import Plan, relocate
 from profilectl.probe.diagnose import diagnose
 from profilectl.probe.machine import CommandResult, Machine
 from profilectl.report import summary as summaries
-from profilectl.request import redact_env
 from profilectl.report.summary import SourceInfo, Summary
 from profilectl.runner import Interrupted, Runner
 from profilectl.telemetry.model import PowerSummary
 from profilectl.telemetry.sampler import Sampler
 
 COUNTER_LIST_TIMEOUT_S = 60.0
+READ_ONLY_ERRNOS = (errno.EROFS, errno.EACCES, errno.EPERM)
 
 
 @dataclass(frozen=True)
@@ -67,10 +69,11 @@ boot_id = runs.boot_id
 
 
 def start_manifest(plan: Plan, report: EnvReport, started: str) -> Manifest:
+    plan = plan.redacted()  # secrets of the workload's arguments and environment are never written
     return Manifest(
         schema_version=MANIFEST_SCHEMA, profilectl_version=__version__, service=plan.service, backend=plan.backend,
         reason=plan.reason, fallbacks=plan.fallbacks, tool=plan.tool, argv=plan.argv,
-        phases=tuple(PhaseRecord(backend=p.backend, raw_dir=p.raw_dir, environment=redact_env(p.environment),
+        phases=tuple(PhaseRecord(backend=p.backend, raw_dir=p.raw_dir, environment=p.environment,
                                  argv=tuple(s.argv for s in p.steps)) for p in plan.phases),
         workload=plan.workload, workload_source=plan.workload_source, counter_set=plan.counter_set,
         gpu=report.facts.gpus[0] if report.facts.gpus else None, started_at=started,
@@ -80,20 +83,31 @@ def start_manifest(plan: Plan, report: EnvReport, started: str) -> Manifest:
 
 def run(plan: Plan, report: EnvReport, echo: tuple[BinaryIO | None, BinaryIO | None] = (None, None)) -> Outcome:
     proposed = Path(plan.run_dir)
+    became, became_note = _become_owner(plan, proposed.parent)
     run_dir = runs.create_run_dir(proposed.parent, plan.service, first=proposed)
     if run_dir != proposed:  # the proposed name was taken meanwhile: same decisions, new paths
         plan = relocate(plan, report.facts, run_dir)
-    owner = runs.host_owner(run_dir.parent)
+    owner = None if became else runs.host_owner(run_dir.parent)
+    # Root writing for another user (no drop possible): the run directory stays root's (readable)
+    # while root writes into it by path, and is handed back at the end through this descriptor,
+    # opened now, never through its path again (ownership.hand_back).
+    run_fd = _own_run_dir(run_dir) if owner is not None and os.geteuid() == 0 and owner[0] != 0 else None
     started = runs.now_utc()
     manifest = start_manifest(plan, report, runs.iso(started))
+    if became_note:
+        manifest = dataclasses.replace(manifest, notes=manifest.notes + (became_note,))
 
     def first_files() -> None:
         write_json_atomic(run_dir / "env.json", report.to_dict())
         manifest.write(run_dir)
-    guard = runs.open_run(run_dir, first_files)  # a full disk ends here, before anything ran
-    runs.hand_over(run_dir, owner)
     try:
-        with Runner(run_dir, *echo, timeout_s=plan.request.timeout_s) as runner:
+        guard = runs.open_run(run_dir, first_files)  # a full disk ends here, before anything ran
+    except BaseException:
+        if run_fd is not None:
+            os.close(run_fd)
+        raise
+    try:
+        with Runner(run_dir, *echo, timeout_s=plan.request.timeout_s, redact=plan.request.redact) as runner:
             sampler = Sampler.start(plan.sampling, run_dir)  # GPU power and memory while the steps run
             try:
                 ending = _run_and_read(plan, report.facts, run_dir, runner, sampler)
@@ -103,10 +117,70 @@ def run(plan: Plan, report: EnvReport, echo: tuple[BinaryIO | None, BinaryIO | N
             manifest = _finish(run_dir, guard, manifest, started, ending)  # signals only recorded now
     finally:
         guard.close()  # after the final manifest: never `running` and unlocked while profilectl lives
-        runs.hand_over(run_dir, owner)
+        if run_fd is not None and owner is not None:
+            try:
+                ownership.hand_back(run_fd, owner, label=str(run_dir))
+            finally:
+                os.close(run_fd)
     if ending.error is not None:
         raise ending.error  # profilectl's own failure: the final manifest already says so
     return Outcome(ending.exit_code, ending.status, ending.message, run_dir, manifest, ending.summary)
+
+
+BECOME_ENV = "PROFILECTL_KEEP_ROOT"  # 1: stay root and hand the files back at the end (the older way)
+
+
+def _become_owner(plan: Plan, traces_root: Path) -> tuple[bool, str | None]:
+    """Root running for another user becomes that user before the run directory exists, keeping only
+    the capabilities the profiler needs (ownership.become): every file then has the right owner from
+    the start. (True, note) when done; (False, note) when profilectl stays root and hands back at the
+    end, which is safe only where the user cannot rename what root writes into: a traces folder that
+    the user owns is refused then (UsageError) unless $PROFILECTL_KEEP_ROOT=1 says to go on."""
+    if os.geteuid() != 0:
+        return False, None
+    owner = runs.host_owner(traces_root) if traces_root.is_dir() else None
+    if owner is None or owner[0] == 0:
+        return False, None
+    user_controls = traces_root.stat().st_uid == owner[0]  # the user may rename anything root makes in it
+    kept_root = os.environ.get(BECOME_ENV) == "1"
+    stayed = f"profilectl stayed root; the run's files were handed back to uid {owner[0]} at the end"
+    why = "" if kept_root else None
+    if not kept_root:
+        try:
+            if not user_controls:  # a folder the user cannot write: root writes, then hands back (no race)
+                return False, stayed
+            if ownership.can_run_as(owner, (str(traces_root), os.getcwd())):
+                keep = ownership.PROFILER_CAPS if _needs_capabilities(plan) else ()
+                return True, ownership.become(owner, keep, ownership.device_groups()).note()
+            why = f"uid {owner[0]} cannot enter {os.getcwd()}, write {traces_root} or run {sys.executable}"
+        except OSError as exc:
+            if os.geteuid() != 0:  # half done (capabilities refused after the uid changed): say it, go on
+                return True, f"profilectl ran as uid {os.geteuid()} without the profiler's capabilities: " \
+                             f"{exc.strerror or exc}"
+            why = str(exc.strerror or exc)
+    if user_controls and not kept_root:
+        raise errors.UsageError(
+            f"refusing to write as root into {traces_root}, which uid {owner[0]} owns: profilectl cannot run as that "
+            f"user here ({why}), and root's writes into a folder another user controls can be redirected; run "
+            f"profilectl as uid {owner[0]} (or where that user can run it), or set {BECOME_ENV}=1 to run as root anyway")
+    return False, stayed + (f" ({BECOME_ENV}=1)" if kept_root else "")
+
+
+def _needs_capabilities(plan: Plan) -> bool:
+    """Counter collection (and PC sampling, attaching) may need CAP_SYS_ADMIN/PERFMON/SYS_PTRACE."""
+    return plan.service == "counters" or plan.request.preset == "pc-sampling"
+
+
+def _own_run_dir(run_dir: Path) -> int | None:
+    """A descriptor of the run directory this process just made (never a link, never someone else's)."""
+    try:
+        fd = ownership.open_dir(run_dir)
+    except OSError:
+        return None
+    if os.fstat(fd).st_uid != os.geteuid():  # swapped for the user's own folder: nothing to hand back
+        os.close(fd)
+        return None
+    return fd
 
 
 @dataclass
@@ -155,14 +229,19 @@ def _run_and_read(plan: Plan, facts: Facts, run_dir: Path, runner: Runner, sampl
             disk_full = _disk_full_message(run_dir, _log_writing(runner), results) if runner.disk_full else None
             status, exit_code, message = _verdict(plan, facts, phases, runner.interrupted, runner.timed_out,
                                                   _tail(run_dir / "stderr.log"), disk_full)
+            if runner.supervisor_lost and not (runner.interrupted or runner.timed_out or disk_full):
+                status, exit_code, message = "failed", errors.WORKLOAD_FAILED, runner.supervisor_lost
             summary, unwritten = _write_tables_and_summary(run_dir, plan, phases, status, power, tuple(sampler.notes))
-            if unwritten is not None:
+            read_only = unwritten is not None and getattr(unwritten, "errno", None) in READ_ONLY_ERRNOS
+            if unwritten is not None and read_only:  # the verdict stands; _finish says the folder is read-only
+                sampler.notes.append(f"the tables and summary were not written: {run_dir} became read-only")
+            elif unwritten is not None:
                 if not runs.is_disk_full(unwritten):
                     raise unwritten
                 status, exit_code = "disk-full", errors.DISK_FULL
                 message = _disk_full_message(run_dir, "the tables and summary (none kept: `profilectl report` "
                                                       "reads raw/ instead)", results)
-            notes = tuple(p.read_error for p in phases if p.read_error)
+            notes = tuple(p.read_error for p in phases if p.read_error) + _runner_notes(runner)
             if runner.write_error:
                 path, write_error = runner.write_error
                 notes += (f"{path.name} is incomplete: {write_error.strerror or write_error}",)
@@ -172,12 +251,23 @@ def _run_and_read(plan: Plan, facts: Facts, run_dir: Path, runner: Runner, sampl
         return _Ending("interrupted", errors.INTERRUPTED, f"interrupted by {name} while reading the outputs; "
                        "raw outputs kept", dataclasses.replace(empty, status="interrupted"), results)
     except OSError as exc:
+        if exc.errno in READ_ONLY_ERRNOS:  # the folder, not a temporary file's name, is what the user must hear
+            return _Ending("failed", errors.USAGE, f"the run folder {run_dir} became read-only ({exc.strerror}) "
+                           f"while profilectl wrote {writing}", dataclasses.replace(empty, status="failed"), results)
         if not runs.is_disk_full(exc):
             return _crashed(exc, empty, results)
         message = _disk_full_message(run_dir, _log_writing(runner) if runner.disk_full else writing, results)
         return _Ending("disk-full", errors.DISK_FULL, message, dataclasses.replace(empty, status="disk-full"), results)
     except BaseException as exc:  # noqa: B036 - recorded in the manifest, then re-raised
         return _crashed(exc, empty, results)
+
+
+def _runner_notes(runner: Runner) -> tuple[str, ...]:
+    """How the steps were stopped, and what the terminal did not take (the logs have all of it)."""
+    dropped = runner.echo_dropped()
+    echo = (f"the terminal stopped reading: {runs.human_bytes(dropped)} of the workload's output were not echoed "
+            f"(stdout.log and stderr.log have all of it)",) if dropped else ()
+    return tuple(runner.notes) + echo
 
 
 def _crashed(exc: BaseException, empty: Summary, results: list[StepResult]) -> _Ending:
@@ -217,6 +307,12 @@ def _finish(run_dir: Path, guard: runs.RunGuard, manifest: Manifest, started: An
         if runs.is_disk_full(exc):
             raise errors.DiskFullError(f"{runs.no_space(run_dir.parent)}: the final manifest of {run_dir} was "
                                        f"not written ({ending.status}: {ending.message})") from None
+        if exc.errno in READ_ONLY_ERRNOS:  # said as what happened to the folder, not by a temporary file's name
+            said = ending.message if "became read-only" in ending.message else \
+                f"the run folder {run_dir} became read-only ({exc.strerror}) (the run ended {ending.status}: {ending.message})"
+            raise errors.ProfilectlError(
+                f"{said}; its final manifest was not written",
+                exit_code=ending.exit_code if ending.exit_code != errors.OK else errors.USAGE) from None
         raise
     return manifest
 

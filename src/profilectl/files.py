@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any, Callable, TypeVar
@@ -47,9 +48,34 @@ def write_text_atomic(path: Path, text: str) -> None:
     write_atomic(path, lambda fh: fh.write(text))
 
 
+def not_a_regular_file(path: Path) -> str | None:
+    """What stands at `path` when it is neither absent, a regular file nor a symbolic link (which is
+    replaced itself): 'a character device', 'a folder' ... Such a thing is never replaced."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"unreadable ({exc.strerror})"
+    if stat.S_ISREG(mode) or stat.S_ISLNK(mode):
+        return None
+    kinds = ((stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+             (stat.S_ISFIFO, "a named pipe (fifo)"), (stat.S_ISSOCK, "a socket"))
+    return next((name for test, name in kinds if test(mode)), "not a regular file")
+
+
+class NotARegularFile(FileExistsError):
+    """`write_text_new(replace=True)` found something that is not a regular file at the path."""
+
+
 def write_text_new(path: Path, text: str, replace: bool = False) -> None:
     """`text` as a complete file at `path`, which must not exist (not even as a symbolic link)
-    unless `replace`; a link there is replaced itself, never followed. FileExistsError when taken."""
+    unless `replace`; a link there is replaced itself, never followed. FileExistsError when taken.
+    Never replaces anything but a regular file or a link (NotARegularFile): not a device node such as
+    /dev/null, a fifo, a socket or a folder, with or without `replace`."""
+    standing = not_a_regular_file(path)
+    if standing:
+        raise NotARegularFile(f"{path} is {standing}")
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", newline="") as fh:
@@ -58,6 +84,9 @@ def write_text_new(path: Path, text: str, replace: bool = False) -> None:
             os.fsync(fh.fileno())
         os.chmod(tmp, _file_mode())
         if replace:
+            standing = not_a_regular_file(path)  # again, just before: it may have appeared meanwhile
+            if standing:
+                raise NotARegularFile(f"{path} is {standing}")
             os.replace(tmp, path)
             return
         try:

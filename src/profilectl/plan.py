@@ -25,7 +25,7 @@ from profilectl.envreport import Assessment, Fallback, ServiceChoice
 from profilectl.errors import UnavailableError, UsageError
 from profilectl.facts import Facts, Tool, Verdict
 from profilectl.probe.machine import CommandResult
-from profilectl.request import Request, redact_env
+from profilectl.request import Request
 from profilectl.telemetry.model import SamplingPlan
 from profilectl.telemetry.plan import plan_sampling
 
@@ -72,11 +72,18 @@ class Plan:
         return dataclasses.asdict(self)
 
     def redacted(self) -> "Plan":
-        """The plan as shown (dry run) and stored: values of secret-looking --env variables
-        replaced (request.redact_env); the processes themselves get the real values."""
-        request = dataclasses.replace(self.request, env_overrides=redact_env(self.request.env_overrides))
-        phases = tuple(dataclasses.replace(p, environment=redact_env(p.environment)) for p in self.phases)
-        return dataclasses.replace(self, request=request, phases=phases)
+        """The plan as shown (dry run) and stored: secret-looking values of the workload's arguments
+        and environment replaced (profilectl/redaction.py, the rule in profiling/redaction.yaml;
+        request.redact False: --no-redact); the processes themselves get the real values."""
+        from profilectl.redaction import redactor
+        shown = redactor(self.request.redact)
+        request = dataclasses.replace(self.request, env_overrides=shown.env(self.request.env_overrides),
+                                      workload=shown.argv(self.request.workload))
+        phases = tuple(dataclasses.replace(
+            p, environment=shown.env(p.environment),
+            steps=tuple(dataclasses.replace(s, argv=shown.argv(s.argv), env=shown.env(s.env)) for s in p.steps))
+            for p in self.phases)
+        return dataclasses.replace(self, request=request, phases=phases, workload=shown.argv(self.workload))
 
 
 # ------------------------------------------------------------------ choosing a backend

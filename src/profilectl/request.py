@@ -81,6 +81,9 @@ class Request:
     sample: bool = True
     attach: Attach | None = None  # --attach PID (trace, counters)
     ranks: tuple[int, ...] = ()  # --ranks 0-3,8: only these ranks of a multi-rank job are profiled
+    # write secret-looking values of the workload's arguments and environment as <redacted>
+    # (profiling/redaction.yaml; --no-redact: off)
+    redact: bool = True
 
     @functools.cached_property
     def launch(self) -> "Launch":

@@ -11,6 +11,13 @@
 - Output goes to stdout.log / stderr.log as it arrives, unbuffered (a killed run keeps everything
   it had written) and, unless quiet, to the terminal. When the disk fills, the logs keep what fit,
   the pipes are still drained (the workload never blocks on them) and `disk_full` says what failed.
+- The terminal echo goes through console.BoundedWriter: a reader that stops reading (a paused pager,
+  `| (sleep 600)`) costs dropped echo (counted, and said in the manifest), never a stopped
+  supervisor loop: the timeout, Ctrl-C and the final manifest work with stdout blocked.
+- A second Ctrl-C (or SIGTERM) while the step is being stopped cuts the grace: SIGKILL now. Both are
+  said on stderr as they happen, and in the manifest's notes.
+- When the step's supervisor itself is killed, profilectl stops the workload's process group and
+  `supervisor_lost` names the cause; no further step runs.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from pathlib import Path
 from typing import IO, Any, BinaryIO, Iterator
 
 from profilectl.backends.base import Step, StepResult
+from profilectl.console import BoundedWriter, stream_fd, writer
 
 KILL_GRACE_S = 15.0  # torch.profiler may need seconds to write a large partial trace
 SUPERVISOR = Path(__file__).with_name("supervisor.py")
@@ -81,7 +89,7 @@ class _Log:
 class _Pump(threading.Thread):
     """Copies one pipe to a log (and the terminal) until end of file or until told to stop."""
 
-    def __init__(self, source: IO[bytes], log: _Log, echo: BinaryIO | None):
+    def __init__(self, source: IO[bytes], log: _Log, echo: BoundedWriter | None):
         super().__init__(daemon=True)
         self.fd = source.fileno()
         self.source = source
@@ -104,25 +112,26 @@ class _Pump(threading.Thread):
                 return
             self.log.write(chunk)
             if self.echo is not None:
-                try:
-                    self.echo.write(chunk)
-                    self.echo.flush()
-                except (OSError, ValueError):
-                    pass
+                self.echo.offer(chunk)  # never blocks: a reader that stopped reading costs dropped echo
 
 
 class Runner:
     def __init__(self, run_dir: Path, echo_stdout: BinaryIO | None, echo_stderr: BinaryIO | None,
-                 timeout_s: float | None = None, kill_grace_s: float = KILL_GRACE_S):
+                 timeout_s: float | None = None, kill_grace_s: float = KILL_GRACE_S, redact: bool = True):
+        from profilectl.redaction import redactor
+        self.shown = redactor(redact)  # how a step's command line is written (stderr.log, the records)
         self.run_dir = run_dir
-        self.echo = (echo_stdout, echo_stderr)
+        self.echo = (_bounded(echo_stdout), _bounded(echo_stderr))
         self.deadline = time.monotonic() + timeout_s if timeout_s else None
         self.kill_grace_s = kill_grace_s
         self.interrupted: int | None = None  # the signal number received
         self.timed_out = False
         self.disk_full: tuple[Path, OSError] | None = None  # the first log write that found no space
         self.write_error: tuple[Path, OSError] | None = None  # the first log write that failed otherwise
+        self.supervisor_lost: str | None = None  # how the step supervisor died before its step ended
+        self.notes: list[str] = []  # what the manifest should say about how the steps were stopped
         self._control: int | None = None  # the running step's lifeline to its supervisor
+        self._step_label = ""
         self._raise_when_idle = False
         self._in_step = False
         self._previous_handlers: dict[int, Any] = {}
@@ -132,6 +141,9 @@ class Runner:
         for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             try:
                 self._previous_handlers[signum] = signal.signal(signum, self._on_signal)
+                held = getattr(self._previous_handlers[signum], "received", None)
+                if held and not self.interrupted:  # arrived while the run directory was being made
+                    self.interrupted = held
             except ValueError:  # not the main thread (tests): no handlers, no forwarding
                 pass
         return self
@@ -141,9 +153,21 @@ class Runner:
             signal.signal(signum, handler)
 
     def _on_signal(self, signum: int, frame: object) -> None:
-        self.interrupted = signum
+        again = self.interrupted is not None
+        self.interrupted = self.interrupted or signum
+        name = signal.Signals(signum).name
         if self._control is not None:
-            self._tell(b"I" if signum == signal.SIGINT else b"T")
+            if again:  # the user insists: no more grace
+                self._tell(b"K")
+                self._say(f"{name} again: killing the workload now (SIGKILL), without the rest of the "
+                          f"{self.kill_grace_s:g} s grace")
+                note = f"a second signal ({name}) cut the {self.kill_grace_s:g} s grace short: the workload was killed"
+                if note not in self.notes:
+                    self.notes.append(note)
+            else:
+                self._tell(b"I" if signum == signal.SIGINT else b"T")
+                self._say(f"{name}: stopping the workload; it has up to {self.kill_grace_s:g} s to write its "
+                          f"files (send it again, e.g. Ctrl-C, to kill it now)")
         elif self._raise_when_idle and not self._in_step:  # never inside run(): its threads use the logs
             raise Interrupted(signum)
 
@@ -157,6 +181,14 @@ class Runner:
             yield
         finally:
             self._raise_when_idle = False
+
+    def _say(self, message: str) -> None:
+        """A line for the user now (stderr, bounded: never blocks, even inside a signal handler)."""
+        if self.echo[1] is not None:
+            self.echo[1].offer(f"profilectl: {message}\n".encode())
+
+    def echo_dropped(self) -> int:
+        return sum(e.dropped for e in set(e for e in self.echo if e is not None))
 
     def _tell(self, request: bytes) -> None:
         if self._control is not None:
@@ -176,8 +208,9 @@ class Runner:
     def run(self, step: Step, env: dict[str, str], cwd: Path | None = None) -> StepResult:
         if self.deadline is not None and time.monotonic() >= self.deadline:
             self.timed_out = True
-        if self.interrupted or self.timed_out or self.disk_full:
-            return StepResult(step.label, step.argv, None, 0.0, step.timed, step.warmup,
+        shown_argv = self.shown.argv(step.argv)  # what is written down: secrets redacted
+        if self.interrupted or self.timed_out or self.disk_full or self.supervisor_lost:
+            return StepResult(step.label, shown_argv, None, 0.0, step.timed, step.warmup,
                               self.timed_out, bool(self.interrupted))
         full_env = dict(os.environ)
         full_env.update(env)
@@ -185,13 +218,13 @@ class Runner:
         self._in_step = True
         out_log, err_log = _Log(self.run_dir / "stdout.log", self), _Log(self.run_dir / "stderr.log", self)
         try:
-            err_log.write(f"==> profilectl: {step.label}: {' '.join(step.argv)}\n".encode())
+            err_log.write(f"==> profilectl: {step.label}: {' '.join(shown_argv)}\n".encode())
             returncode, seconds = self._supervise(step, full_env, cwd, out_log, err_log)
         finally:
             out_log.close()
             err_log.close()
             self._in_step = False
-        return StepResult(step.label, step.argv, returncode, seconds, step.timed, step.warmup,
+        return StepResult(step.label, shown_argv, returncode, seconds, step.timed, step.warmup,
                           timed_out=self.timed_out, interrupted=bool(self.interrupted))
 
     def _supervise(self, step: Step, env: dict[str, str], cwd: Path | None, out_log: _Log,
@@ -218,6 +251,7 @@ class Runner:
         for pump in pumps:
             pump.start()
         self._control = control_w
+        self._step_label = step.label
         try:
             report = self._follow(status_r)
         finally:
@@ -229,6 +263,12 @@ class Runner:
             # The supervisor itself was killed: stop the workload's group ourselves.
             with contextlib.suppress(OSError):
                 os.killpg(report.main_pid, signal.SIGKILL)
+        if not report.done and report.returncode is None and not report.error:
+            code = process.returncode
+            how = f"killed by {_signal_name(-code)}" if code is not None and code < 0 else f"ended with code {code}"
+            self.supervisor_lost = (f"the step supervisor of `{step.label}` (pid {process.pid}) was {how} before "
+                                    f"the step ended; profilectl stopped the workload (process group "
+                                    f"{report.main_pid or 'not started'})")
         for pump in pumps:
             pump.join(PIPE_DRAIN_S)
         for pump in pumps:
@@ -272,6 +312,19 @@ class Runner:
             *lines, pending = pending.split(b"\n")
             for line in lines:
                 report.take(line.decode(errors="replace"))
+
+
+def _signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
+def _bounded(stream: BinaryIO | None) -> BoundedWriter | None:
+    """The process-wide bounded writer of the stream's descriptor (None: no echo)."""
+    fd = stream_fd(stream) if stream is not None else None
+    return writer(fd) if fd is not None else None
 
 
 class _Report:

@@ -16,6 +16,7 @@ import fcntl
 import os
 import secrets
 import shutil
+import stat
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
@@ -120,14 +121,45 @@ def host_owner(traces_root: Path) -> tuple[int, int] | None:
 
 
 def hand_over(path: Path, owner: tuple[int, int] | None, recursive: bool = True) -> None:
-    """chown the run directory to the host user; only root can, and only root needs to."""
+    """chown `path` (and, when recursive, everything of ours under it) to the host user; only root
+    can, and only root needs to. Never through a symbolic link: see ownership.hand_back."""
     if owner is None or os.geteuid() != 0 or owner == (0, 0):
         return
-    for item in [path, *(path.rglob("*") if recursive and path.is_dir() else ())]:
-        try:
-            os.lchown(item, *owner)
-        except OSError:
-            pass
+    from profilectl import ownership
+    try:
+        fd = ownership.open_dir(path)
+    except NotADirectoryError:
+        _hand_over_file(path, owner)
+        return
+    except OSError:  # gone, or a symbolic link (ELOOP): nothing of ours to give
+        return
+    try:
+        if recursive:
+            ownership.hand_back(fd, owner, label=str(path))
+        else:
+            st = os.fstat(fd)
+            if st.st_uid in (0, os.geteuid()):
+                os.fchown(fd, *owner)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _hand_over_file(path: Path, owner: tuple[int, int]) -> None:
+    from profilectl import ownership
+    try:
+        fd = os.open(path, ownership.FILE_FLAGS)
+    except OSError:
+        return
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISREG(st.st_mode) and st.st_nlink == 1 and st.st_uid in (0, os.geteuid()):
+            os.fchown(fd, *owner)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 # ------------------------------------------------------------------ space
@@ -182,7 +214,7 @@ class RunGuard:
     def release_reserve(self) -> None:
         try:
             os.unlink(self.run_dir / RESERVE_NAME)
-        except FileNotFoundError:
+        except OSError:  # gone, or the folder became read-only: the manifest's own write says which
             pass
 
     def close(self) -> None:

@@ -12,8 +12,9 @@ Started by runner.Runner as `python -I -S supervisor.py CONTROL_FD STATUS_FD GRA
 - When the workload's main process ends, every descendant still running is stopped: SIGTERM, then
   SIGKILL after the grace. So the pipes profilectl reads are closed by the time `done` is written.
 - CONTROL_FD is the lifeline: profilectl writes `T` (stop: SIGTERM, then SIGKILL after the grace)
-  or `I` (interrupt: SIGINT, then SIGKILL after the grace); end of file means profilectl died (even
-  by SIGKILL), and the tree is stopped the same way as for `T`.
+  or `I` (interrupt: SIGINT, then SIGKILL after the grace), or `K` (kill now: SIGKILL without waiting
+  out the grace, also in the middle of one: a second Ctrl-C); end of file means profilectl died
+  (even by SIGKILL), and the tree is stopped the same way as for `T`.
 """
 
 from __future__ import annotations
@@ -155,7 +156,7 @@ class Supervisor:
         if not self.main_pid:
             return
         self.signal_tree(first)
-        deadline = time.monotonic() + self.grace_s
+        deadline = time.monotonic() + (0.0 if first == signal.SIGKILL else self.grace_s)
         while True:
             self.reap()
             if not descendants(os.getpid()):
@@ -168,7 +169,9 @@ class Supervisor:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
-            self.wait_for_events(min(remaining, 0.05))
+            request = self.wait_for_events(min(remaining, 0.05))
+            if request and b"K" in request:  # no more grace: the user asked twice
+                break
         for _ in range(KILL_ROUNDS):
             if not self.signal_tree(signal.SIGKILL):
                 break
@@ -195,7 +198,8 @@ class Supervisor:
                 break
             request = self.wait_for_events(None)
             if request is not None:
-                self.stop(signal.SIGINT if request.endswith(b"I") else signal.SIGTERM)
+                self.stop(signal.SIGKILL if b"K" in request else
+                          signal.SIGINT if request.endswith(b"I") else signal.SIGTERM)
         # The step is over: whatever it left running is stopped now, not at profilectl's exit.
         for pid, name in sorted(descendants(os.getpid()).items()):
             self.say(f"left {pid} {name}")
