@@ -26,11 +26,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
+    Ints = Sequence[int] | NDArray[Any]  # a column: a list, or a numpy array kept as it is
 
 COLLECTIVE = re.compile(r"nccl|rccl", re.IGNORECASE)
 GAP_MIN_NS = 10_000  # 10 µs
@@ -71,23 +72,34 @@ class RankTimeline:
         return len(self.start) == 0
 
 
-def rank_timeline(rank: str, host: str | None, *, start: Sequence[int], end: Sequence[int], stream: Sequence[int],
-                  kind: Sequence[int] | bytes, name: Sequence[int], correlation: Sequence[int] | None = None,
-                  names: Sequence[str], streams: Sequence[str], api_start: Sequence[int] = (),
-                  api_end: Sequence[int] = (), api_correlation: Sequence[int] = (),
+def rank_timeline(rank: str, host: str | None, *, start: Ints, end: Ints, stream: Ints,
+                  kind: Ints | bytes, name: Ints, correlation: Ints | None = None,
+                  names: Sequence[str], streams: Sequence[str], api_start: Ints = (),
+                  api_end: Ints = (), api_correlation: Ints = (),
                   markers: Iterable[Marker] = ()) -> RankTimeline:
+    """Columns given as numpy arrays are kept as they are (no copy; index columns may be any integer
+    type, int32 halves their memory); sequences are converted once."""
     import numpy as np
     count = len(start)
     return RankTimeline(
         rank=rank, host=host, start=np.asarray(start, dtype=np.int64), end=np.asarray(end, dtype=np.int64),
-        stream=np.asarray(stream, dtype=np.int64),
+        stream=_indices(stream),
         kind=np.frombuffer(bytes(kind), dtype=np.int8) if isinstance(kind, (bytes, bytearray)) else
         np.asarray(kind, dtype=np.int8),
-        name=np.asarray(name, dtype=np.int64),
-        correlation=np.asarray(correlation if correlation is not None else [-1] * count, dtype=np.int64),
+        name=_indices(name),
+        # no correlation ids: one shared -1, not a column
+        correlation=np.asarray(correlation, dtype=np.int64) if correlation is not None else
+        np.broadcast_to(np.int64(-1), (count,)),
         names=tuple(names), streams=tuple(streams), api_start=np.asarray(api_start, dtype=np.int64),
         api_end=np.asarray(api_end, dtype=np.int64), api_correlation=np.asarray(api_correlation, dtype=np.int64),
         markers=tuple(markers))
+
+
+def _indices(values: Ints) -> "NDArray[np.int64]":
+    import numpy as np
+    if isinstance(values, np.ndarray) and values.dtype.kind in "iu":
+        return values
+    return np.asarray(values, dtype=np.int64)
 
 
 def combine(parts: Sequence[RankTimeline]) -> list[RankTimeline]:
