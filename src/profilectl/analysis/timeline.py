@@ -223,21 +223,43 @@ class TimelineAnalysis:
 
 
 # ---------------------------------------------------------------- interval arithmetic
-def _union(start: "NDArray[np.int64]", end: "NDArray[np.int64]") -> tuple["NDArray[np.int64]", "NDArray[np.int64]"]:
-    """Disjoint, sorted intervals covering the same time."""
+def _union(start: "NDArray[np.int64]", end: "NDArray[np.int64]", presorted: bool = False
+           ) -> tuple["NDArray[np.int64]", "NDArray[np.int64]"]:
+    """Disjoint, sorted intervals covering the same time (`presorted`: already in start order)."""
     import numpy as np
     if len(start) == 0:
         return start, end
-    order = np.argsort(start, kind="stable")
-    s, e = start[order], end[order]
+    if presorted:
+        s, e = start, end
+    else:
+        order = np.argsort(start, kind="stable")
+        s, e = start[order], end[order]
     reach = np.maximum.accumulate(e)
     # a new block starts where an interval begins after everything before it has ended
     new = np.empty(len(s), dtype=bool)
     new[0] = True
-    new[1:] = s[1:] > reach[:-1]
+    np.greater(s[1:], reach[:-1], out=new[1:])
     first = np.flatnonzero(new)
     last = np.append(first[1:] - 1, len(s) - 1)
     return s[first], reach[last]
+
+
+def _concurrency(s: "NDArray[np.int64]", e: "NDArray[np.int64]") -> tuple[int, int]:
+    """(time with two or more intervals open, the most open at once) of intervals in start order,
+    without sorting starts and ends together: interval i overlaps what came before it from its start
+    to min(its end, the furthest end before it), and the union of those pieces is exactly the time
+    when two or more are open. The deepest moment is just after some start: the starts up to it less
+    the ends up to it (an end and a start at the same time do not overlap)."""
+    import numpy as np
+    if not len(s):
+        return 0, 0
+    before = np.maximum.accumulate(e)[:-1]  # the furthest end before each interval (from the second)
+    top = np.minimum(e[1:], before)
+    keep = s[1:] < top
+    concurrent = _length(*_union(s[1:][keep], top[keep], presorted=True))
+    ends = np.sort(e)
+    depth = np.searchsorted(s, s, side="right") - np.searchsorted(ends, s, side="right")
+    return concurrent, int(depth.max())
 
 
 def _length(start: "NDArray[np.int64]", end: "NDArray[np.int64]") -> int:
@@ -306,42 +328,48 @@ def analyse_rank(t: RankTimeline) -> tuple[TimelineRow, list[Gap], tuple["NDArra
     import numpy as np
     span_start, span_end = int(t.start.min()), int(t.end.max())
     span = span_end - span_start
-    busy_blocks = _union(t.start, t.end)
+    # one sort by start serves every union and the concurrency sweep (masks keep that order)
+    order = np.argsort(t.start, kind="stable")
+    s, e = t.start[order], t.end[order]
+    busy_blocks = _union(s, e, presorted=True)
     busy = _length(*busy_blocks)
     # gaps: between consecutive busy blocks
     gap_len = busy_blocks[0][1:] - busy_blocks[1][:-1]
     counted = gap_len >= GAP_MIN_NS
     gaps: list[Gap] = []
     if counted.any():
-        order = np.argsort(-gap_len, kind="stable")[:TOP_GAPS]
+        top_gaps = np.argsort(-gap_len, kind="stable")[:TOP_GAPS]
         ends_sorted = np.argsort(t.end, kind="stable")
-        starts_sorted = np.argsort(t.start, kind="stable")
-        for i in order:
+        for i in top_gaps:
             if gap_len[i] < GAP_MIN_NS:
                 break
             gap_start, gap_end = int(busy_blocks[1][i]), int(busy_blocks[0][i + 1])
             before_idx = ends_sorted[np.searchsorted(t.end[ends_sorted], gap_start, side="right") - 1]
-            after_idx = starts_sorted[np.searchsorted(t.start[starts_sorted], gap_end, side="left")]
+            after_idx = order[np.searchsorted(s, gap_end, side="left")]
             gaps.append(Gap(start_ns=gap_start - span_start, duration_ns=int(gap_len[i]),
                             after=t.names[int(t.name[before_idx])], before=t.names[int(t.name[after_idx])],
                             rank=t.rank))
-    times, depth = _depth(t.start, t.end)
-    concurrent = int((np.diff(times) * (depth[:-1] >= 2)).sum()) if len(times) > 1 else 0
+        del ends_sorted
+    concurrent, max_concurrency = _concurrency(s, e)
     kernels = t.kind == KERNEL
     collective = _collective(t)
-    comm_mask, compute_mask = kernels & collective, kernels & ~collective
-    comm = _union(t.start[comm_mask], t.end[comm_mask])
-    compute = _union(t.start[compute_mask], t.end[compute_mask])
+    sorted_kernels = kernels[order]
+    sorted_collective = collective[order] if len(collective) else collective
+    comm_sorted = sorted_kernels & sorted_collective if len(collective) else sorted_kernels & False
+    compute_sorted = sorted_kernels & ~comm_sorted
+    comm = _union(s[comm_sorted], e[comm_sorted], presorted=True)
+    compute = _union(s[compute_sorted], e[compute_sorted], presorted=True)
     comm_ns = _length(*comm)
     hidden = _intersection_length(comm, compute)
-    memory = _union(t.start[~kernels], t.end[~kernels])
+    memory = _union(s[~sorted_kernels], e[~sorted_kernels], presorted=True)
+    del s, e, order
     launch = _launch_stats(t, kernels)
     busy_percent = 100.0 * busy / span if span else 0.0
     row = TimelineRow(
         rank=t.rank, host=t.host, span_ns=span, busy_ns=busy, idle_ns=span - busy, busy_percent=busy_percent,
         gaps=int(counted.sum()), gap_total_ns=int(gap_len[counted].sum()),
         largest_gap_ns=int(gap_len.max()) if len(gap_len) else 0, concurrent_ns=concurrent,
-        max_concurrency=int(depth.max()) if len(depth) else 0, streams=len(np.unique(t.stream)),
+        max_concurrency=max_concurrency, streams=len(np.unique(t.stream)),
         compute_ns=_length(*compute), communication_ns=comm_ns, hidden_communication_ns=hidden,
         hidden_communication_percent=100.0 * hidden / comm_ns if comm_ns else None, memory_ns=_length(*memory),
         launch=launch, launch_bound=(verdict := _verdict(busy_percent, launch, busy))[0], verdict=verdict[1])

@@ -92,8 +92,8 @@ class TraceColumns:
             return {}
         duration = self.end - self.start
         calls = np.bincount(self.name, minlength=count)
-        total = np.zeros(count, dtype=np.int64)
-        np.add.at(total, self.name, duration)
+        # float sums of integers are exact below 2**53 ns (104 days) per name
+        total = np.bincount(self.name, weights=duration, minlength=count).astype(np.int64)
         square = np.bincount(self.name, weights=duration.astype(np.float64) ** 2, minlength=count)
         low = np.full(count, np.iinfo(np.int64).max, dtype=np.int64)
         high = np.full(count, np.iinfo(np.int64).min, dtype=np.int64)
@@ -106,32 +106,46 @@ class TraceColumns:
 
 class _Dictionary:
     """Text values as small integer ids, for columns with few distinct values among many rows
-    (kernel names, stream keys). polars hashes the column inside its engine; here each batch's
-    hashes are looked up among the known ones (a binary search in numpy), and only a value never
-    seen before passes through Python, once."""
+    (kernel names, stream keys). polars hashes the column inside its engine; here a row's hash finds
+    its id in a direct-mapped table (its low bits are the slot, O(1) per row in numpy, no sort), and
+    only the rows whose slot holds another hash (a new value, or two values sharing a slot) take the
+    slow path, where a value never seen before passes through Python once."""
+
+    SLOT_BITS = 18
 
     def __init__(self) -> None:
         import numpy as np
         self.values: list[str] = []
-        self.hashes = np.zeros(0, dtype=np.uint64)  # sorted
-        self.ids = np.zeros(0, dtype=np.int32)  # id of each hash in `hashes`
+        self.ids: dict[int, int] = {}
+        self.slot_hash = np.zeros(1 << self.SLOT_BITS, dtype=np.uint64)
+        self.slot_id = np.full(1 << self.SLOT_BITS, -1, dtype=np.int32)
 
     def codes(self, hashes: "NDArray[np.uint64]", text: "pl.Series") -> "NDArray[np.int32]":
         import numpy as np
-        at = np.searchsorted(self.hashes, hashes)
-        known = at < len(self.hashes)
-        known[known] = self.hashes[at[known]] == hashes[known]
-        if not known.all():
-            new, first = np.unique(hashes[~known], return_index=True)
-            rows = np.flatnonzero(~known)[first]
-            values = text.gather(rows).to_list()
-            ids = np.arange(len(self.values), len(self.values) + len(new), dtype=np.int32)
-            self.values += ["" if v is None else v for v in values]
-            hashes_all = np.concatenate([self.hashes, new])
-            order = np.argsort(hashes_all, kind="stable")
-            self.hashes, self.ids = hashes_all[order], np.concatenate([self.ids, ids])[order]
-            at = np.searchsorted(self.hashes, hashes)
-        return self.ids[at]
+        if len(hashes) and int(hashes[0]) in self.ids and (hashes == hashes[0]).all():
+            return np.full(len(hashes), self.ids[int(hashes[0])], dtype=np.int32)  # one value (a stream)
+        slots = (hashes & np.uint64((1 << self.SLOT_BITS) - 1)).astype(np.intp)
+        codes = self.slot_id[slots]
+        missed = np.flatnonzero((self.slot_hash[slots] != hashes) | (codes < 0))
+        if len(missed):
+            distinct, first, inverse = np.unique(hashes[missed], return_index=True, return_inverse=True)
+            ids = np.empty(len(distinct), dtype=np.int32)
+            new = []
+            for i, value in enumerate(distinct.tolist()):
+                known = self.ids.get(value)
+                if known is None:
+                    new.append(i)
+                else:
+                    ids[i] = known
+            if new:
+                for i, value in zip(new, text.gather(missed[first[new]]).to_list()):
+                    ids[i] = self.ids[int(distinct[i])] = len(self.values)
+                    self.values.append("" if value is None else value)
+                    slot = int(distinct[i]) & ((1 << self.SLOT_BITS) - 1)
+                    if self.slot_id[slot] < 0:  # first come keeps the slot; later ones take the slow path
+                        self.slot_id[slot], self.slot_hash[slot] = ids[i], distinct[i]
+            codes[missed] = ids[inverse.reshape(-1)]
+        return codes
 
 
 def _batches(scan: "pl.LazyFrame") -> Iterator["pl.DataFrame"]:
