@@ -261,7 +261,13 @@ def _int_columns(path: Path, db: sqlite3.Connection, query: str, width: int) -> 
     if ARROW_ROUTE and importlib.util.find_spec("connectorx") and importlib.util.find_spec("pyarrow"):
         import connectorx
         table = connectorx.read_sql(f"sqlite://{path}", query, return_type="arrow")
-        return [np.asarray(table.column(i).fill_null(-1).to_numpy(), dtype=np.int64) for i in range(width)]
+        out = []
+        for i in range(width):
+            values = table.column(i)
+            if values.null_count:
+                values = values.fill_null(-1)
+            out.append(np.asarray(values.to_numpy(), dtype=np.int64))
+        return out
     cursor = db.execute(query)
     parts = []
     while True:
@@ -300,18 +306,38 @@ def _kernel_columns(path: Path, db: sqlite3.Connection, symbols: dict[tuple[Any,
         kernel, a, b, agent_id, queue_id, corr = _int_columns(
             path, db, f"SELECT K.kernel_id, {start}, {end}, coalesce({agent}, -1), coalesce({queue}, -1), "
                       f"{correlation} FROM {source}{where}", 6)
-        distinct, inverse = np.unique(kernel, return_inverse=True)
-        ids = np.array([names.setdefault(symbols.get((guid, k), f"<unknown kernel {k}>"), len(names))
-                        for k in distinct.tolist()], dtype=np.int32)
-        parts.append((a, b, ids[inverse.reshape(-1)] if len(distinct) else np.zeros(0, np.int32),
-                      (agent_id << 32) | (queue_id & 0xFFFFFFFF), corr))
+        parts.append((a, b, _name_ids(kernel, guid, symbols, names), (agent_id << 32) | (queue_id & 0xFFFFFFFF), corr))
     start_col, end_col, name_col, key_col, corr_col = (np.concatenate([p[i] for p in parts]) for i in range(5))
-    keys, stream = np.unique(key_col, return_inverse=True)
+    if len(key_col) and (key_col == key_col[0]).all():  # one queue: no sort
+        keys, stream = key_col[:1], np.zeros(len(key_col), dtype=np.int64)
+    else:
+        keys, stream = np.unique(key_col, return_inverse=True)
     from profilectl.formats.polars_csv import TraceColumns
     return TraceColumns(start=start_col, end=end_col, name=name_col, names=list(names),
                         stream=stream.reshape(-1).astype(np.int32),
                         streams=[f"queue {int(k) >> 32}:{int(k) & 0xFFFFFFFF}" for k in keys.tolist()],
                         correlation=corr_col), linked
+
+
+def _name_ids(kernel: "NDArray[np.int64]", guid: Any, symbols: dict[tuple[Any, int], str], names: dict[str, int]
+              ) -> "NDArray[np.int32]":
+    """Kernel ids as indices into `names`: a lookup table over the id range (ids are small and dense
+    in rocpd), so no sort of the dispatches; a sort only for ids far apart."""
+    import numpy as np
+    if not len(kernel):
+        return np.zeros(0, dtype=np.int32)
+    low, high = int(kernel.min()), int(kernel.max())
+    if high - low > 1 << 22:
+        distinct, inverse = np.unique(kernel, return_inverse=True)
+        ids = np.array([names.setdefault(symbols.get((guid, k), f"<unknown kernel {k}>"), len(names))
+                        for k in distinct.tolist()], dtype=np.int32)
+        return ids[inverse.reshape(-1)]
+    present = np.flatnonzero(np.bincount(kernel - low, minlength=high - low + 1))
+    lookup = np.zeros(high - low + 1, dtype=np.int32)
+    for offset in present.tolist():
+        k = low + offset
+        lookup[offset] = names.setdefault(symbols.get((guid, k), f"<unknown kernel {k}>"), len(names))
+    return lookup[kernel - low]
 
 
 def _interval_rows(db: sqlite3.Connection, table: str, alias: str, fields: tuple[str, ...],
