@@ -258,8 +258,12 @@ def _concurrency(s: "NDArray[np.int64]", e: "NDArray[np.int64]") -> tuple[int, i
     keep = s[1:] < top
     concurrent = _length(*_union(s[1:][keep], top[keep], presorted=True))
     ends = np.sort(e)
-    depth = np.searchsorted(s, s, side="right") - np.searchsorted(ends, s, side="right")
-    return concurrent, int(depth.max())
+    deepest = 0
+    for at in range(0, len(s), 1 << 20):  # in blocks: two index arrays of the whole trace would double its memory
+        part = s[at:at + (1 << 20)]
+        depth = np.searchsorted(s, part, side="right") - np.searchsorted(ends, part, side="right")
+        deepest = max(deepest, int(depth.max()))
+    return concurrent, deepest
 
 
 def _length(start: "NDArray[np.int64]", end: "NDArray[np.int64]") -> int:
@@ -328,9 +332,12 @@ def analyse_rank(t: RankTimeline) -> tuple[TimelineRow, list[Gap], tuple["NDArra
     import numpy as np
     span_start, span_end = int(t.start.min()), int(t.end.max())
     span = span_end - span_start
-    # one sort by start serves every union and the concurrency sweep (masks keep that order)
-    order = np.argsort(t.start, kind="stable")
-    s, e = t.start[order], t.end[order]
+    # one sort by start serves every union and the concurrency sweep (masks keep that order); a
+    # trace already in start order (most are) is used as it is, no copy
+    order: "NDArray[np.intp] | None" = None
+    if not bool((t.start[1:] >= t.start[:-1]).all()):
+        order = np.argsort(t.start, kind="stable")
+    s, e = (t.start[order], t.end[order]) if order is not None else (t.start, t.end)
     busy_blocks = _union(s, e, presorted=True)
     busy = _length(*busy_blocks)
     # gaps: between consecutive busy blocks
@@ -345,7 +352,8 @@ def analyse_rank(t: RankTimeline) -> tuple[TimelineRow, list[Gap], tuple["NDArra
                 break
             gap_start, gap_end = int(busy_blocks[1][i]), int(busy_blocks[0][i + 1])
             before_idx = ends_sorted[np.searchsorted(t.end[ends_sorted], gap_start, side="right") - 1]
-            after_idx = order[np.searchsorted(s, gap_end, side="left")]
+            after_at = int(np.searchsorted(s, gap_end, side="left"))
+            after_idx = int(order[after_at]) if order is not None else after_at
             gaps.append(Gap(start_ns=gap_start - span_start, duration_ns=int(gap_len[i]),
                             after=t.names[int(t.name[before_idx])], before=t.names[int(t.name[after_idx])],
                             rank=t.rank))
@@ -353,8 +361,8 @@ def analyse_rank(t: RankTimeline) -> tuple[TimelineRow, list[Gap], tuple["NDArra
     concurrent, max_concurrency = _concurrency(s, e)
     kernels = t.kind == KERNEL
     collective = _collective(t)
-    sorted_kernels = kernels[order]
-    sorted_collective = collective[order] if len(collective) else collective
+    sorted_kernels = kernels[order] if order is not None else kernels
+    sorted_collective = collective[order] if order is not None and len(collective) else collective
     comm_sorted = sorted_kernels & sorted_collective if len(collective) else sorted_kernels & False
     compute_sorted = sorted_kernels & ~comm_sorted
     comm = _union(s[comm_sorted], e[comm_sorted], presorted=True)
