@@ -253,10 +253,12 @@ def _concurrency(s: "NDArray[np.int64]", e: "NDArray[np.int64]") -> tuple[int, i
     import numpy as np
     if not len(s):
         return 0, 0
-    before = np.maximum.accumulate(e)[:-1]  # the furthest end before each interval (from the second)
-    top = np.minimum(e[1:], before)
+    top = np.maximum.accumulate(e)[:-1]  # the furthest end before each interval (from the second)
+    np.minimum(e[1:], top, out=top)
     keep = s[1:] < top
-    concurrent = _length(*_union(s[1:][keep], top[keep], presorted=True))
+    top = top[keep]
+    concurrent = _length(*_union(s[1:][keep], top, presorted=True))
+    del top, keep
     ends = np.sort(e)
     deepest = 0
     for at in range(0, len(s), 1 << 20):  # in blocks: two index arrays of the whole trace would double its memory

@@ -69,6 +69,7 @@ def grouped_durations_csv(path: Path, name_col: str, start_col: str, end_col: st
 # that a batch's text columns stay a few tens of MB whatever the file's size.
 BATCH_ROWS = 1 << 16
 HASH_SEED = 0x70726F66
+STATS_BLOCK = 1 << 20
 
 
 @dataclass
@@ -85,20 +86,26 @@ class TraceColumns:
     correlation: "NDArray[np.int64] | None" = None
 
     def stats(self) -> dict[str, KernelStats]:
-        """Per-name duration statistics, exact integer sums (as the streaming group-by gives)."""
+        """Per-name duration statistics, exact integer sums (as the streaming group-by gives), in
+        blocks so that the temporaries stay a few MB whatever the trace's length."""
         import numpy as np
         count = len(self.names)
         if not len(self.start):
             return {}
-        duration = self.end - self.start
-        calls = np.bincount(self.name, minlength=count)
-        # float sums of integers are exact below 2**53 ns (104 days) per name
-        total = np.bincount(self.name, weights=duration, minlength=count).astype(np.int64)
-        square = np.bincount(self.name, weights=duration.astype(np.float64) ** 2, minlength=count)
+        calls = np.zeros(count, dtype=np.int64)
+        total = np.zeros(count, dtype=np.int64)
+        square = np.zeros(count, dtype=np.float64)
         low = np.full(count, np.iinfo(np.int64).max, dtype=np.int64)
         high = np.full(count, np.iinfo(np.int64).min, dtype=np.int64)
-        np.minimum.at(low, self.name, duration)
-        np.maximum.at(high, self.name, duration)
+        for at in range(0, len(self.start), STATS_BLOCK):
+            name = self.name[at:at + STATS_BLOCK]
+            duration = self.end[at:at + STATS_BLOCK] - self.start[at:at + STATS_BLOCK]
+            calls += np.bincount(name, minlength=count)
+            # float sums of integers are exact below 2**53 ns (104 days) per name and block
+            total += np.bincount(name, weights=duration, minlength=count).astype(np.int64)
+            square += np.bincount(name, weights=duration.astype(np.float64) ** 2, minlength=count)
+            np.minimum.at(low, name, duration)
+            np.maximum.at(high, name, duration)
         return {name: KernelStats.from_sums(int(calls[i]), float(total[i]), float(square[i]), float(low[i]),
                                             float(high[i]))
                 for i, name in enumerate(self.names) if calls[i]}
@@ -205,8 +212,13 @@ def trace_columns(path: Path, name_col: str, start_col: str, end_col: str, strea
         raise FormatError(f"{path}: truncated or malformed CSV ({first[:200]})") from None
 
     def joined(parts: list[Any], dtype: Any) -> Any:
-        return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype=dtype)
-    return TraceColumns(start=joined(starts, np.int64), end=joined(ends, np.int64), name=joined(name_parts, np.int32),
+        """One column from its batches, the batches let go at once (one column doubled at a time)."""
+        out = np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype=dtype)
+        parts.clear()
+        return out
+    start_column, end_column = joined(starts, np.int64), joined(ends, np.int64)
+    name_column = joined(name_parts, np.int32)
+    return TraceColumns(start=start_column, end=end_column, name=name_column,
                         names=names.values, stream=joined(stream_parts, np.int32) if streams else None,
                         streams=keys.values,
                         correlation=joined(corr_parts, np.int64) if correlation else None)

@@ -260,14 +260,17 @@ def _int_columns(path: Path, db: sqlite3.Connection, query: str, width: int) -> 
     import numpy as np
     if ARROW_ROUTE and importlib.util.find_spec("connectorx") and importlib.util.find_spec("pyarrow"):
         import connectorx
-        table = connectorx.read_sql(f"sqlite://{path}", query, return_type="arrow")
-        out = []
-        for i in range(width):
-            values = table.column(i)
-            if values.null_count:
-                values = values.fill_null(-1)
-            out.append(np.asarray(values.to_numpy(), dtype=np.int64))
-        return out
+        # Arrow record batches as they come: a batch's columns become numpy and the batch is let go
+        # (the whole table at once would hold every column twice, as Arrow and as numpy)
+        stream = connectorx.read_sql(f"sqlite://{path}", query, return_type="arrow_stream", batch_size=1 << 18)
+        columns: list[list[Any]] = [[] for _ in range(width)]
+        for batch in stream:
+            for i in range(width):
+                values = batch.column(i)
+                if values.null_count:
+                    values = values.fill_null(-1)
+                columns[i].append(np.asarray(values.to_numpy(zero_copy_only=False), dtype=np.int64))
+        return [np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64) for parts in columns]
     cursor = db.execute(query)
     parts = []
     while True:
@@ -303,11 +306,16 @@ def _kernel_columns(path: Path, db: sqlite3.Connection, symbols: dict[tuple[Any,
     parts = []
     for guid in guids:
         where = "" if len(guids) == 1 else f" WHERE K.guid = '{str(guid).replace(chr(39), chr(39) * 2)}'"
-        kernel, a, b, agent_id, queue_id, corr = _int_columns(
-            path, db, f"SELECT K.kernel_id, {start}, {end}, coalesce({agent}, -1), coalesce({queue}, -1), "
-                      f"{correlation} FROM {source}{where}", 6)
-        parts.append((a, b, _name_ids(kernel, guid, symbols, names), (agent_id << 32) | (queue_id & 0xFFFFFFFF), corr))
-    start_col, end_col, name_col, key_col, corr_col = (np.concatenate([p[i] for p in parts]) for i in range(5))
+        # the stream key as one number: agent in the high half, queue in the low half
+        key = f"(coalesce({agent}, -1) << 32) | (coalesce({queue}, -1) & 4294967295)"
+        got = _int_columns(path, db, f"SELECT K.kernel_id, {start}, {end}, {key}"
+                                     f"{', ' + correlation if linked else ''} FROM {source}{where}", 5 if linked else 4)
+        kernel, a, b, stream_key = got[:4]
+        names_of = _name_ids(kernel, guid, symbols, names)
+        del kernel, got[0]
+        parts.append((a, b, names_of, stream_key, got[3] if linked else None))
+    start_col, end_col, name_col, key_col = (np.concatenate([p[i] for p in parts]) for i in range(4))
+    corr_col = np.concatenate([p[4] for p in parts]) if linked else None
     if len(key_col) and (key_col == key_col[0]).all():  # one queue: no sort
         keys, stream = key_col[:1], np.zeros(len(key_col), dtype=np.int64)
     else:
@@ -409,7 +417,8 @@ def rocpd_read(path: Path, rank: str, host: str | None) -> tuple[dict[str, Kerne
                                column(copy_stream, np.int32)]),
         kind=np.concatenate([np.zeros(count, np.int8), np.ones(len(copies), np.int8)]),
         name=np.concatenate([kernels.name, column(copy_name, np.int32)]),
-        correlation=np.concatenate([kernels.correlation, column([c[5] for c in copies], np.int64)])
+        correlation=np.concatenate([kernels.correlation if kernels.correlation is not None else
+                                    np.full(count, -1, dtype=np.int64), column([c[5] for c in copies], np.int64)])
         if linked or copies else None,
         names=names, streams=streams, api_start=[a[0] for a in api], api_end=[a[1] for a in api],
         api_correlation=[a[2] for a in api], markers=markers)
