@@ -348,18 +348,18 @@ def analyse_rank(t: RankTimeline) -> tuple[TimelineRow, list[Gap], tuple["NDArra
     gaps: list[Gap] = []
     if counted.any():
         top_gaps = np.argsort(-gap_len, kind="stable")[:TOP_GAPS]
-        ends_sorted = np.argsort(t.end, kind="stable")
         for i in top_gaps:
             if gap_len[i] < GAP_MIN_NS:
                 break
             gap_start, gap_end = int(busy_blocks[1][i]), int(busy_blocks[0][i + 1])
-            before_idx = ends_sorted[np.searchsorted(t.end[ends_sorted], gap_start, side="right") - 1]
+            # the activity that ended the busy block: the last (in the trace's order) ending exactly
+            # there, as a stable sort by end would find it, without sorting
+            before_idx = int(np.flatnonzero(t.end == gap_start)[-1])
             after_at = int(np.searchsorted(s, gap_end, side="left"))
             after_idx = int(order[after_at]) if order is not None else after_at
             gaps.append(Gap(start_ns=gap_start - span_start, duration_ns=int(gap_len[i]),
                             after=t.names[int(t.name[before_idx])], before=t.names[int(t.name[after_idx])],
                             rank=t.rank))
-        del ends_sorted
     concurrent, max_concurrency = _concurrency(s, e)
     kernels = t.kind == KERNEL
     collective = _collective(t)
@@ -367,11 +367,15 @@ def analyse_rank(t: RankTimeline) -> tuple[TimelineRow, list[Gap], tuple["NDArra
     sorted_collective = collective[order] if order is not None and len(collective) else collective
     comm_sorted = sorted_kernels & sorted_collective if len(collective) else sorted_kernels & False
     compute_sorted = sorted_kernels & ~comm_sorted
-    comm = _union(s[comm_sorted], e[comm_sorted], presorted=True)
-    compute = _union(s[compute_sorted], e[compute_sorted], presorted=True)
+    empty = (s[:0], e[:0])
+    if bool(compute_sorted.all()):  # every activity a compute kernel (the common case): no copies of the columns
+        comm, compute, memory = empty, busy_blocks, empty
+    else:
+        comm = _union(s[comm_sorted], e[comm_sorted], presorted=True)
+        compute = _union(s[compute_sorted], e[compute_sorted], presorted=True)
+        memory = _union(s[~sorted_kernels], e[~sorted_kernels], presorted=True)
     comm_ns = _length(*comm)
     hidden = _intersection_length(comm, compute)
-    memory = _union(s[~sorted_kernels], e[~sorted_kernels], presorted=True)
     del s, e, order
     launch = _launch_stats(t, kernels)
     busy_percent = 100.0 * busy / span if span else 0.0
@@ -389,7 +393,9 @@ def analyse_rank(t: RankTimeline) -> tuple[TimelineRow, list[Gap], tuple["NDArra
 def _launch_stats(t: RankTimeline, kernels: "NDArray[np.bool_]") -> LaunchStats:
     """Each kernel against its own launch call, where the trace links them by correlation id."""
     import numpy as np
-    k_start, k_end, k_corr = t.start[kernels], t.end[kernels], t.correlation[kernels]
+    every = bool(kernels.all())  # no copies of the columns when every activity is a kernel
+    k_start, k_end = (t.start, t.end) if every else (t.start[kernels], t.end[kernels])
+    k_corr = t.correlation if every else t.correlation[kernels]
     kernel_time = int((k_end - k_start).sum())
     linked = np.zeros(len(k_start), dtype=bool)
     launch_start = launch_dur = np.zeros(0, dtype=np.int64)

@@ -270,7 +270,7 @@ def _int_columns(path: Path, db: sqlite3.Connection, query: str, width: int) -> 
                 if values.null_count:
                     values = values.fill_null(-1)
                 columns[i].append(np.asarray(values.to_numpy(zero_copy_only=False), dtype=np.int64))
-        return [np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64) for parts in columns]
+        return [_joined(parts) for parts in columns]
     cursor = db.execute(query)
     parts = []
     while True:
@@ -282,8 +282,17 @@ def _int_columns(path: Path, db: sqlite3.Connection, query: str, width: int) -> 
         except (TypeError, ValueError):  # a NULL somewhere: -1, as "no such id"
             batch = np.array([[-1 if v is None else v for v in row] for row in rows], dtype=np.int64)
         parts.append(batch.reshape(-1, width))
-    joined = np.concatenate(parts) if parts else np.zeros((0, width), dtype=np.int64)
-    return [np.ascontiguousarray(joined[:, i]) for i in range(width)]
+    by_column: list[list[Any]] = [[np.ascontiguousarray(part[:, i]) for part in parts] for i in range(width)]
+    parts.clear()
+    return [_joined(column) for column in by_column]
+
+
+def _joined(parts: list[Any]) -> Any:
+    """One column from its batches, the batches let go at once (one column doubled at a time)."""
+    import numpy as np
+    out = parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+    parts.clear()
+    return out
 
 
 def _kernel_columns(path: Path, db: sqlite3.Connection, symbols: dict[tuple[Any, int], str]
@@ -314,17 +323,31 @@ def _kernel_columns(path: Path, db: sqlite3.Connection, symbols: dict[tuple[Any,
         names_of = _name_ids(kernel, guid, symbols, names)
         del kernel, got[0]
         parts.append((a, b, names_of, stream_key, got[3] if linked else None))
-    start_col, end_col, name_col, key_col = (np.concatenate([p[i] for p in parts]) for i in range(4))
-    corr_col = np.concatenate([p[4] for p in parts]) if linked else None
+    start_col, end_col, name_col, key_col = (_joined([p[i] for p in parts]) for i in range(4))
+    corr_col = _joined([p[4] for p in parts]) if linked else None
+    parts.clear()
     if len(key_col) and (key_col == key_col[0]).all():  # one queue: no sort
-        keys, stream = key_col[:1], np.zeros(len(key_col), dtype=np.int64)
-    else:
-        keys, stream = np.unique(key_col, return_inverse=True)
+        keys, stream = key_col[:1], np.zeros(len(key_col), dtype=np.int32)
+    else:  # a few queues among millions of dispatches: their distinct keys, then a binary search each
+        keys = np.unique(_distinct(key_col))
+        stream = np.searchsorted(keys, key_col).astype(np.int32)
+    del key_col
     from profilectl.formats.polars_csv import TraceColumns
     return TraceColumns(start=start_col, end=end_col, name=name_col, names=list(names),
-                        stream=stream.reshape(-1).astype(np.int32),
+                        stream=stream.reshape(-1),
                         streams=[f"queue {int(k) >> 32}:{int(k) & 0xFFFFFFFF}" for k in keys.tolist()],
                         correlation=corr_col), linked
+
+
+def _distinct(values: "NDArray[np.int64]") -> "NDArray[np.int64]":
+    """The distinct values of a long column: hashed by polars where installed (no sort of the
+    column, no copies of it), else numpy's sort."""
+    import numpy as np
+    try:
+        import polars as pl
+    except ImportError:
+        return np.unique(values)
+    return pl.Series(values, dtype=pl.Int64).unique().to_numpy()
 
 
 def _name_ids(kernel: "NDArray[np.int64]", guid: Any, symbols: dict[tuple[Any, int], str], names: dict[str, int]
@@ -408,17 +431,18 @@ def rocpd_read(path: Path, rank: str, host: str | None) -> tuple[dict[str, Kerne
                if b > a and STEP_NAME.match(text := strings.get((g, n), ""))]
     count = len(kernels.start)
 
-    def column(values: list[int], dtype: Any) -> Any:
-        return np.asarray(values, dtype=dtype)
+    def column(kernel_part: Any, values: list[int], dtype: Any) -> Any:
+        """The kernels' column, with the copies' values after it (no copy of it when there are none)."""
+        return np.concatenate([kernel_part, np.asarray(values, dtype=dtype)]) if values else kernel_part
     timeline = rank_timeline(
-        rank, host, start=np.concatenate([kernels.start, column([c[0] for c in copies], np.int64)]),
-        end=np.concatenate([kernels.end, column([c[1] for c in copies], np.int64)]),
-        stream=np.concatenate([kernels.stream if kernels.stream is not None else np.zeros(count, np.int32),
-                               column(copy_stream, np.int32)]),
+        rank, host, start=column(kernels.start, [c[0] for c in copies], np.int64),
+        end=column(kernels.end, [c[1] for c in copies], np.int64),
+        stream=column(kernels.stream if kernels.stream is not None else np.zeros(count, np.int32), copy_stream,
+                      np.int32),
         kind=np.concatenate([np.zeros(count, np.int8), np.ones(len(copies), np.int8)]),
-        name=np.concatenate([kernels.name, column(copy_name, np.int32)]),
-        correlation=np.concatenate([kernels.correlation if kernels.correlation is not None else
-                                    np.full(count, -1, dtype=np.int64), column([c[5] for c in copies], np.int64)])
+        name=column(kernels.name, copy_name, np.int32),
+        correlation=column(kernels.correlation if kernels.correlation is not None else
+                           np.full(count, -1, dtype=np.int64), [c[5] for c in copies], np.int64)
         if linked or copies else None,
         names=names, streams=streams, api_start=[a[0] for a in api], api_end=[a[1] for a in api],
         api_correlation=[a[2] for a in api], markers=markers)
