@@ -261,9 +261,10 @@ def _concurrency(s: "NDArray[np.int64]", e: "NDArray[np.int64]") -> tuple[int, i
     del top, keep
     ends = np.sort(e)
     deepest = 0
-    for at in range(0, len(s), 1 << 20):  # in blocks: two index arrays of the whole trace would double its memory
+    # starts up to interval i: i + 1, exact for the last of equal starts, where the maximum is
+    for at in range(0, len(s), 1 << 20):  # in blocks: an index array of the whole trace would double its memory
         part = s[at:at + (1 << 20)]
-        depth = np.searchsorted(s, part, side="right") - np.searchsorted(ends, part, side="right")
+        depth = np.arange(at + 1, at + len(part) + 1) - np.searchsorted(ends, part, side="right")
         deepest = max(deepest, int(depth.max()))
     return concurrent, deepest
 
