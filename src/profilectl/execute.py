@@ -215,6 +215,8 @@ def _run_and_read(plan: Plan, facts: Facts, run_dir: Path, runner: Runner, sampl
                 for step in phase.steps:
                     phase_results.append(runner.run(step, phase.environment))
                     results.append(phase_results[-1])
+                    if phase_results[-1].returncode not in (0, None):
+                        break  # a failing workload fails again: its first failure is the answer
                 failed = next((r for r in phase_results if r.returncode not in (0, None)), None)
                 returncode = failed.returncode if failed else (None if any(r.returncode is None for r in phase_results) else 0)
                 writing = f"{phase.backend}'s records in {phase.raw_dir}/"

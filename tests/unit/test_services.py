@@ -273,3 +273,15 @@ def test_ncu_clock_control_is_explicit_and_labels_kernel_times(machine, tmp_path
     assert argv[argv.index("--clock-control") + 1] == (clock or "base")
     assert result["summary"]["kernel_timing"].endswith(f"({words})")
     assert any("--clock-control" in note for note in result["manifest"]["notes"])
+
+
+def test_a_failing_workload_runs_once_not_once_per_repeat(amd, tmp_path):
+    """`profile --repeat 5` of a workload that fails: its first failure is the answer, no five more."""
+    counter = tmp_path / "runs.txt"
+    script = f"import sys; open({str(counter)!r}, 'a').write('x'); sys.exit(3)"
+    result, run = json_run(amd, "profile", "--backend", "timing", "--repeat", "5", "--warmup", "1",
+                           "--", sys.executable, "-c", script)
+    assert result["exit_code"] == 1 and result["status"] == "failed"
+    assert counter.read_text() == "x"
+    steps = json.loads((run / "manifest.json").read_text()).get("steps", [])
+    assert [s["exit_code"] for s in steps] in ([3], [])

@@ -26,11 +26,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
+    Ints = Sequence[int] | NDArray[Any]  # a column: a list, or a numpy array kept as it is
 
 COLLECTIVE = re.compile(r"nccl|rccl", re.IGNORECASE)
 GAP_MIN_NS = 10_000  # 10 µs
@@ -110,23 +111,34 @@ class RankTimeline:
         return len(self.start) == 0
 
 
-def rank_timeline(rank: str, host: str | None, *, start: Sequence[int], end: Sequence[int], stream: Sequence[int],
-                  kind: Sequence[int] | bytes, name: Sequence[int], correlation: Sequence[int] | None = None,
-                  names: Sequence[str], streams: Sequence[str], api_start: Sequence[int] = (),
-                  api_end: Sequence[int] = (), api_correlation: Sequence[int] = (),
+def rank_timeline(rank: str, host: str | None, *, start: Ints, end: Ints, stream: Ints,
+                  kind: Ints | bytes, name: Ints, correlation: Ints | None = None,
+                  names: Sequence[str], streams: Sequence[str], api_start: Ints = (),
+                  api_end: Ints = (), api_correlation: Ints = (),
                   markers: Iterable[Marker] = (), host_activity: HostActivity | None = None) -> RankTimeline:
+    """Columns given as numpy arrays are kept as they are (no copy; index columns may be any integer
+    type, int32 halves their memory); sequences are converted once."""
     import numpy as np
     count = len(start)
     return RankTimeline(
         rank=rank, host=host, start=np.asarray(start, dtype=np.int64), end=np.asarray(end, dtype=np.int64),
-        stream=np.asarray(stream, dtype=np.int64),
+        stream=_indices(stream),
         kind=np.frombuffer(bytes(kind), dtype=np.int8) if isinstance(kind, (bytes, bytearray)) else
         np.asarray(kind, dtype=np.int8),
-        name=np.asarray(name, dtype=np.int64),
-        correlation=np.asarray(correlation if correlation is not None else [-1] * count, dtype=np.int64),
+        name=_indices(name),
+        # no correlation ids: one shared -1, not a column
+        correlation=np.asarray(correlation, dtype=np.int64) if correlation is not None else
+        np.broadcast_to(np.int64(-1), (count,)),
         names=tuple(names), streams=tuple(streams), api_start=np.asarray(api_start, dtype=np.int64),
         api_end=np.asarray(api_end, dtype=np.int64), api_correlation=np.asarray(api_correlation, dtype=np.int64),
         markers=tuple(markers), host_activity=host_activity)
+
+
+def _indices(values: Ints) -> "NDArray[np.int64]":
+    import numpy as np
+    if isinstance(values, np.ndarray) and values.dtype.kind in "iu":
+        return values
+    return np.asarray(values, dtype=np.int64)
 
 
 def combine(parts: Sequence[RankTimeline]) -> list[RankTimeline]:
@@ -252,21 +264,50 @@ class TimelineAnalysis:
 
 
 # ---------------------------------------------------------------- interval arithmetic
-def _union(start: "NDArray[np.int64]", end: "NDArray[np.int64]") -> tuple["NDArray[np.int64]", "NDArray[np.int64]"]:
-    """Disjoint, sorted intervals covering the same time."""
+def _union(start: "NDArray[np.int64]", end: "NDArray[np.int64]", presorted: bool = False
+           ) -> tuple["NDArray[np.int64]", "NDArray[np.int64]"]:
+    """Disjoint, sorted intervals covering the same time (`presorted`: already in start order)."""
     import numpy as np
     if len(start) == 0:
         return start, end
-    order = np.argsort(start, kind="stable")
-    s, e = start[order], end[order]
+    if presorted:
+        s, e = start, end
+    else:
+        order = np.argsort(start, kind="stable")
+        s, e = start[order], end[order]
     reach = np.maximum.accumulate(e)
     # a new block starts where an interval begins after everything before it has ended
     new = np.empty(len(s), dtype=bool)
     new[0] = True
-    new[1:] = s[1:] > reach[:-1]
+    np.greater(s[1:], reach[:-1], out=new[1:])
     first = np.flatnonzero(new)
     last = np.append(first[1:] - 1, len(s) - 1)
     return s[first], reach[last]
+
+
+def _concurrency(s: "NDArray[np.int64]", e: "NDArray[np.int64]") -> tuple[int, int]:
+    """(time with two or more intervals open, the most open at once) of intervals in start order,
+    without sorting starts and ends together: interval i overlaps what came before it from its start
+    to min(its end, the furthest end before it), and the union of those pieces is exactly the time
+    when two or more are open. The deepest moment is just after some start: the starts up to it less
+    the ends up to it (an end and a start at the same time do not overlap)."""
+    import numpy as np
+    if not len(s):
+        return 0, 0
+    top = np.maximum.accumulate(e)[:-1]  # the furthest end before each interval (from the second)
+    np.minimum(e[1:], top, out=top)
+    keep = s[1:] < top
+    top = top[keep]
+    concurrent = _length(*_union(s[1:][keep], top, presorted=True))
+    del top, keep
+    ends = np.sort(e)
+    deepest = 0
+    # starts up to interval i: i + 1, exact for the last of equal starts, where the maximum is
+    for at in range(0, len(s), 1 << 20):  # in blocks: an index array of the whole trace would double its memory
+        part = s[at:at + (1 << 20)]
+        depth = np.arange(at + 1, at + len(part) + 1) - np.searchsorted(ends, part, side="right")
+        deepest = max(deepest, int(depth.max()))
+    return concurrent, deepest
 
 
 def _length(start: "NDArray[np.int64]", end: "NDArray[np.int64]") -> int:
@@ -335,42 +376,56 @@ def analyse_rank(t: RankTimeline) -> tuple[TimelineRow, list[Gap], tuple["NDArra
     import numpy as np
     span_start, span_end = int(t.start.min()), int(t.end.max())
     span = span_end - span_start
-    busy_blocks = _union(t.start, t.end)
+    # one sort by start serves every union and the concurrency sweep (masks keep that order); a
+    # trace already in start order (most are) is used as it is, no copy
+    order: "NDArray[np.intp] | None" = None
+    if not bool((t.start[1:] >= t.start[:-1]).all()):
+        order = np.argsort(t.start, kind="stable")
+    s, e = (t.start[order], t.end[order]) if order is not None else (t.start, t.end)
+    busy_blocks = _union(s, e, presorted=True)
     busy = _length(*busy_blocks)
     # gaps: between consecutive busy blocks
     gap_len = busy_blocks[0][1:] - busy_blocks[1][:-1]
     counted = gap_len >= GAP_MIN_NS
     gaps: list[Gap] = []
     if counted.any():
-        order = np.argsort(-gap_len, kind="stable")[:TOP_GAPS]
-        ends_sorted = np.argsort(t.end, kind="stable")
-        starts_sorted = np.argsort(t.start, kind="stable")
-        for i in order:
+        top_gaps = np.argsort(-gap_len, kind="stable")[:TOP_GAPS]
+        for i in top_gaps:
             if gap_len[i] < GAP_MIN_NS:
                 break
             gap_start, gap_end = int(busy_blocks[1][i]), int(busy_blocks[0][i + 1])
-            before_idx = ends_sorted[np.searchsorted(t.end[ends_sorted], gap_start, side="right") - 1]
-            after_idx = starts_sorted[np.searchsorted(t.start[starts_sorted], gap_end, side="left")]
+            # the activity that ended the busy block: the last (in the trace's order) ending exactly
+            # there, as a stable sort by end would find it, without sorting
+            before_idx = int(np.flatnonzero(t.end == gap_start)[-1])
+            after_at = int(np.searchsorted(s, gap_end, side="left"))
+            after_idx = int(order[after_at]) if order is not None else after_at
             gaps.append(Gap(start_ns=gap_start - span_start, duration_ns=int(gap_len[i]),
                             after=t.names[int(t.name[before_idx])], before=t.names[int(t.name[after_idx])],
                             rank=t.rank))
-    times, depth = _depth(t.start, t.end)
-    concurrent = int((np.diff(times) * (depth[:-1] >= 2)).sum()) if len(times) > 1 else 0
+    concurrent, max_concurrency = _concurrency(s, e)
     kernels = t.kind == KERNEL
     collective = _collective(t)
-    comm_mask, compute_mask = kernels & collective, kernels & ~collective
-    comm = _union(t.start[comm_mask], t.end[comm_mask])
-    compute = _union(t.start[compute_mask], t.end[compute_mask])
+    sorted_kernels = kernels[order] if order is not None else kernels
+    sorted_collective = collective[order] if order is not None and len(collective) else collective
+    comm_sorted = sorted_kernels & sorted_collective if len(collective) else sorted_kernels & False
+    compute_sorted = sorted_kernels & ~comm_sorted
+    empty = (s[:0], e[:0])
+    if bool(compute_sorted.all()):  # every activity a compute kernel (the common case): no copies of the columns
+        comm, compute, memory = empty, busy_blocks, empty
+    else:
+        comm = _union(s[comm_sorted], e[comm_sorted], presorted=True)
+        compute = _union(s[compute_sorted], e[compute_sorted], presorted=True)
+        memory = _union(s[~sorted_kernels], e[~sorted_kernels], presorted=True)
     comm_ns = _length(*comm)
     hidden = _intersection_length(comm, compute)
-    memory = _union(t.start[~kernels], t.end[~kernels])
+    del s, e, order
     launch = _launch_stats(t, kernels)
     busy_percent = 100.0 * busy / span if span else 0.0
     row = TimelineRow(
         rank=t.rank, host=t.host, span_ns=span, busy_ns=busy, idle_ns=span - busy, busy_percent=busy_percent,
         gaps=int(counted.sum()), gap_total_ns=int(gap_len[counted].sum()),
         largest_gap_ns=int(gap_len.max()) if len(gap_len) else 0, concurrent_ns=concurrent,
-        max_concurrency=int(depth.max()) if len(depth) else 0, streams=len(np.unique(t.stream)),
+        max_concurrency=max_concurrency, streams=len(np.unique(t.stream)),
         compute_ns=_length(*compute), communication_ns=comm_ns, hidden_communication_ns=hidden,
         hidden_communication_percent=100.0 * hidden / comm_ns if comm_ns else None, memory_ns=_length(*memory),
         launch=launch, launch_bound=(verdict := _verdict(busy_percent, launch, busy))[0], verdict=verdict[1])
@@ -380,7 +435,9 @@ def analyse_rank(t: RankTimeline) -> tuple[TimelineRow, list[Gap], tuple["NDArra
 def _launch_stats(t: RankTimeline, kernels: "NDArray[np.bool_]") -> LaunchStats:
     """Each kernel against its own launch call, where the trace links them by correlation id."""
     import numpy as np
-    k_start, k_end, k_corr = t.start[kernels], t.end[kernels], t.correlation[kernels]
+    every = bool(kernels.all())  # no copies of the columns when every activity is a kernel
+    k_start, k_end = (t.start, t.end) if every else (t.start[kernels], t.end[kernels])
+    k_corr = t.correlation if every else t.correlation[kernels]
     kernel_time = int((k_end - k_start).sum())
     linked = np.zeros(len(k_start), dtype=bool)
     launch_start = launch_dur = np.zeros(0, dtype=np.int64)

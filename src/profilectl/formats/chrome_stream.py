@@ -29,6 +29,7 @@ import itertools
 import json
 import os
 import re
+import sys
 from array import array
 from collections import deque
 from dataclasses import dataclass, field
@@ -45,6 +46,24 @@ EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 CHUNK_MIN, CHUNK_MAX = 4 << 20, 16 << 20
 PARALLEL_MIN_BYTES = 48 << 20  # below this, worker start-up costs more than it saves
 HEAD_LIMIT = 64 << 20  # how far to look for the traceEvents key
+# Bounds on hostile or broken input, each with its environment variable (a number; 0 lifts it):
+# - a .json.gz inflating beyond this many times its own size is refused (torch traces inflate ~10x;
+#   1 MB of gzip holding 1 GiB of whitespace is 1000x), checked once LIMIT_FLOOR bytes are out;
+# - no event boundary within this many bytes: an event this large, or not a trace at all;
+# - nesting deeper than this inside one event (Python's JSON decoder would recurse past its limit).
+MAX_INFLATE_RATIO = 100
+MAX_INFLATED_BYTES = 256 << 30
+INFLATE_CHECK_FLOOR = 64 << 20
+MAX_EVENT_BYTES = 256 << 20
+
+
+def _limit(name: str, default: int) -> int:
+    value = os.environ.get(f"PROFILECTL_{name}", "")
+    try:
+        number = int(value) if value.strip() else default
+    except ValueError:
+        raise FormatError(f"PROFILECTL_{name}={value!r} is not a whole number") from None
+    return number if number > 0 else 1 << 62
 
 KERNEL = "kernel"
 COPY_CATEGORIES = frozenset({"gpu_memcpy", "gpu_memset"})
@@ -556,17 +575,34 @@ def _longest_first_on_equal_starts(order: list[int], starts: array, ends: array)
 
 
 def open_stream(path: Path) -> IO[bytes]:
-    """The file's bytes, gunzipped on the fly when it is gzip (by magic bytes, not by name)."""
-    import gzip
+    """The file's bytes, gunzipped on the fly when it is gzip (by magic bytes, not by name), within
+    the inflation bounds above."""
     try:
         fh: IO[bytes] = open(path, "rb")
         if fh.read(2) == GZIP_MAGIC:
             fh.close()
-            return gzip.open(path, "rb")  # type: ignore[return-value]  # a GzipFile reads like IO[bytes]
+            return _bounded_gzip(path)
         fh.seek(0)
         return fh
     except OSError as exc:
         raise FormatError(f"{path}: cannot read ({exc.strerror})") from None
+
+
+def _bounded_gzip(path: Path) -> IO[bytes]:
+    import gzip
+    ratio, most = _limit("MAX_INFLATE_RATIO", MAX_INFLATE_RATIO), _limit("MAX_INFLATED_BYTES", MAX_INFLATED_BYTES)
+    packed = max(1, path.stat().st_size)
+    limit = min(most, max(INFLATE_CHECK_FLOOR, ratio * packed))
+
+    class Bounded(gzip.GzipFile):
+        def read(self, size: int | None = -1) -> bytes:
+            data = super().read(size)
+            if self.tell() > limit:
+                why = (f"more than {most:,} bytes (PROFILECTL_MAX_INFLATED_BYTES)" if limit == most else
+                       f"more than {ratio}x its {packed:,} bytes (PROFILECTL_MAX_INFLATE_RATIO)")
+                raise FormatError(f"{path}: refused: it inflates to {why}; raise the limit to read it")
+            return data
+    return Bounded(path, "rb")  # type: ignore[return-value]  # a GzipFile reads like IO[bytes]
 
 
 def is_gzip(path: Path) -> bool:
@@ -666,6 +702,9 @@ def _check_document(path: Path, layout: Layout, tail: str) -> None:
     or one with trailing garbage, is as broken as one cut inside them)."""
     try:
         doc = json.loads(layout.head + "[]" + tail)
+    except RecursionError:
+        raise FormatError(f"{path}: refused: the text after the events is nested deeper than Python's JSON "
+                          "decoder follows") from None
     except ValueError as exc:
         raise FormatError(f"{path}: not valid JSON after the events (truncated?): "
                           f"{getattr(exc, 'msg', exc)}") from None
@@ -740,6 +779,10 @@ class _Values:
                     continue  # an object cut by the end of the text read so far
                 self.position = exc.pos
                 raise fail(exc.msg) from None
+            except RecursionError:  # args nested thousands deep: Python's decoder recurses per level
+                self.position = position
+                raise fail(f"an event nested deeper than Python's JSON decoder follows "
+                           f"(about {sys.getrecursionlimit():,} levels)") from None
             self.position, self.expect_value = end, False
             self.values += 1
             if isinstance(value, dict):
@@ -869,6 +912,7 @@ def _tasks(path: Path, fh: IO[bytes], layout: Layout, first: bytes, size: int, c
     name = str(path)
     start = layout.events_start
     probe = min(1 << 20, chunk)  # how much is read around each cut
+    longest = _limit("MAX_EVENT_BYTES", MAX_EVENT_BYTES)
     if seekable:
         while True:
             target = start + chunk
@@ -881,6 +925,7 @@ def _tasks(path: Path, fh: IO[bytes], layout: Layout, first: bytes, size: int, c
             while cut is None and target + len(window) < size:  # one event longer than the window
                 window += _read(fh, probe, path)
                 cut = _next_cut(window, 0)
+                _bound_event(path, len(window), longest)
             if cut is None:
                 yield Task(name, start, size, None, True, fast, probe)
                 return
@@ -899,12 +944,19 @@ def _tasks(path: Path, fh: IO[bytes], layout: Layout, first: bytes, size: int, c
             eof = not more
             buffer += more
             cut = _next_cut(buffer, chunk)
+            _bound_event(path, len(buffer) - chunk, longest)
         if cut is None:
             yield Task(name, start, start + len(buffer), bytes(buffer), True, fast, probe)
             return
         yield Task(name, start, start + cut[0], bytes(buffer[:cut[0]]), False, fast, probe)
         start += cut[1]
         del buffer[:cut[1]]
+
+
+def _bound_event(path: Path, searched: int, longest: int) -> None:
+    if searched > longest:
+        raise FormatError(f"{path}: refused: no boundary between events within {longest:,} bytes (an event that "
+                          "large, or not a trace); raise PROFILECTL_MAX_EVENT_BYTES to read it")
 
 
 def workers_for(size: int) -> int:

@@ -8,11 +8,18 @@ the csv-module readers (identical results, slower on large files).
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterator
 
 from profilectl.errors import FormatError
 from profilectl.formats.common import csv_header
 from profilectl.formats.tables import KernelStats
+
+if TYPE_CHECKING:
+    import numpy as np
+    import polars as pl
+    from numpy.typing import NDArray
 
 FAST_PATH_MIN_BYTES = 8 * 2**20  # below this the csv module is as fast and starts quicker
 
@@ -56,3 +63,162 @@ def grouped_durations_csv(path: Path, name_col: str, start_col: str, end_col: st
         raise FormatError(f"{path}: truncated or malformed CSV ({first[:200]})") from None
     return {name: KernelStats.from_sums(int(n), float(total), float(sq), float(lo), float(hi))
             for name, n, _missing, total, sq, lo, hi in frame.iter_rows()}
+
+
+# Rows per batch of the one-pass read: big enough that polars' per-batch cost vanishes, small enough
+# that a batch's text columns stay a few tens of MB whatever the file's size.
+BATCH_ROWS = 1 << 16
+HASH_SEED = 0x70726F66
+STATS_BLOCK = 1 << 20
+
+
+@dataclass
+class TraceColumns:
+    """One trace file's intervals as numpy columns (never a Python object per row): names and
+    stream keys as indices into small tables, timestamps in integer ns. `stream` and `correlation`
+    are None where the caller did not ask for them (or the file lacks them: correlation)."""
+    start: "NDArray[np.int64]"
+    end: "NDArray[np.int64]"
+    name: "NDArray[np.int32]"
+    names: list[str]
+    stream: "NDArray[np.int32] | None" = None
+    streams: list[str] = field(default_factory=list)
+    correlation: "NDArray[np.int64] | None" = None
+
+    def stats(self) -> dict[str, KernelStats]:
+        """Per-name duration statistics, exact integer sums (as the streaming group-by gives), in
+        blocks so that the temporaries stay a few MB whatever the trace's length."""
+        import numpy as np
+        count = len(self.names)
+        if not len(self.start):
+            return {}
+        calls = np.zeros(count, dtype=np.int64)
+        total = np.zeros(count, dtype=np.int64)
+        square = np.zeros(count, dtype=np.float64)
+        low = np.full(count, np.iinfo(np.int64).max, dtype=np.int64)
+        high = np.full(count, np.iinfo(np.int64).min, dtype=np.int64)
+        for at in range(0, len(self.start), STATS_BLOCK):
+            name = self.name[at:at + STATS_BLOCK]
+            duration = self.end[at:at + STATS_BLOCK] - self.start[at:at + STATS_BLOCK]
+            calls += np.bincount(name, minlength=count)
+            # float sums of integers are exact below 2**53 ns (104 days) per name and block
+            total += np.bincount(name, weights=duration, minlength=count).astype(np.int64)
+            square += np.bincount(name, weights=duration.astype(np.float64) ** 2, minlength=count)
+            np.minimum.at(low, name, duration)
+            np.maximum.at(high, name, duration)
+        return {name: KernelStats.from_sums(int(calls[i]), float(total[i]), float(square[i]), float(low[i]),
+                                            float(high[i]))
+                for i, name in enumerate(self.names) if calls[i]}
+
+
+class _Dictionary:
+    """Text values as small integer ids, for columns with few distinct values among many rows
+    (kernel names, stream keys). polars hashes the column inside its engine; here a row's hash finds
+    its id in a direct-mapped table (its low bits are the slot, O(1) per row in numpy, no sort), and
+    only the rows whose slot holds another hash (a new value, or two values sharing a slot) take the
+    slow path, where a value never seen before passes through Python once."""
+
+    SLOT_BITS = 18
+
+    def __init__(self) -> None:
+        import numpy as np
+        self.values: list[str] = []
+        self.ids: dict[int, int] = {}
+        self.slot_hash = np.zeros(1 << self.SLOT_BITS, dtype=np.uint64)
+        self.slot_id = np.full(1 << self.SLOT_BITS, -1, dtype=np.int32)
+
+    def codes(self, hashes: "NDArray[np.uint64]", text: "pl.Series") -> "NDArray[np.int32]":
+        import numpy as np
+        if len(hashes) and int(hashes[0]) in self.ids and (hashes == hashes[0]).all():
+            return np.full(len(hashes), self.ids[int(hashes[0])], dtype=np.int32)  # one value (a stream)
+        slots = (hashes & np.uint64((1 << self.SLOT_BITS) - 1)).astype(np.intp)
+        codes = self.slot_id[slots]
+        missed = np.flatnonzero((self.slot_hash[slots] != hashes) | (codes < 0))
+        if len(missed):
+            distinct, first, inverse = np.unique(hashes[missed], return_index=True, return_inverse=True)
+            ids = np.empty(len(distinct), dtype=np.int32)
+            new = []
+            for i, value in enumerate(distinct.tolist()):
+                known = self.ids.get(value)
+                if known is None:
+                    new.append(i)
+                else:
+                    ids[i] = known
+            if new:
+                for i, value in zip(new, text.gather(missed[first[new]]).to_list()):
+                    ids[i] = self.ids[int(distinct[i])] = len(self.values)
+                    self.values.append("" if value is None else value)
+                    slot = int(distinct[i]) & ((1 << self.SLOT_BITS) - 1)
+                    if self.slot_id[slot] < 0:  # first come keeps the slot; later ones take the slow path
+                        self.slot_id[slot], self.slot_hash[slot] = ids[i], distinct[i]
+            codes[missed] = ids[inverse.reshape(-1)]
+        return codes
+
+
+def _batches(scan: "pl.LazyFrame") -> Iterator["pl.DataFrame"]:
+    """The query's result in batches of about BATCH_ROWS rows (polars >= 1.31 streams them; older
+    releases collect the columns whole, which holds them in memory at once)."""
+    if hasattr(scan, "collect_batches"):
+        yield from scan.collect_batches(chunk_size=BATCH_ROWS)
+        return
+    frame = scan.collect()
+    for offset in range(0, len(frame), BATCH_ROWS):
+        yield frame.slice(offset, BATCH_ROWS)
+
+
+def trace_columns(path: Path, name_col: str, start_col: str, end_col: str, stream_cols: tuple[str, ...] = (),
+                  correlation_col: str | None = None) -> TraceColumns:
+    """One pass over a trace file: the columns the tables and the timeline need, batch by batch
+    (the file's text never held whole). A row without its timestamps is a FormatError naming its line."""
+    import numpy as np
+    import polars as pl
+
+    header = csv_header(path)
+    missing = [c for c in (name_col, start_col, end_col) if c not in header]
+    if missing:
+        raise FormatError(f"{path}: not the expected file: missing column(s) {', '.join(missing)} "
+                          f"(header has {len(header)} columns)")
+    streams = tuple(c for c in stream_cols if c in header)
+    correlation = correlation_col if correlation_col in header else None
+    numbers = [start_col, end_col] + ([correlation] if correlation else [])
+    # Names and stream keys are hashed inside polars' engine (in parallel with the parsing); an
+    # empty cell reads as "" as the csv module reads it.
+    name = pl.col(name_col).fill_null("")
+    stream = pl.concat_str([pl.col(c).fill_null("") for c in streams], separator=":") if streams else pl.lit("")
+    scan = pl.scan_csv(path, infer_schema=False, low_memory=False,
+                       schema_overrides={c: pl.Int64 for c in numbers}).select(
+        *numbers, name.alias("name"), name.hash(HASH_SEED).alias("name_hash"), stream.alias("stream"),
+        stream.hash(HASH_SEED).alias("stream_hash"))
+    starts, ends, name_parts, stream_parts, corr_parts = [], [], [], [], []
+    names, keys = _Dictionary(), _Dictionary()
+    rows = 0
+    try:
+        for batch in _batches(scan):
+            if not len(batch):
+                continue
+            bad = batch[start_col].is_null() | batch[end_col].is_null()
+            if bad.any():
+                raise FormatError(f"{path}:{rows + int(bad.arg_true()[0]) + 2}: truncated or malformed row")
+            starts.append(batch[start_col].to_numpy())
+            ends.append(batch[end_col].to_numpy())
+            name_parts.append(names.codes(batch["name_hash"].to_numpy(), batch["name"]))
+            if streams:
+                stream_parts.append(keys.codes(batch["stream_hash"].to_numpy(), batch["stream"]))
+            if correlation:
+                corr_parts.append(batch[correlation].fill_null(-1).to_numpy())
+            rows += len(batch)
+    except (pl.exceptions.PolarsError, OSError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise FormatError(f"{path}: truncated or malformed CSV ({first[:200]})") from None
+
+    def joined(parts: list[Any], dtype: Any) -> Any:
+        """One column from its batches, the batches let go at once (one column doubled at a time)."""
+        out = np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype=dtype)
+        parts.clear()
+        return out
+    start_column, end_column = joined(starts, np.int64), joined(ends, np.int64)
+    name_column = joined(name_parts, np.int32)
+    return TraceColumns(start=start_column, end=end_column, name=name_column,
+                        names=names.values, stream=joined(stream_parts, np.int32) if streams else None,
+                        streams=keys.values,
+                        correlation=joined(corr_parts, np.int64) if correlation else None)

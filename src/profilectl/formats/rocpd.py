@@ -24,7 +24,11 @@ from profilectl.formats.reader import Reader, each_file, first_bytes
 from profilectl.formats.tables import PER_DISPATCH, CounterValue, KernelStats, Tables, merge_all
 
 if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
     from profilectl.analysis.timeline import RankTimeline
+    from profilectl.formats.polars_csv import TraceColumns
 
 PARALLEL_MIN_ROWS = 200_000  # below this one query is as fast
 BUSY_TIMEOUT_S = 5.0  # a writer's transaction in progress: wait this long for it
@@ -242,13 +246,135 @@ def is_rocpd(path: Path) -> bool:
     return "rocpd_kernel_dispatch" in names
 
 
-TIMELINE_MAX_ROWS = 4_000_000  # dispatches held for the timeline analysis (~40 bytes each)
+FETCH_ROWS = 1 << 16  # rows per fetch of the column scan: Python objects only for a batch at a time
+# connectorx + pyarrow, where installed, read the dispatch columns as Arrow (bench/ingest.py: 1 M
+# dispatches 2.1 s against 4.9 s through sqlite3 rows); PROFILECTL_NO_ARROW=1 turns it off.
+ARROW_ROUTE = not os.environ.get("PROFILECTL_NO_ARROW")
+
+
+def _int_columns(path: Path, db: sqlite3.Connection, query: str, width: int) -> list["NDArray[np.int64]"]:
+    """The integer columns of a query as numpy arrays. connectorx (Arrow, several threads, no Python
+    object per value) where installed, else sqlite3 in batches converted at once (the same values)."""
+    import importlib.util
+
+    import numpy as np
+    if ARROW_ROUTE and importlib.util.find_spec("connectorx") and importlib.util.find_spec("pyarrow"):
+        import connectorx
+        # Arrow record batches as they come: a batch's columns become numpy and the batch is let go
+        # (the whole table at once would hold every column twice, as Arrow and as numpy)
+        stream = connectorx.read_sql(f"sqlite://{path}", query, return_type="arrow_stream", batch_size=1 << 18)
+        columns: list[list[Any]] = [[] for _ in range(width)]
+        for batch in stream:
+            for i in range(width):
+                values = batch.column(i)
+                if values.null_count:
+                    values = values.fill_null(-1)
+                columns[i].append(np.asarray(values.to_numpy(zero_copy_only=False), dtype=np.int64))
+        return [_joined(parts) for parts in columns]
+    cursor = db.execute(query)
+    parts = []
+    while True:
+        rows = cursor.fetchmany(FETCH_ROWS)
+        if not rows:
+            break
+        try:
+            batch = np.array(rows, dtype=np.int64)
+        except (TypeError, ValueError):  # a NULL somewhere: -1, as "no such id"
+            batch = np.array([[-1 if v is None else v for v in row] for row in rows], dtype=np.int64)
+        parts.append(batch.reshape(-1, width))
+    by_column: list[list[Any]] = [[np.ascontiguousarray(part[:, i]) for part in parts] for i in range(width)]
+    parts.clear()
+    return [_joined(column) for column in by_column]
+
+
+def _joined(parts: list[Any]) -> Any:
+    """One column from its batches, the batches let go at once (one column doubled at a time)."""
+    import numpy as np
+    out = parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+    parts.clear()
+    return out
+
+
+def _kernel_columns(path: Path, db: sqlite3.Connection, symbols: dict[tuple[Any, int], str]
+                    ) -> tuple["TraceColumns", bool]:
+    """Every dispatch as numpy columns: start, end, name index, stream index, correlation; and whether
+    the correlation ids are real (the schema links dispatches to events). One scan per guid."""
+    import numpy as np
+    columns = _columns(db, "rocpd_kernel_dispatch")
+    source, _ = _interval(db, "rocpd_kernel_dispatch", "K")
+    start, end = ("TS.value", "TE.value") if "rocpd_timestamp" in source else ("K.start", 'K."end"')
+    agent = "K.agent_id" if "agent_id" in columns else "0"
+    queue = "K.queue_id" if "queue_id" in columns else "0"
+    linked = "event_id" in columns and "correlation_id" in _columns(db, "rocpd_event")
+    correlation = "-1"
+    if linked:
+        source += " LEFT JOIN rocpd_event EV ON EV.id = K.event_id AND EV.guid = K.guid"
+        correlation = "coalesce(EV.correlation_id, -1)"
+    guids: list[str | None] = [*sorted({guid for guid, _ in symbols})] or [None]
+    names: dict[str, int] = {}
+    parts = []
+    for guid in guids:
+        where = "" if len(guids) == 1 else f" WHERE K.guid = '{str(guid).replace(chr(39), chr(39) * 2)}'"
+        # the stream key as one number: agent in the high half, queue in the low half
+        key = f"(coalesce({agent}, -1) << 32) | (coalesce({queue}, -1) & 4294967295)"
+        got = _int_columns(path, db, f"SELECT K.kernel_id, {start}, {end}, {key}"
+                                     f"{', ' + correlation if linked else ''} FROM {source}{where}", 5 if linked else 4)
+        kernel, a, b, stream_key = got[:4]
+        names_of = _name_ids(kernel, guid, symbols, names)
+        del kernel, got[0]
+        parts.append((a, b, names_of, stream_key, got[3] if linked else None))
+    start_col, end_col, name_col, key_col = (_joined([p[i] for p in parts]) for i in range(4))
+    corr_col = _joined([p[4] for p in parts]) if linked else None
+    parts.clear()
+    if len(key_col) and (key_col == key_col[0]).all():  # one queue: no sort
+        keys, stream = key_col[:1], np.zeros(len(key_col), dtype=np.int32)
+    else:  # a few queues among millions of dispatches: their distinct keys, then a binary search each
+        keys = np.unique(_distinct(key_col))
+        stream = np.searchsorted(keys, key_col).astype(np.int32)
+    del key_col
+    from profilectl.formats.polars_csv import TraceColumns
+    return TraceColumns(start=start_col, end=end_col, name=name_col, names=list(names),
+                        stream=stream.reshape(-1),
+                        streams=[f"queue {int(k) >> 32}:{int(k) & 0xFFFFFFFF}" for k in keys.tolist()],
+                        correlation=corr_col), linked
+
+
+def _distinct(values: "NDArray[np.int64]") -> "NDArray[np.int64]":
+    """The distinct values of a long column: hashed by polars where installed (no sort of the
+    column, no copies of it), else numpy's sort."""
+    import numpy as np
+    try:
+        import polars as pl
+    except ImportError:
+        return np.unique(values)
+    return pl.Series(values, dtype=pl.Int64).unique().to_numpy()
+
+
+def _name_ids(kernel: "NDArray[np.int64]", guid: Any, symbols: dict[tuple[Any, int], str], names: dict[str, int]
+              ) -> "NDArray[np.int32]":
+    """Kernel ids as indices into `names`: a lookup table over the id range (ids are small and dense
+    in rocpd), so no sort of the dispatches; a sort only for ids far apart."""
+    import numpy as np
+    if not len(kernel):
+        return np.zeros(0, dtype=np.int32)
+    low, high = int(kernel.min()), int(kernel.max())
+    if high - low > 1 << 22:
+        distinct, inverse = np.unique(kernel, return_inverse=True)
+        ids = np.array([names.setdefault(symbols.get((guid, k), f"<unknown kernel {k}>"), len(names))
+                        for k in distinct.tolist()], dtype=np.int32)
+        return ids[inverse.reshape(-1)]
+    present = np.flatnonzero(np.bincount(kernel - low, minlength=high - low + 1))
+    lookup = np.zeros(high - low + 1, dtype=np.int32)
+    for offset in present.tolist():
+        k = low + offset
+        lookup[offset] = names.setdefault(symbols.get((guid, k), f"<unknown kernel {k}>"), len(names))
+    return lookup[kernel - low]
 
 
 def _interval_rows(db: sqlite3.Connection, table: str, alias: str, fields: tuple[str, ...],
                    stream: tuple[str, ...]) -> list[Any]:
-    """(start, end, *fields, stream key, correlation id) of every row of an interval table; the
-    correlation comes from the row's rocpd_event where the schema has one (-1: none)."""
+    """(start, end, *fields, stream key, correlation id) of every row of a small interval table
+    (copies, regions); the correlation comes from the row's rocpd_event where the schema has one."""
     columns = _columns(db, table)
     if not columns:
         return []  # an optional table this database does not have
@@ -263,42 +389,64 @@ def _interval_rows(db: sqlite3.Connection, table: str, alias: str, fields: tuple
     return db.execute(f"SELECT {start}, {end}, {selected}, {keys}, {correlation} FROM {source}").fetchall()
 
 
-def rocpd_timeline(path: Path, rank: str, host: str | None) -> tuple[tuple["RankTimeline", ...], tuple[str, ...]]:
-    """The database's GPU activity, launch calls and step regions, for the timeline analysis."""
-    from profilectl.analysis.timeline import COPY, KERNEL, Marker, rank_timeline
+def rocpd_read(path: Path, rank: str, host: str | None) -> tuple[dict[str, KernelStats], "RankTimeline | None"]:
+    """The kernel table and the timeline from one scan of the dispatches (numpy columns, never a
+    Python object per dispatch), with the copies, launch calls and step regions."""
+    import numpy as np
+    from profilectl.analysis.timeline import Marker, rank_timeline
     from profilectl.formats.rocprofv3 import STEP_NAME
+    before = _state(path)
     db = _connect(path)
     try:
-        rows = db.execute("SELECT count(*) FROM rocpd_kernel_dispatch").fetchone()[0]
-        if rows > TIMELINE_MAX_ROWS:
-            return (), (f"no timeline analysis for {path.name}: {rows:,} dispatches (more than "
-                        f"{TIMELINE_MAX_ROWS:,}); the tables above are complete",)
         symbols = {(guid, sid): name for sid, guid, name in
                    db.execute("SELECT id, guid, display_name FROM rocpd_info_kernel_symbol")}
+        kernels, linked = _kernel_columns(path, db, symbols)
         strings = {(guid, sid): text for sid, guid, text in db.execute("SELECT id, guid, string FROM rocpd_string")} \
             if _columns(db, "rocpd_string") else {}
-        kernels = _interval_rows(db, "rocpd_kernel_dispatch", "K", ("guid", "kernel_id"), ("agent_id", "queue_id"))
         copies = _interval_rows(db, "rocpd_memory_copy", "M", ("guid", "name_id"), ("stream_id",))
         regions = _interval_rows(db, "rocpd_region", "R", ("guid", "name_id"), ())
     except (sqlite3.DatabaseError, FormatError) as exc:
         raise _unreadable(path, exc) from None
+    except Exception as exc:  # connectorx's own errors: a file SQLite itself cannot read either
+        if type(exc).__module__.split(".")[0] not in ("connectorx", "pyarrow"):
+            raise
+        raise _unreadable(path, exc) from None
     finally:
         db.close()
-    names: dict[str, int] = {}
-    streams: dict[str, int] = {}
-    events = [(a, b, symbols.get((g, k), f"<unknown kernel {k}>"), f"queue {key}", c, KERNEL)
-              for a, b, g, k, key, c in kernels]
-    events += [(a, b, strings.get((g, n), "memory copy"), f"copy {key}", c, COPY) for a, b, g, n, key, c in copies]
+    if _state(path) != before:
+        raise FormatError(f"{path}: changed while it was read (is the profiler still writing it?): "
+                          "read it again when the run has finished")
+    stats = kernels.stats()
+    if not stats:
+        return stats, None
+    names = list(kernels.names)
+    name_index = {n: i for i, n in enumerate(names)}
+    streams = list(kernels.streams)
+    stream_index = {n: i for i, n in enumerate(streams)}
+    copy_name = [name_index.setdefault(strings.get((g, n), "memory copy"), len(name_index)) for _, _, g, n, _, _ in copies]
+    copy_stream = [stream_index.setdefault(f"copy {key}", len(stream_index)) for _, _, _, _, key, _ in copies]
+    names, streams = list(name_index), list(stream_index)
     api = [(a, b, c) for a, b, _, _, _, c in regions if c >= 0]
     markers = [Marker(text, a, b, False) for a, b, g, n, _, _ in regions
                if b > a and STEP_NAME.match(text := strings.get((g, n), ""))]
+    count = len(kernels.start)
+
+    def column(kernel_part: Any, values: list[int], dtype: Any) -> Any:
+        """The kernels' column, with the copies' values after it (no copy of it when there are none)."""
+        return np.concatenate([kernel_part, np.asarray(values, dtype=dtype)]) if values else kernel_part
     timeline = rank_timeline(
-        rank, host, start=[e[0] for e in events], end=[e[1] for e in events],
-        stream=[streams.setdefault(e[3], len(streams)) for e in events], kind=[e[5] for e in events],
-        name=[names.setdefault(e[2], len(names)) for e in events], correlation=[e[4] for e in events],
-        names=list(names), streams=list(streams), api_start=[a[0] for a in api], api_end=[a[1] for a in api],
+        rank, host, start=column(kernels.start, [c[0] for c in copies], np.int64),
+        end=column(kernels.end, [c[1] for c in copies], np.int64),
+        stream=column(kernels.stream if kernels.stream is not None else np.zeros(count, np.int32), copy_stream,
+                      np.int32),
+        kind=np.concatenate([np.zeros(count, np.int8), np.ones(len(copies), np.int8)]),
+        name=column(kernels.name, copy_name, np.int32),
+        correlation=column(kernels.correlation if kernels.correlation is not None else
+                           np.full(count, -1, dtype=np.int64), [c[5] for c in copies], np.int64)
+        if linked or copies else None,
+        names=names, streams=streams, api_start=[a[0] for a in api], api_end=[a[1] for a in api],
         api_correlation=[a[2] for a in api], markers=markers)
-    return ((timeline,) if events else ()), ()
+    return stats, timeline
 
 
 class RocpdReader(Reader):
@@ -311,11 +459,10 @@ class RocpdReader(Reader):
         return merge_all(each_file(self.read_file, files))  # one database per rank, read side by side
 
     def read_file(self, path: Path) -> Tables:
-        kernels = rocpd_kernels(path)
         rank_id, host = ranks.identity(path)
+        kernels, timeline = rocpd_read(path, rank_id, host)
         rank = ranks.rank_row(rank_id, host, kernels)
-        timelines, notes = rocpd_timeline(path, rank_id, host) if kernels else ((), ())
         return Tables(kernels=kernels, kernel_detail=PER_DISPATCH if kernels else 0, api=rocpd_regions(path),
                       memory_copies=rocpd_memory_copies(path), counters=rocpd_counters(path), ranks=(rank,),
-                      timelines=timelines,
-                      notes=notes if kernels else (f"{path.name} holds zero kernel dispatches",))
+                      timelines=(timeline,) if timeline is not None else (),
+                      notes=() if kernels else (f"{path.name} holds zero kernel dispatches",))

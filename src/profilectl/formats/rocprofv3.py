@@ -27,9 +27,6 @@ if TYPE_CHECKING:
 KINDS = ("kernel_trace", "counter_collection", "hip_api_trace", "hip_runtime_api_trace", "memory_copy_trace",
          "marker_api_trace")
 API_KINDS = ("hip_api_trace", "hip_runtime_api_trace")
-# Timeline analysis holds a trace's events in memory (~40 bytes each): above this much CSV per rank
-# (about 4 million dispatches) the tables are still read, streamed, but the timeline is left out.
-TIMELINE_MAX_BYTES = 1536 * 2**20
 # ROCTx ranges that mark steps: torch's own names, or "step 12" / "step#12" of a user's roctxRangePush
 STEP_NAME = re.compile(r"^(?:ProfilerStep#|step[ #_:-]?)(\d+)$", re.IGNORECASE)
 
@@ -124,9 +121,7 @@ def _columns(path: Path, text: tuple[str, ...], numbers: tuple[str, ...],
     return out
 
 
-def timelines(by_kind: dict[str, list[Path]]) -> tuple[tuple["RankTimeline", ...], tuple[str, ...]]:
-    """One timeline per rank (process) from its kernel, copy, API and marker traces."""
-    from profilectl.analysis.timeline import Marker, rank_timeline
+def _ranks_of(by_kind: dict[str, list[Path]]) -> dict[tuple[str, str | None], dict[str, list[Path]]]:
     per_rank: dict[tuple[str, str | None], dict[str, list[Path]]] = {}
     for kind in ("kernel_trace", "memory_copy_trace", *API_KINDS, "marker_api_trace"):
         for path in by_kind.get(kind, []):
@@ -134,51 +129,81 @@ def timelines(by_kind: dict[str, list[Path]]) -> tuple[tuple["RankTimeline", ...
             if rank == path.stem:  # no pid or rank in the name (a renamed file): the one process
                 rank = "0"
             per_rank.setdefault((rank, host), {}).setdefault(kind, []).append(path)
-    found, notes = [], []
-    for (rank, host), files in sorted(per_rank.items(), key=lambda item: (item[0][1] or "", item[0][0])):
-        if "kernel_trace" not in files:
-            continue
-        size = sum(p.stat().st_size for paths in files.values() for p in paths)
-        if size > TIMELINE_MAX_BYTES:
-            notes.append(f"no timeline analysis for rank {rank}: its traces hold {size / 2**30:.1f} GiB (more than "
-                         f"{TIMELINE_MAX_BYTES / 2**30:.1f} GiB); the tables above are complete")
-            continue
-        names: dict[str, int] = {}
-        streams: dict[str, int] = {}
-        start: list[int] = []
-        end: list[int] = []
-        stream: list[int] = []
-        kind_of_event: list[int] = []
-        name: list[int] = []
-        correlation: list[int] = []
-        for kind, code, name_col, stream_cols in (("kernel_trace", 0, "Kernel_Name", ("Agent_Id", "Queue_Id")),
-                                                   ("memory_copy_trace", 1, "Direction", ("Kind", "Stream_Id"))):
-            for path in files.get(kind, []):
-                header = csv_header(path)
-                present = tuple(c for c in stream_cols if c in header)
-                cols = _columns(path, (name_col, *present), ("Start_Timestamp", "End_Timestamp", "Correlation_Id"))
-                keys = [":".join(parts) for parts in zip(*(cols[c] for c in present))] if present else \
-                    [kind] * len(cols[name_col])
-                start += cols["Start_Timestamp"]
-                end += cols["End_Timestamp"]
-                correlation += cols["Correlation_Id"]
-                stream += [streams.setdefault(k, len(streams)) for k in keys]
-                name += [names.setdefault(n, len(names)) for n in cols[name_col]]
-                kind_of_event += [code] * len(keys)
-        api = [_columns(p, (), ("Start_Timestamp", "End_Timestamp", "Correlation_Id"))
-               for kind in API_KINDS for p in files.get(kind, [])]
-        markers = []
-        for path in files.get("marker_api_trace", []):
-            cols = _columns(path, ("Function",), ("Start_Timestamp", "End_Timestamp"))
-            markers += [Marker(f, a, b, False) for f, a, b in zip(cols["Function"], cols["Start_Timestamp"],
-                                                                  cols["End_Timestamp"])
-                        if b > a and STEP_NAME.match(f)]
-        found.append(rank_timeline(
-            rank, host, start=start, end=end, stream=stream, kind=kind_of_event, name=name, correlation=correlation,
-            names=list(names), streams=list(streams), api_start=[t for c in api for t in c["Start_Timestamp"]],
-            api_end=[t for c in api for t in c["End_Timestamp"]],
-            api_correlation=[t for c in api for t in c["Correlation_Id"]], markers=markers))
-    return tuple(found), tuple(notes)
+    return per_rank
+
+
+def _fast(path: Path) -> bool:
+    return path.stat().st_size >= polars_csv.FAST_PATH_MIN_BYTES and polars_csv.fast_engine_available()
+
+
+def _intervals(path: Path, name_col: str, stream_cols: tuple[str, ...], correlation: bool
+               ) -> "polars_csv.TraceColumns":
+    """A kernel or copy trace's columns for the tables and the timeline, in one pass: polars batches
+    for large files, the csv module for small ones (the same numbers)."""
+    import numpy as np
+    if _fast(path):
+        return polars_csv.trace_columns(path, name_col, "Start_Timestamp", "End_Timestamp", stream_cols,
+                                        "Correlation_Id" if correlation else None)
+    header = csv_header(path)
+    present = tuple(c for c in stream_cols if c in header)
+    cols = _columns(path, (name_col, *present), ("Start_Timestamp", "End_Timestamp", "Correlation_Id"))
+    names: dict[str, int] = {}
+    keys: dict[str, int] = {}
+    stream = [keys.setdefault(":".join(parts), len(keys)) for parts in zip(*(cols[c] for c in present))] \
+        if present else [keys.setdefault("", 0)] * len(cols[name_col])
+    return polars_csv.TraceColumns(
+        start=np.asarray(cols["Start_Timestamp"], dtype=np.int64), end=np.asarray(cols["End_Timestamp"], dtype=np.int64),
+        name=np.asarray([names.setdefault(n, len(names)) for n in cols[name_col]], dtype=np.int32), names=list(names),
+        stream=np.asarray(stream, dtype=np.int32), streams=list(keys),
+        correlation=np.asarray(cols["Correlation_Id"], dtype=np.int64) if correlation else None)
+
+
+def rank_timeline_of(rank: str, host: str | None, files: dict[str, list[Path]]
+                     ) -> tuple["RankTimeline | None", list[tuple[Path, "polars_csv.TraceColumns"]]]:
+    """One rank's timeline from its kernel, copy, API and marker traces, and each kernel trace's
+    columns (its tables come from the same pass): numpy columns throughout, never a list per row."""
+    import numpy as np
+    from profilectl.analysis.timeline import Marker, rank_timeline
+    linked = any(files.get(kind) for kind in API_KINDS)  # correlation ids matter only with launch calls
+    kernels = [(p, _intervals(p, "Kernel_Name", ("Agent_Id", "Queue_Id"), linked)) for p in files.get("kernel_trace", [])]
+    copies = [(p, _intervals(p, "Direction", ("Kind", "Stream_Id"), linked)) for p in files.get("memory_copy_trace", [])]
+    parts = [(cols, code, kind) for code, kind, group in ((0, "kernel_trace", kernels), (1, "memory_copy_trace", copies))
+             for _, cols in group]
+    if not any(len(cols.start) for cols, _, _ in parts):
+        return None, kernels
+    names: dict[str, int] = {}
+    streams: dict[str, int] = {}
+    name_parts, stream_parts = [], []
+    for cols, _, kind in parts:
+        name_map = np.asarray([names.setdefault(n, len(names)) for n in cols.names] or [0], dtype=np.int32)
+        # a file without stream columns is one stream, named by its kind (as before)
+        keys = [k if k else kind for k in cols.streams] or [kind]
+        stream_map = np.asarray([streams.setdefault(k, len(streams)) for k in keys], dtype=np.int32)
+        name_parts.append(name_map[cols.name])
+        stream_parts.append(stream_map[cols.stream] if cols.stream is not None else
+                            np.full(len(cols.start), stream_map[0], dtype=np.int32))
+    api = [_columns(p, (), ("Start_Timestamp", "End_Timestamp", "Correlation_Id"))
+           for kind in API_KINDS for p in files.get(kind, [])]
+    markers = []
+    for path in files.get("marker_api_trace", []):
+        marks = _columns(path, ("Function",), ("Start_Timestamp", "End_Timestamp"))
+        markers += [Marker(f, a, b, False) for f, a, b in zip(marks["Function"], marks["Start_Timestamp"],
+                                                              marks["End_Timestamp"])
+                    if b > a and STEP_NAME.match(f)]
+    one = len(parts) == 1
+    timeline = rank_timeline(
+        rank, host, start=parts[0][0].start if one else np.concatenate([c.start for c, _, _ in parts]),
+        end=parts[0][0].end if one else np.concatenate([c.end for c, _, _ in parts]),
+        stream=np.concatenate(stream_parts), name=np.concatenate(name_parts),
+        kind=np.concatenate([np.full(len(c.start), code, dtype=np.int8) for c, code, _ in parts]),
+        correlation=np.concatenate([c.correlation if c.correlation is not None else np.full(len(c.start), -1)
+                                    for c, _, _ in parts]) if linked else None,
+        names=list(names), streams=list(streams),
+        api_start=np.concatenate([np.asarray(c["Start_Timestamp"], dtype=np.int64) for c in api]) if api else (),
+        api_end=np.concatenate([np.asarray(c["End_Timestamp"], dtype=np.int64) for c in api]) if api else (),
+        api_correlation=np.concatenate([np.asarray(c["Correlation_Id"], dtype=np.int64) for c in api]) if api else (),
+        markers=markers)
+    return timeline, kernels
 
 
 CONVERTED = "rocpd-convert"  # where tool_helpers/rocpd_convert.py puts `rocpd convert`'s files
@@ -231,19 +256,64 @@ class Rocprofv3CsvReader(Reader):
         by_kind: dict[str, list[Path]] = {}
         for path in files:
             by_kind.setdefault(kind_of(path.name) or "", []).append(path)
-        kernels, ranks = kernel_trace(by_kind["kernel_trace"]) if "kernel_trace" in by_kind else ({}, ())
+        if not polars_csv.fast_engine_available():
+            return self._read_slowly(by_kind)
+        # One pass per kernel trace gives both its table and its timeline columns; each rank's
+        # timeline is built and kept as numpy columns, ranks one after the other.
+        kernels: StatsByName = {}
+        per_rank: dict[tuple[str, str | None], StatsByName] = {}
+        found: list[RankTimeline] = []
+        notes: list[str] = []
+        for (rank, host), rank_files in sorted(_ranks_of(by_kind).items(), key=lambda item: (item[0][1] or "",
+                                                                                             item[0][0])):
+            if "kernel_trace" not in rank_files:
+                continue
+            columns: list[tuple[Path, polars_csv.TraceColumns | None]]
+            try:
+                timeline, read = rank_timeline_of(rank, host, rank_files)
+                columns = list(read)
+            except FormatError as exc:
+                if not any(_fast(p) for p in rank_files["kernel_trace"]):
+                    raise
+                # the kernel table stands without the timeline (a trace whose copy or API file is broken)
+                timeline, notes = None, [*notes, f"no timeline analysis: {exc}"]
+                columns = [(p, None) for p in rank_files["kernel_trace"]]
+            for path, cols in columns:
+                stats = cols.stats() if cols is not None else interval_stats(path, "Kernel_Name")
+                kernels = merge_stats(kernels, stats)
+                key = ranks.identity(path)
+                per_rank[key] = merge_stats(per_rank.get(key, {}), stats)
+            if timeline is not None and kernels:
+                found.append(timeline)
+        rank_rows = tuple(ranks.rank_row(rank, host, stats) for (rank, host), stats in sorted(
+            per_rank.items(), key=lambda item: (item[0][1] or "", item[0][0])))
+        return self._tables(by_kind, kernels, rank_rows, tuple(found), tuple(notes))
+
+    def _read_slowly(self, by_kind: dict[str, list[Path]]) -> Tables:
+        """Without polars: the csv module (the same numbers, slower on large files)."""
+        kernels, rank_rows = kernel_trace(by_kind["kernel_trace"]) if "kernel_trace" in by_kind else ({}, ())
+        try:
+            found: tuple[RankTimeline, ...] = tuple(
+                t for (rank, host), rank_files in sorted(_ranks_of(by_kind).items(),
+                                                         key=lambda item: (item[0][1] or "", item[0][0]))
+                if "kernel_trace" in rank_files for t in (rank_timeline_of(rank, host, rank_files)[0],)
+                if t is not None) if kernels else ()
+            notes: tuple[str, ...] = ()
+        except FormatError as exc:  # the tables stand without it
+            found, notes = (), (f"no timeline analysis: {exc}",)
+        return self._tables(by_kind, kernels, rank_rows, found, notes)
+
+    @staticmethod
+    def _tables(by_kind: dict[str, list[Path]], kernels: StatsByName, rank_rows: tuple[RankRow, ...],
+                found: tuple["RankTimeline", ...], notes: tuple[str, ...]) -> Tables:
         api = [p for kind in API_KINDS for p in by_kind.get(kind, [])]
         traces = by_kind.get("kernel_trace", [])
         empty = (f"{len(traces)} kernel trace file(s) hold zero kernel dispatches",) if traces and not kernels else ()
-        try:
-            found, notes = timelines(by_kind) if kernels else ((), ())
-        except FormatError as exc:  # the tables stand without it
-            found, notes = (), (f"no timeline analysis: {exc}",)
         return Tables(kernels=kernels, kernel_detail=PER_DISPATCH if kernels else 0,
                       api=named_intervals(api, "Function") if api else {},
                       memory_copies=named_intervals(by_kind.get("memory_copy_trace", []), "Direction"),
                       counters=counter_collection(by_kind.get("counter_collection", [])),
-                      ranks=ranks if len(ranks) > 1 else (), notes=empty + notes, timelines=found)
+                      ranks=rank_rows if len(rank_rows) > 1 else (), notes=empty + notes, timelines=found)
 
 
 class PerfettoTraceReader(Reader):

@@ -262,7 +262,17 @@ class Summary:
 
     @classmethod
     def read(cls, path: Path) -> "Summary":
-        return cls.from_dict(read_json(path), path)
+        """The stored summary (a cached or finished run's): msgspec decodes the JSON straight into
+        these dataclasses (the values dacite builds, ~9x faster, and no dacite import on the hot
+        path); a file it does not accept takes the general path, which names what is wrong."""
+        try:
+            import msgspec
+        except ImportError:
+            return cls.from_dict(read_json(path), path)
+        try:
+            return msgspec.json.decode(path.read_bytes(), type=cls)
+        except (msgspec.ValidationError, msgspec.DecodeError, OSError):
+            return cls.from_dict(read_json(path), path)
 
 
 RANK_COLUMNS = ("rank", "host", "basis", "total_ns", "dispatches", "collective_percent", "top_kernel", "status")

@@ -1,0 +1,70 @@
+"""The timeline from numpy columns: the one-sort concurrency sweep gives the numbers of the joint
+sort of starts and ends it replaced, and the polars one-pass CSV reader gives the csv module's
+tables and timeline, on traces out of start order, with ties, zero-length activity and many streams."""
+
+import csv
+
+import numpy as np
+import pytest
+
+from profilectl.analysis.timeline import analyse, analyse_rank, rank_timeline
+from profilectl.formats import polars_csv
+from profilectl.formats.reader import read_path
+from profilectl.backends import READERS
+
+
+def reference_depth(start, end):
+    """The sweep the analysis used before: starts and ends sorted together, ends first at a tie."""
+    points = np.concatenate([start, end])
+    delta = np.concatenate([np.ones(len(start), np.int64), -np.ones(len(end), np.int64)])
+    order = np.lexsort((delta, points))
+    times, depth = points[order], np.cumsum(delta[order])
+    return int((np.diff(times) * (depth[:-1] >= 2)).sum()), int(depth.max())
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_concurrency_equals_the_joint_sort(seed):
+    rng = np.random.default_rng(seed)
+    n = 5_000
+    start = rng.integers(0, 200_000, size=n)
+    if seed % 2:
+        start = np.sort(start)  # in start order: the no-copy path
+    duration = rng.integers(0, 300, size=n) * (rng.random(n) > 0.1)  # a tenth last no time at all
+    end = start + duration
+    timeline = rank_timeline("0", None, start=start, end=end, stream=rng.integers(0, 4, size=n),
+                             kind=np.zeros(n, np.int8), name=rng.integers(0, 9, size=n).astype(np.int32),
+                             names=[f"k{i}" for i in range(9)], streams=["a", "b", "c", "d"])
+    row, _, _ = analyse_rank(timeline)
+    assert (row.concurrent_ns, row.max_concurrency) == reference_depth(start, end)
+
+
+def write_trace(path, rng, n):
+    with open(path, "w", newline="") as fh:
+        out = csv.writer(fh, quoting=csv.QUOTE_NONNUMERIC)
+        out.writerow(["Kind", "Agent_Id", "Queue_Id", "Kernel_Name", "Correlation_Id", "Start_Timestamp",
+                      "End_Timestamp"])
+        t = 1_550_151_853_029_637  # boot-time ns as rocprofv3 writes them (the csv module reads floats: < 2**53)
+        for i in range(n):
+            t += int(rng.integers(0, 40_000))
+            queue = int(rng.integers(1, 4))
+            name = ["gemm", "relu", "ncclAllReduce_sum", 'odd, "quoted" name'][int(rng.integers(0, 4))]
+            out.writerow(["KERNEL_DISPATCH", "Agent 4", queue, name, i + 1, t - int(rng.integers(0, 5_000)),
+                          t + int(rng.integers(0, 60_000))])
+
+
+def test_polars_one_pass_equals_the_csv_module(tmp_path, monkeypatch):
+    rng = np.random.default_rng(3)
+    folder = tmp_path / "trace" / "host"
+    folder.mkdir(parents=True)
+    write_trace(folder / "11_kernel_trace.csv", rng, 40_000)
+    write_trace(folder / "12_kernel_trace.csv", rng, 30_000)
+    monkeypatch.setattr(polars_csv, "BATCH_ROWS", 7_000)  # several batches, names first seen in later ones
+    results = []
+    for threshold in (0, 1 << 40):  # polars for every file / the csv module for every file
+        monkeypatch.setattr(polars_csv, "FAST_PATH_MIN_BYTES", threshold)
+        tables = read_path(tmp_path / "trace", READERS)
+        kernels = {k: (s.calls, s.total, s.minimum, s.maximum, round(s.std, 6)) for k, s in tables.kernels.items()}
+        results.append((kernels, analyse(tables.timelines)))
+    assert results[0][0] == results[1][0]
+    assert results[0][1] == results[1][1]
+    assert results[0][1].merged.communication_ns > 0 and results[0][1].merged.streams == 6
