@@ -1007,8 +1007,8 @@ def read_trace(path: Path, fast: bool = True, workers: int | None = None, chunk:
                     break
             while in_flight and not failed_at:
                 yield from _done(in_flight.popleft(), failed_at)
-            for _, future in in_flight:
-                future.cancel()
+            for _, future in in_flight:  # drained, never cancelled: cancelling a queued future can hang
+                future.exception()  # the pool's shutdown before Python 3.11.5 (gh-94440; Debian 12 has 3.11.2)
 
         with gc_paused():
             if count <= 1:
