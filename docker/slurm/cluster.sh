@@ -11,6 +11,11 @@
 # Environment:
 #   PROFILECTL_IMAGE            project image the node image is built FROM (default profilectl:local)
 #   PROFILECTL_SLURM_IMAGE      node image (default profilectl-slurm:local)
+#   PROFILECTL_SLURM_IMAGE_REPO node image tagged by what it is built from instead: REPO:<digest of the
+#                               Dockerfile, the project image id, the extra packages>; built once, never
+#                               replaced or removed here (safe when several clusters share one engine)
+#   PROFILECTL_CLUSTER_NAME     compose project and container-name prefix (default profilectl-slurm):
+#                               clusters of different names run side by side on one engine
 #   PROFILECTL_BASE_IMAGE       base of the project image when it must be built (default: the offline
 #                               base profilectl-base:bookworm, from docker/offline-base/build.sh)
 #   PROFILECTL_CLUSTER_TRACES   host folder shared as /workspace/traces (default <repo>/traces/cluster)
@@ -23,7 +28,11 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-project=profilectl-slurm  # fixed: tests and users find the cluster by this name (also `name:` in the file)
+# Users find the cluster by this name (`docker stop profilectl-slurm-node2`); another name gives a
+# second, independent cluster (containers, network and volumes of its own), e.g. one per test session.
+project=${PROFILECTL_CLUSTER_NAME:-profilectl-slurm}
+[[ "$project" =~ ^[a-z0-9][a-z0-9_-]*$ ]] || { echo "cluster.sh: PROFILECTL_CLUSTER_NAME=$project: use lower-case letters, digits, - and _" >&2; exit 2; }
+export PROFILECTL_CLUSTER_NAME=$project
 nodes=(node1 node2)
 
 die() { echo "cluster.sh: $*" >&2; exit 1; }
@@ -70,7 +79,7 @@ build_project_image() {  # with docker-compose.profiling.yml, exactly as the pro
     die "project image $PROFILECTL_IMAGE is missing and so is the offline base $base: build the base with docker/offline-base/build.sh (as root), or set PROFILECTL_IMAGE to an existing profilectl image"
   fi
   echo "cluster.sh: building $PROFILECTL_IMAGE FROM $base" >&2
-  PROFILECTL_BASE_IMAGE=$base docker compose -p profilectl-slurm-build -f "$repo/docker-compose.profiling.yml" \
+  PROFILECTL_BASE_IMAGE=$base docker compose -p "$project-build" -f "$repo/docker-compose.profiling.yml" \
     --project-directory "$repo" build env-check >&2 || die "building the project image $PROFILECTL_IMAGE failed (output above)"
 }
 
@@ -84,10 +93,11 @@ inputs_digest() {
 build_slurm_image() {
   export PROFILECTL_SLURM_INPUTS; PROFILECTL_SLURM_INPUTS=$(inputs_digest)
   echo "cluster.sh: building $PROFILECTL_SLURM_IMAGE FROM $PROFILECTL_IMAGE" >&2
-  local start=$SECONDS old
-  old=$(docker image inspect -f '{{.Id}}' "$PROFILECTL_SLURM_IMAGE" 2>/dev/null || true)
+  local start=$SECONDS old=""
+  [ -n "${PROFILECTL_SLURM_IMAGE_REPO:-}" ] || old=$(docker image inspect -f '{{.Id}}' "$PROFILECTL_SLURM_IMAGE" 2>/dev/null || true)
   compose build keygen >&2 || die "building the SLURM image failed (output above)"
-  # The image it replaces is 1.3 GB of layers of its own: remove it unless a container still uses it.
+  # The image it replaces is 1.3 GB of layers of its own: remove it unless a container still uses it
+  # (never a content-addressed one: another cluster may be about to use it).
   if [ -n "$old" ] && [ "$old" != "$(docker image inspect -f '{{.Id}}' "$PROFILECTL_SLURM_IMAGE")" ]; then
     docker image rm "$old" >/dev/null 2>&1 || true
   fi
@@ -96,6 +106,11 @@ build_slurm_image() {
 
 ensure_images() {
   image_exists "$PROFILECTL_IMAGE" || build_project_image
+  if [ -n "${PROFILECTL_SLURM_IMAGE_REPO:-}" ]; then  # immutable: the tag says what it holds
+    PROFILECTL_SLURM_IMAGE="$PROFILECTL_SLURM_IMAGE_REPO:$(inputs_digest)"
+    image_exists "$PROFILECTL_SLURM_IMAGE" || build_slurm_image
+    return
+  fi
   local have
   have=$(docker image inspect -f '{{index .Config.Labels "org.profilectl.slurm.inputs"}}' "$PROFILECTL_SLURM_IMAGE" 2>/dev/null || true)
   [ -n "$have" ] || { build_slurm_image; return; }
@@ -103,7 +118,7 @@ ensure_images() {
   [ "$have" = "$(inputs_digest)" ] || [ "${PROFILECTL_SLURM_KEEP_IMAGE:-0}" = 1 ] || build_slurm_image
 }
 
-controller_running() { [ "$(docker inspect -f '{{.State.Running}}' profilectl-slurm-ctld 2>/dev/null)" = true ]; }
+controller_running() { [ "$(docker inspect -f '{{.State.Running}}' "$project-ctld" 2>/dev/null)" = true ]; }
 
 node_states() {  # "node1=idle node2=idle", or nothing while the controller does not answer
   compose exec -T slurmctld sinfo -h -N -o '%N=%T' 2>/dev/null | sort -u | tr '\n' ' ' | sed 's/ $//' || true
@@ -131,6 +146,16 @@ wait_idle() {
   done
 }
 
+where() {  # the paths a user needs next, in the words of whoever called (profilectl cluster passes its own)
+  local run=${PROFILECTL_CLUSTER_CALLER:-$0 exec}
+  cat <<EOT
+cluster.sh: cluster $project; /workspace/traces in every container is $PROFILECTL_CLUSTER_TRACES on this host
+cluster.sh: profile every rank of a job (examples/slurm/profile.sbatch is /opt/examples/slurm/profile.sbatch inside):
+  $run sbatch --wait --output=/workspace/traces/slurm-%j.out /opt/examples/slurm/profile.sbatch python3 /opt/slurm-cluster/ddp_job.py --steps 3
+cluster.sh: or one job step: $run srun -N2 -n4 profilectl trace -- python3 /opt/slurm-cluster/ddp_job.py --steps 3
+EOT
+}
+
 cmd=${1:-}; [ $# -gt 0 ] && shift
 case "$cmd" in
   up)
@@ -138,14 +163,15 @@ case "$cmd" in
     make_folders
     ensure_images
     compose up -d --remove-orphans --quiet-pull >&2 || die "docker compose up failed (output above)"
-    wait_idle ;;
+    wait_idle
+    where ;;
   down)
     check_docker
     compose down -v --remove-orphans --timeout 5 ;;
   status)
     check_docker
     compose ps -a
-    if controller_running; then compose exec -T slurmctld sinfo -N -l; compose exec -T slurmctld squeue; fi ;;
+    if controller_running; then compose exec -T slurmctld sinfo -N -l; compose exec -T slurmctld squeue; where; fi ;;
   exec)
     [ $# -gt 0 ] || die "usage: cluster.sh exec CMD [ARG...]"
     check_docker
@@ -155,6 +181,7 @@ case "$cmd" in
   build)
     check_docker
     build_project_image
+    if [ -n "${PROFILECTL_SLURM_IMAGE_REPO:-}" ]; then PROFILECTL_SLURM_IMAGE="$PROFILECTL_SLURM_IMAGE_REPO:$(inputs_digest)"; fi
     build_slurm_image ;;
   logs)
     check_docker

@@ -4,6 +4,7 @@ nodes, lives in docker/slurm/cluster.sh, which also works without profilectl; th
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -26,4 +27,6 @@ def run(action: str, args: list[str]) -> int:
     if action == "exec" and not args:
         raise UsageError("cluster exec needs a command to run in the controller, e.g. "
                          "`profilectl cluster exec -- srun -N2 -n4 hostname`")
-    return subprocess.run([str(script()), action, *args], check=False).returncode
+    # cluster.sh names the next commands in the caller's own words
+    env = dict(os.environ, PROFILECTL_CLUSTER_CALLER="profilectl cluster exec --")
+    return subprocess.run([str(script()), action, *args], check=False, env=env).returncode

@@ -1,7 +1,9 @@
 """Integration tests: the real compose services on this machine's Docker engine.
 
-The image is built once per session from the offline base (docker/offline-base/build.sh, which
-rebuilds the base only when its package list changed), exactly as CI and a registry-less user do.
+The image is built once from the offline base (docker/offline-base/build.sh, which rebuilds the
+base only when its package list changed), exactly as CI and a registry-less user do, and tagged by
+what it is built from; the compose project is this session's own and is removed at the end, so a
+second copy of the suite can run on the same engine at the same time.
 """
 
 import os
@@ -13,21 +15,33 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from compose_support import HOST_GID, HOST_UID, IMAGE, PROJECT  # noqa: E402
+from compose_support import HOST_GID, HOST_UID, OFFLINE_BASE, PROJECT, compose_argv, image_id, project_image_tag  # noqa: E402
 from support import REPO  # noqa: E402
-
-OFFLINE_BASE = os.environ.get("PROFILECTL_BASE_IMAGE", "profilectl-base:bookworm")
 
 
 @pytest.fixture(scope="session")
-def docker_client():
-    from python_on_whales import DockerClient
+def project_image():
+    """The project image of this tree on the offline base: built only when no image of the same
+    inputs exists (the tag is a digest of them, so it is never replaced under another session)."""
     subprocess.run([str(REPO / "docker/offline-base/build.sh"), OFFLINE_BASE], check=True)
-    os.environ.update({"PROFILECTL_BASE_IMAGE": OFFLINE_BASE, "PROFILECTL_IMAGE": IMAGE, "BUILDX_BUILDER": "default"})
+    tag = project_image_tag(OFFLINE_BASE)
+    os.environ.update({"PROFILECTL_BASE_IMAGE": OFFLINE_BASE, "PROFILECTL_IMAGE": tag, "BUILDX_BUILDER": "default"})
+    if image_id(tag) is None:
+        subprocess.run(compose_argv("build", "env-check"), check=True)
+    return tag
+
+
+@pytest.fixture(scope="session")
+def docker_client(project_image):
+    from python_on_whales import DockerClient
+    # tools/profilectl docker, run by the tests, finds this session's project through the environment
+    os.environ["COMPOSE_PROJECT_NAME"] = PROJECT
     client = DockerClient(compose_files=[REPO / "docker-compose.profiling.yml"], compose_project_directory=REPO,
                           compose_project_name=PROJECT)
-    client.compose.build(["env-check"])
-    return client
+    try:
+        yield client
+    finally:  # this session's containers and network; the images stay (content-addressed, shared)
+        subprocess.run(compose_argv("down", "--remove-orphans", "--timeout", "5"), capture_output=True)
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import time
 import pytest
 from python_on_whales.exceptions import DockerException
 
-from compose_support import HOST_GID, HOST_UID, compose_argv
+from compose_support import HOST_GID, HOST_UID, PROJECT, compose_argv
 from support import REPO
 
 pytestmark = pytest.mark.integration
@@ -93,7 +93,7 @@ def test_workload_from_the_environment(docker_client, traces, monkeypatch):
 
 
 def test_docker_stop_marks_the_run_interrupted(docker_client, traces):
-    name = f"profilectl-it-stop-{os.getpid()}"
+    name = f"{PROJECT}-stop"
     process = subprocess.Popen(compose_argv("run", "--rm", "--name", name, "profile", "profile", "--repeat", "1",
                                             "--warmup", "0", "--", "python3",
                                             "/workspace/profiling/workloads/matmul.py", "--seconds", "300"),
@@ -209,7 +209,7 @@ def test_without_host_uid_a_traces_folder_docker_creates_still_belongs_to_the_us
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert owners(missing) == {(HOST_UID, HOST_GID)}
-    assert "trained as 4242" in (only_run_dir(missing) / "stdout.log").read_text()
+    assert f"trained as {HOST_UID}" in (only_run_dir(missing) / "stdout.log").read_text()
 
 
 def test_driver_creates_a_missing_traces_folder_as_the_user_and_refuses_a_missing_app_folder(tmp_path, monkeypatch):

@@ -1,10 +1,12 @@
 """A real SLURM cluster (docker/slurm/: slurmctld + node1 + node2, MUNGE) on this machine's Docker engine.
 
-One cluster per session, started by docker/slurm/cluster.sh and removed at the end. Its shared
-/workspace/traces is a temporary host folder, so every file a job writes is read here from the host.
-Real daemons, real jobs, real `docker stop`: no mocks.
+One cluster per session, started by docker/slurm/cluster.sh under this session's own name (so a
+second copy of the suite on the same engine has a cluster of its own) and removed at the end. Its
+shared /workspace/traces is a temporary host folder, so every file a job writes is read here from
+the host. Real daemons, real jobs, real `docker stop`: no mocks.
 """
 
+import contextlib
 import json
 import os
 import subprocess
@@ -13,11 +15,13 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from compose_support import CLUSTER, HOST_GID, HOST_UID, REPO
+
 CLUSTER_SH = REPO / "docker/slurm/cluster.sh"
 NODES = ("node1", "node2")
-CONTAINER = {"node1": "profilectl-slurm-node1", "node2": "profilectl-slurm-node2"}
-OFFLINE_BASE = os.environ.get("PROFILECTL_BASE_IMAGE", "profilectl-base:bookworm")
+CONTAINER = {"node1": f"{CLUSTER}-node1", "node2": f"{CLUSTER}-node2"}
+SLURM_IMAGE_REPO = "profilectl-slurm-it"  # tagged by its inputs: shared by sessions of the same tree
+IDLE = {"node1": "idle", "node2": "idle"}
 
 pytestmark = [pytest.mark.integration, pytest.mark.slurm]
 
@@ -25,6 +29,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.slurm]
 class Cluster:
     def __init__(self, traces: Path, env: dict):
         self.traces, self.env = traces, env
+        self.name = env["PROFILECTL_CLUSTER_NAME"]
 
     def sh(self, *args, timeout=180, check=True):
         """cluster.sh ARGS...; returns the CompletedProcess (stdout and stderr as text)."""
@@ -48,6 +53,15 @@ class Cluster:
         out = self.run("scontrol", "show", "job", "-o", str(job_id)).stdout
         return dict(field.split("=", 1) for field in out.split() if "=" in field)
 
+    def docker_objects(self):
+        """Every container, network and volume of this cluster's compose project."""
+        label = f"label=com.docker.compose.project={self.name}"
+        found = []
+        for kind in (["ps", "-a"], ["network", "ls"], ["volume", "ls"]):
+            out = subprocess.run(["docker", *kind, "-q", "--filter", label], capture_output=True, text=True).stdout
+            found += out.split()
+        return found
+
 
 def wait_for(what, probe, timeout, interval=0.5):
     deadline, last = time.monotonic() + timeout, None
@@ -59,33 +73,40 @@ def wait_for(what, probe, timeout, interval=0.5):
     raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
-def image_exists(name):
-    return subprocess.run(["docker", "image", "inspect", name], capture_output=True).returncode == 0
+def owners(folder):
+    return {(p.stat().st_uid, p.stat().st_gid) for p in [folder, *folder.rglob("*")]}
 
 
-@pytest.fixture(scope="session")
-def cluster(tmp_path_factory):
-    traces = tmp_path_factory.mktemp("slurm-traces")
-    env = dict(os.environ, PROFILECTL_CLUSTER_TRACES=str(traces),
-               PROFILECTL_IMAGE=os.environ.get("PROFILECTL_IMAGE", "profilectl:integration"))
-    if not image_exists(env["PROFILECTL_IMAGE"]) and not image_exists(OFFLINE_BASE):
-        subprocess.run([str(REPO / "docker/offline-base/build.sh"), OFFLINE_BASE], check=True)
+@contextlib.contextmanager
+def started_cluster(name, traces, image):
+    """A cluster of this name on the project image, up until the block ends, then removed with its
+    containers, network and volumes (only its own: nothing another name started is touched)."""
+    env = dict(os.environ, PROFILECTL_CLUSTER_NAME=name, PROFILECTL_CLUSTER_TRACES=str(traces),
+               PROFILECTL_IMAGE=image, PROFILECTL_SLURM_IMAGE_REPO=SLURM_IMAGE_REPO,
+               HOST_UID=str(HOST_UID), HOST_GID=str(HOST_GID))
+    env.pop("PROFILECTL_SLURM_IMAGE", None)
     c = Cluster(traces, env)
-    c.sh("down", timeout=120)  # a cluster left over by an interrupted session (fixed project name)
     start = time.monotonic()
-    c.sh("build", timeout=1200)  # the project image from the current tree, then the node image (cached)
-    built = time.monotonic()
-    up = c.sh("up", timeout=300)
-    print(f"\nslurm cluster: build {built - start:.1f} s, up {time.monotonic() - built:.1f} s; "
-          f"{up.stdout.strip().splitlines()[-1]}")
     try:
+        up = c.sh("up", timeout=1200)  # builds the node image only if none of the same inputs exists
+        print(f"\nslurm cluster {name}: up in {time.monotonic() - start:.1f} s; "
+              f"{next(line for line in up.stdout.splitlines() if ' up in ' in line)}")
         yield c
     finally:
+        # jobs run as root: what they wrote in the shared folder goes back to the user (who must be
+        # able to delete it), then the cluster goes
+        c.sh("exec", "chown", "-R", f"{HOST_UID}:{HOST_GID}", "/workspace/traces", timeout=60, check=False)
         c.sh("down", timeout=120, check=False)
 
 
+@pytest.fixture(scope="session")
+def cluster(project_image, tmp_path_factory):
+    with started_cluster(CLUSTER, tmp_path_factory.mktemp("slurm-traces"), project_image) as c:
+        yield c
+
+
 def test_sinfo_shows_two_idle_nodes(cluster):
-    assert cluster.node_states() == {"node1": "idle", "node2": "idle"}
+    assert cluster.node_states() == IDLE
     cpus = cluster.run("sinfo", "-h", "-N", "-o", "%N %c").stdout.split()
     assert cpus == ["node1", "2", "node2", "2"]
 
@@ -177,7 +198,7 @@ def test_stopping_a_node_fails_the_job_and_keeps_the_other_nodes_files(cluster):
     finally:
         subprocess.run(["docker", "start", CONTAINER["node2"]], check=True, capture_output=True, timeout=60)
     # ReturnToService=2: the restarted slurmd registers and node2 is usable again, no admin step
-    wait_for("node2 to return to idle", lambda: cluster.node_states() == {"node1": "idle", "node2": "idle"}, 60)
+    wait_for("node2 to return to idle", lambda: cluster.node_states() == IDLE, 60)
     assert sorted(cluster.run("srun", "-N2", "-n2", "hostname").stdout.split()) == ["node1", "node2"]
 
 
@@ -224,6 +245,7 @@ def test_srun_profilectl_trace_writes_one_job_folder_with_every_rank(cluster):
     assert done.stderr.count(f"job {job_id}.0: ok: 4 ranks on 2 node(s), all ok") == 1, done.stderr
     assert sum(line.startswith("rank ") and " ok trace via torch" in line for line in done.stdout.splitlines()) == 3
 
+    assert owners(job) == {(HOST_UID, HOST_GID)}  # tasks run as root; the job folder is the user's
     report = host_report(job, "report", str(job), "--format", "json")
     assert report.returncode == 0, report.stderr
     summary = json.loads(report.stdout)
@@ -249,6 +271,10 @@ def test_sbatch_example_profiles_every_rank_and_writes_the_report(cluster):
     assert len([p for p in job.iterdir() if p.is_dir()]) == 4
     report = (job / "report.md").read_text()
     assert f"SLURM job {job_id}.0" in report and "node1" in report and "node2" in report, report
+    # the job runs as root: everything it left in the user's folder is handed back, its log too
+    assert owners(job) == {(HOST_UID, HOST_GID)}
+    log = cluster.traces / f"slurm-{job_id}.out"
+    assert (log.stat().st_uid, log.stat().st_gid) == (HOST_UID, HOST_GID)
 
 
 def test_sbatch_example_with_node_local_scratch_copies_every_rank_back(cluster):
@@ -261,6 +287,7 @@ def test_sbatch_example_with_node_local_scratch_copies_every_rank_back(cluster):
     [job] = job_dirs(cluster.traces, job_id)
     assert sorted(p.name for p in job.iterdir() if p.is_dir()) == [
         "node1-rank0", "node1-rank1", "node2-rank2", "node2-rank3"]
+    assert owners(job) == {(HOST_UID, HOST_GID)}  # copied back from scratch, still the user's
     report = host_report(job, "report", str(job), "--format", "json")
     assert json.loads(report.stdout)["job"]["status"] == "ok", report.stdout
     for node in NODES:  # scratch emptied
@@ -335,7 +362,7 @@ def test_a_node_lost_mid_job_is_named_and_the_other_ranks_are_kept(cluster):
         assert r0 in ("failed", "interrupted")
     finally:
         subprocess.run(["docker", "start", CONTAINER["node2"]], check=True, capture_output=True, timeout=60)
-    wait_for("node2 to return to idle", lambda: cluster.node_states() == {"node1": "idle", "node2": "idle"}, 60)
+    wait_for("node2 to return to idle", lambda: cluster.node_states() == IDLE, 60)
 
 
 def test_profilectl_cluster_command_drives_the_same_cluster(cluster):
@@ -345,3 +372,23 @@ def test_profilectl_cluster_command_drives_the_same_cluster(cluster):
     status = subprocess.run([*LOCAL_PROFILECTL, "cluster", "status"], env=cluster.env, capture_output=True,
                             text=True, timeout=120)
     assert status.returncode == 0 and "idle" in status.stdout
+
+
+def test_a_second_cluster_beside_this_one_leaves_it_alone(cluster, project_image, tmp_path):
+    """Another copy of the suite's cluster fixture (as a second test session on this engine starts
+    it): its own containers, network, volumes, MUNGE key and traces folder; a job in each lands in
+    its own folder; removing it leaves this one up and working, and nothing of it behind."""
+    other_traces = tmp_path / "other-traces"
+    other_traces.mkdir()
+    with started_cluster(f"{CLUSTER}-b", other_traces, project_image) as other:
+        assert other.name != cluster.name and other.node_states() == IDLE and cluster.node_states() == IDLE
+        assert not set(other.docker_objects()) & set(cluster.docker_objects())
+        for c in (cluster, other):
+            c.run("srun", "-N2", "-n2", "sh", "-c", f"echo {c.name} > /workspace/traces/side-by-side-$(hostname)")
+        for c in (cluster, other):
+            written = {p.name: p.read_text().strip() for p in c.traces.glob("side-by-side-*")}
+            assert written == {"side-by-side-node1": c.name, "side-by-side-node2": c.name}
+    assert other.docker_objects() == []  # its containers, network and volumes are gone
+    assert owners(other_traces) == {(HOST_UID, HOST_GID)}
+    assert cluster.node_states() == IDLE  # this session's cluster was not touched
+    assert sorted(cluster.run("srun", "-N2", "-n2", "hostname").stdout.split()) == ["node1", "node2"]

@@ -26,7 +26,7 @@ def system_torch() -> bool:
 
 
 needs_torch = pytest.mark.skipif(not system_torch(), reason="needs Debian's python3-torch with gloo at /usr/bin/python3 "
-                                                            "(tools/install-host-deps installs it as root)")
+                                                            "(tools/install-host-deps --tests installs it as root)")
 needs_mpirun = pytest.mark.skipif(shutil.which("mpirun") is None, reason="needs Open MPI's mpirun (openmpi-bin)")
 # Debian's torch 1.13 on Python 3.11 cannot parse its own default `--redirects 0` / `--tee 0` (IntFlag
 # iteration changed in 3.11): any non-zero value works around it.

@@ -34,7 +34,9 @@ def workload_torch(facts: Facts, request: Request) -> Torch:
         return facts.torch  # the interpreter the probe looked at: python3 on PATH
     python = interpreter(launch)
     probed = facts.torch.python
-    if python is None or (probed and os.path.realpath(python) == os.path.realpath(probed)):
+    # the same path, not the same binary: a virtual environment's python links to the system one
+    # but sees other packages (Debian's python3-torch is not in a venv made without system packages)
+    if python is None or (probed and os.path.abspath(python) == os.path.abspath(probed)):
         return facts.torch
     return sources.torch(Machine(), python)
 
