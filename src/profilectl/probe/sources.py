@@ -17,8 +17,10 @@ import re
 import socket
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from profilectl import data
+from profilectl.probe import facts_cache
 from profilectl.probe.machine import Machine
 from profilectl.facts import DeviceNode, Devices, Gpu, Host, Rocm, Tool, Torch
 
@@ -206,9 +208,18 @@ def tools(machine: Machine, rocm_root: str | None) -> dict[str, Tool]:
         name, path = item
         if name in _NO_VERSION_FLAG:
             return Tool(name, path, None)
-        result = search.run([path, "--version"])
-        match = _VERSION_RE.search(_version_line(name, result.output)) if not result.error else None
-        return Tool(name, path, match.group(1) if match else None)
+
+        def ask() -> tuple[str | None, list[str] | None]:
+            result = search.run([path, "--version"])
+            match = _VERSION_RE.search(_version_line(name, result.output)) if not result.error else None
+            # an answer from a tool that ran to its end is the file's; a timeout may pass
+            keep = None if result.timed_out or result.error else facts_cache.tool_version_witnesses(path, machine.root)
+            return (match.group(1) if match else None), keep
+
+        # the same file (and driver) prints the same version: kept per path, asked again when either changes
+        version = facts_cache.remembered("tool-version", [name, path], ask, lambda v: v,
+                                         lambda v: v if isinstance(v, str) or v is None else None)
+        return Tool(name, path, version)
 
     with ThreadPoolExecutor(max_workers=max(1, len(found))) as pool:
         return {tool.name: tool for tool in pool.map(version_of, found.items())}
@@ -300,6 +311,24 @@ if spec and spec.origin:
             out[key] = m.group(1) if m else None
     except OSError:
         pass
+# what the answer came from: the interpreter, every folder searched (a package installed there
+# changes it), its .pth files, the user site folder, pyvenv.cfg and torch's version.py
+seen = [sys.executable, os.path.join(sys.prefix, "pyvenv.cfg")]
+for entry in sys.path:
+    folder = os.path.abspath(entry or os.getcwd())
+    seen.append(folder)
+    try:
+        seen += [os.path.join(folder, n) for n in sorted(os.listdir(folder)) if n.endswith(".pth")]
+    except OSError:
+        pass
+try:
+    import site
+    seen.append(site.getusersitepackages())
+except Exception:
+    pass
+if out["path"]:
+    seen += [out["path"], os.path.join(out["path"], "version.py")]
+out["witnesses"] = seen
 print(json.dumps(out))
 """
 
@@ -309,11 +338,26 @@ def torch(machine: Machine, python: str | None = None) -> Torch:
     python = python or machine.which("python3") or machine.which("python")
     if not python:
         return Torch(version=None, backend=None)
-    result = machine.run([python, "-c", _TORCH_SCRIPT])
+
+    def ask() -> tuple[dict[str, Any], list[str] | None]:
+        result = machine.run([python, "-c", _TORCH_SCRIPT])
+        try:
+            info = json.loads(result.stdout.strip().splitlines()[-1]) if result.ok else {}
+        except (ValueError, IndexError):
+            info = {}
+        seen = info.pop("witnesses", None) if isinstance(info, dict) else None
+        if not cwd or not isinstance(info, dict) or not isinstance(seen, list) \
+                or not all(isinstance(p, str) for p in seen):
+            return (info if isinstance(info, dict) else {}), None  # an answer without its sources is not kept
+        return info, [python, *seen, *facts_cache.shim_witnesses(python, cwd, machine.env)]
+
+    # kept per interpreter, working folder and Python environment, while what it read is unchanged
     try:
-        info = json.loads(result.stdout.strip().splitlines()[-1]) if result.ok else {}
-    except (ValueError, IndexError):
-        info = {}
+        cwd = os.getcwd()
+    except OSError:  # a working folder that is gone: sys.path[0] cannot be named, so nothing is kept
+        cwd = ""
+    key = [python, cwd, *facts_cache.env_key(machine.env)]
+    info = facts_cache.remembered("torch", key, ask, lambda v: v, lambda v: v if isinstance(v, dict) else {})
     if not info.get("version"):
         return Torch(version=None, backend=None, python=info.get("python") or python)
     backend = "rocm" if info.get("hip") else "cuda" if info.get("cuda") else "cpu"
