@@ -297,13 +297,30 @@ def ls(traces_dir: str | None, as_json: bool) -> int:
 
 
 def report(path: str, fmt: str, output: str | None, top: int, force: bool = False) -> int:
-    from profilectl.report import export, html, load
     if top < 1:
         raise errors.UsageError("--top must be at least 1")
     if output and fmt == "csv":
         return report_csv_files(Path(path), output, force)
     if fmt in ("parquet", "sqlite"):
         return report_files(Path(path), fmt, output, force)
+    if not output:  # printed before from the same files, code and settings: printed again as it was
+        from profilectl.report import render_cache
+        cache_key = render_cache.key(path, fmt, top)
+        if cache_key is not None:
+            if render_cache.serve(cache_key):
+                return errors.OK
+            with render_cache.captured() as printed:
+                summary = _report(path, fmt, output, top, force)
+            if render_cache.settled(summary) and render_cache.key(path, fmt, top) == cache_key:
+                render_cache.keep(cache_key, printed.getvalue())
+            return errors.OK
+    _report(path, fmt, output, top, force)
+    return errors.OK
+
+
+def _report(path: str, fmt: str, output: str | None, top: int, force: bool) -> Any:
+    """Print (or write to -o) one report of the formats that make one text; the summary it came from."""
+    from profilectl.report import export, html, load
     if output:
         check_output(Path(output), force)
     summary = _load(Path(path), quiet=fmt == "json")
@@ -313,11 +330,11 @@ def report(path: str, fmt: str, output: str | None, top: int, force: bool = Fals
             say(f"csv: the {export.main_csv_table(tables)} table on stdout; -o NAME.csv (or -o FOLDER/) writes all "
                 f"{len(tables)} tables, one file each: {', '.join(tables)}")
         sys.stdout.write(export.to_csv(tables))
-        return errors.OK
+        return summary
     if fmt == "table" and not output:
         from profilectl.report import render
         render.report(_console(), summary, top)
-        return errors.OK
+        return summary
     text = {"json": lambda: export.to_json(summary),
             "md": lambda: export.to_markdown(summary, top), "html": lambda: html.to_html(summary, max(top, 15)),
             "table": lambda: export.to_markdown(summary, top)}[fmt]()
@@ -326,7 +343,7 @@ def report(path: str, fmt: str, output: str | None, top: int, force: bool = Fals
         say(f"wrote {output}")
     else:
         sys.stdout.write(text)
-    return errors.OK
+    return summary
 
 
 def csv_targets(output: str, names: list[str]) -> dict[str, Path]:
