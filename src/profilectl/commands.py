@@ -52,9 +52,9 @@ def say(message: str) -> None:
     sys.stderr.flush()
 
 
-def _probe(root: str | None = None, path: str | None = None, deep: bool = False) -> "Facts":
+def _probe(root: str | None = None, path: str | None = None, deep: bool = False, remember: bool = False) -> "Facts":
     from profilectl.probe import probe
-    return probe(root or os.environ.get(ROOT_ENV) or "/", path=path, deep=deep)
+    return probe(root or os.environ.get(ROOT_ENV) or "/", path=path, deep=deep, remember=remember)
 
 
 def _env_report(facts: "Facts") -> "EnvReport":
@@ -99,7 +99,7 @@ def _size(size: float) -> str:
 
 
 def env_check(as_json: bool, deep: bool, require: str | None, root: str | None, path: str | None) -> int:
-    facts = _probe(root, path, deep)
+    facts = _probe(root, path, deep, remember=True)  # a run probes afresh; env-check may read kept answers
     if as_json:  # the assessment of facts already assessed is read back, not planned again
         from profilectl.assessment_cache import env_report_dict
         payload = env_report_dict(facts)

@@ -45,12 +45,14 @@ def torch_runtime_check(facts: Facts) -> Verdict | None:
 
 
 def probe(root: Path | str = "/", path: str | None = None, deep: bool = False,
-          env: Mapping[str, str] | None = None) -> Facts:
+          env: Mapping[str, str] | None = None, remember: bool = False) -> Facts:
+    """remember: answers of unchanged files may come from the cache (env-check; probe/facts_cache.py)."""
     root = Path(root)
     if not root.is_dir():
         raise UsageError(f"root path {root} does not exist or is not a directory")
     started = time.monotonic()
-    machine = Machine(root=root) if path is None else Machine(root=root, path=path)
+    machine = Machine(root=root, remember=remember) if path is None else Machine(root=root, path=path,
+                                                                                   remember=remember)
     if env is not None:
         machine.env = env
     # The slow sources are other programs (nvidia-smi or rocminfo, the workload's Python for torch):

@@ -41,6 +41,9 @@ class Machine:
     path: str = field(default_factory=lambda: os.environ.get("PATH", os.defpath))
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     timeout_s: float = DEFAULT_TIMEOUT_S
+    # answers that only change when files change (a tool's version, the workload Python's torch) may
+    # come from the cache (probe/facts_cache.py): env-check's, not a run's, which probes afresh
+    remember: bool = False
 
     def file(self, absolute: str) -> Path:
         """Where an absolute path of the probed machine lives on this one."""

@@ -212,12 +212,15 @@ def tools(machine: Machine, rocm_root: str | None) -> dict[str, Tool]:
         def ask() -> tuple[str | None, list[str] | None]:
             result = search.run([path, "--version"])
             match = _VERSION_RE.search(_version_line(name, result.output)) if not result.error else None
-            # an answer from a tool that ran to its end is the file's; a timeout may pass
-            keep = None if result.timed_out or result.error else facts_cache.tool_version_witnesses(path, machine.root)
+            # a version printed by a tool that ran well is the file's; a failure (a timeout, a missing
+            # library or program) may pass, so it is asked again next time
+            keep = facts_cache.tool_version_witnesses(path, machine.root) if result.ok else None
             return (match.group(1) if match else None), keep
 
+        if not machine.remember:
+            return Tool(name, path, ask()[0])
         # the same file (and driver) prints the same version: kept per path, asked again when either changes
-        version = facts_cache.remembered("tool-version", [name, path], ask, lambda v: v,
+        version = facts_cache.remembered("tool-version", [name, path, search.path], ask, lambda v: v,
                                          lambda v: v if isinstance(v, str) or v is None else None)
         return Tool(name, path, version)
 
@@ -338,28 +341,37 @@ def torch(machine: Machine, python: str | None = None) -> Torch:
     python = python or machine.which("python3") or machine.which("python")
     if not python:
         return Torch(version=None, backend=None)
+    interpreter = python
+    cwd = _cwd() if machine.remember else ""
 
     def ask() -> tuple[dict[str, Any], list[str] | None]:
-        result = machine.run([python, "-c", _TORCH_SCRIPT])
+        """The interpreter's answer, and the files it came from (None: not to be kept)."""
+        result = machine.run([interpreter, "-c", _TORCH_SCRIPT])
         try:
             info = json.loads(result.stdout.strip().splitlines()[-1]) if result.ok else {}
         except (ValueError, IndexError):
             info = {}
-        seen = info.pop("witnesses", None) if isinstance(info, dict) else None
-        if not cwd or not isinstance(info, dict) or not isinstance(seen, list) \
-                or not all(isinstance(p, str) for p in seen):
-            return (info if isinstance(info, dict) else {}), None  # an answer without its sources is not kept
-        return info, [python, *seen, *facts_cache.shim_witnesses(python, cwd, machine.env)]
+        if not isinstance(info, dict):
+            return {}, None
+        seen = info.pop("witnesses", None)
+        if not cwd or not isinstance(seen, list) or not all(isinstance(p, str) for p in seen):
+            return info, None  # an answer without its sources (or from a vanished folder) is not kept
+        return info, [interpreter, *seen, *facts_cache.shim_witnesses(interpreter, cwd, machine.env)]
 
-    # kept per interpreter, working folder and Python environment, while what it read is unchanged
-    try:
-        cwd = os.getcwd()
-    except OSError:  # a working folder that is gone: sys.path[0] cannot be named, so nothing is kept
-        cwd = ""
-    key = [python, cwd, *facts_cache.env_key(machine.env)]
-    info = facts_cache.remembered("torch", key, ask, lambda v: v, lambda v: v if isinstance(v, dict) else {})
+    if machine.remember:  # kept per interpreter, working folder and Python environment, while what it read stands
+        info = facts_cache.remembered("torch", [python, cwd, *facts_cache.env_key(machine.env)], ask,
+                                      lambda v: v, lambda v: v if isinstance(v, dict) else {})
+    else:
+        info = ask()[0]
     if not info.get("version"):
         return Torch(version=None, backend=None, python=info.get("python") or python)
     backend = "rocm" if info.get("hip") else "cuda" if info.get("cuda") else "cpu"
     return Torch(version=info["version"], backend=backend, path=info.get("path"), python=info.get("python"),
                  hip=info.get("hip"), cuda=info.get("cuda"))
+
+
+def _cwd() -> str:
+    try:
+        return os.getcwd()
+    except OSError:  # a working folder that is gone: sys.path[0] cannot be named, so nothing is kept
+        return ""
