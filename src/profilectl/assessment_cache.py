@@ -17,7 +17,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from profilectl import stamp
-from profilectl.probe.rocprofv3_help import cache_dir
+from profilectl.probe.facts_cache import cache_dir
 
 if TYPE_CHECKING:
     from profilectl.facts import Facts

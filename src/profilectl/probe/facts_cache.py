@@ -17,10 +17,17 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Iterable, TypeVar
 
-from profilectl.probe.rocprofv3_help import cache_dir
 
 FORMAT = "1"  # bumped when an entry's layout or what it stands for changes
 T = TypeVar("T")
+
+
+def cache_dir() -> Path:
+    """rocprofv3_help.cache_dir (not imported: its option patterns compile at import)."""
+    explicit = os.environ.get("PROFILECTL_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "profilectl"
 
 
 def identity(path: str) -> str:

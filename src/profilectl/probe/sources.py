@@ -14,14 +14,12 @@ import dataclasses
 import json
 import os
 import re
-import socket
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from profilectl import data
 from profilectl.probe import facts_cache
-from profilectl.probe.machine import Machine
+from profilectl.probe.machine import Machine, in_background
 from profilectl.facts import DeviceNode, Devices, Gpu, Host, Rocm, Tool, Torch
 
 # Linux capability bit numbers (include/uapi/linux/capability.h) that matter for profiling.
@@ -224,8 +222,8 @@ def tools(machine: Machine, rocm_root: str | None) -> dict[str, Tool]:
                                          lambda v: v if isinstance(v, str) or v is None else None)
         return Tool(name, path, version)
 
-    with ThreadPoolExecutor(max_workers=max(1, len(found))) as pool:
-        return {tool.name: tool for tool in pool.map(version_of, found.items())}
+    started = [in_background(version_of, item) for item in found.items()]  # side by side
+    return {tool.name: tool for tool in (result() for result in started)}
 
 
 def _version_line(name: str, output: str) -> str:
@@ -275,11 +273,16 @@ def host(machine: Machine) -> Host:
         evidence = f"/proc/1/cgroup mentions {match.group(1)}" if match else None
 
     kernel = (machine.read("/proc/sys/kernel/osrelease") or "").strip() or None
-    hostname = (machine.read("/proc/sys/kernel/hostname") or "").strip() or socket.gethostname()
+    hostname = (machine.read("/proc/sys/kernel/hostname") or "").strip() or _hostname()
     return Host(hostname=hostname, kernel=kernel, in_container=evidence is not None,
                 container_evidence=evidence, uid=uid, effective_capabilities=tuple(caps),
                 perf_event_paranoid=int(paranoid_text) if re.fullmatch(r"-?\d+", paranoid_text) else None,
                 nvidia_profiling_admin_only=admin_only, devices=devices(machine), groups=tuple(groups))
+
+
+def _hostname() -> str:
+    import socket
+    return socket.gethostname()
 
 
 def devices(machine: Machine) -> Devices:
