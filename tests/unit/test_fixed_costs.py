@@ -171,3 +171,31 @@ def test_a_run_probes_afresh_and_keeps_nothing(tmp_path):
     sources.tools(machine, None)
     sources.tools(machine, None)
     assert _starts(starts) == 2 and not (tmp_path / "cache").exists()
+
+
+def _smi(bin_dir: Path, lines: list[str]) -> Path:
+    starts = bin_dir / "smi.starts"
+    text = "".join(f"echo '{line}'\n" for line in lines)
+    (bin_dir / "nvidia-smi").write_text(f"#!/bin/sh\necho x >> {starts}\n{text}")
+    (bin_dir / "nvidia-smi").chmod(0o755)
+    return starts
+
+
+def test_nvidia_gpu_listing_is_kept_until_a_gpu_is_added(tmp_path):
+    bin_dir, root = tmp_path / "bin", tmp_path / "root"
+    bin_dir.mkdir()
+    (root / "dev").mkdir(parents=True)
+    (root / "dev" / "nvidia0").write_text("")
+    h200 = "0, NVIDIA H200, 143771, 9.0"
+    starts = _smi(bin_dir, [h200])
+    machine = Machine(root=root, path=str(bin_dir), remember=True)
+    assert [g.name for g in sources.nvidia_gpus(machine)] == ["NVIDIA H200"]
+    assert sources.nvidia_gpus(machine) == sources.nvidia_gpus(machine)
+    assert _starts(starts) == 1
+    os.utime(bin_dir / "nvidia-smi", ns=(1, 1))  # the same nvidia-smi file ...
+    (root / "dev" / "nvidia1").write_text("")  # ... and a second GPU granted: listed again
+    (bin_dir / "nvidia-smi").write_text((bin_dir / "nvidia-smi").read_text().replace(
+        f"echo '{h200}'\n", f"echo '{h200}'\necho '1, NVIDIA H200, 143771, 9.0'\n"))
+    os.utime(bin_dir / "nvidia-smi", ns=(1, 1))
+    assert [g.index for g in sources.nvidia_gpus(machine)] == [0, 1]
+    assert _starts(starts) == 2

@@ -101,3 +101,18 @@ def env_key(env: dict[str, str] | Any) -> list[str]:
     """The environment a Python's module search depends on (and a shim's choice of Python)."""
     prefixes = ("PYTHON", "PYENV", "VIRTUAL_ENV", "CONDA", "ASDF")
     return [f"{k}={env[k]}" for k in sorted(env) if k.startswith(prefixes)]
+
+
+def nvidia_gpu_key(machine: Any, smi: str) -> list[str]:
+    """What nvidia-smi's GPU list follows, read afresh every time: the GPUs the driver has (its
+    /proc entries, one per PCI address), the device nodes this process was granted (containers), the
+    loaded driver, this boot (a GPU swapped needs a reboot) and the visibility variables; nvidia-smi
+    itself and the search PATH. A GPU added or removed, another driver or container: another key."""
+    def listing(absolute: str, prefix: str = "") -> str:
+        try:
+            return ",".join(sorted(n for n in os.listdir(machine.file(absolute)) if n.startswith(prefix)))
+        except OSError:
+            return "-"
+    return [smi, machine.path, listing("/proc/driver/nvidia/gpus"), listing("/dev", "nvidia"),
+            machine.read("/proc/driver/nvidia/version") or "-", machine.read("/proc/sys/kernel/random/boot_id") or "-",
+            *(f"{k}={machine.env.get(k, '')}" for k in ("NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES"))]

@@ -119,27 +119,42 @@ def amd_gpus_from_rocm_smi(machine: Machine) -> list[Gpu]:
 
 
 def nvidia_gpus(machine: Machine) -> list[Gpu]:
-    if machine.which("nvidia-smi"):
-        result = machine.run(["nvidia-smi", "--query-gpu=index,name,memory.total,compute_cap",
-                              "--format=csv,noheader,nounits"])
-        if result.ok:
-            gpus: list[Gpu] = []
-            for line in result.stdout.strip().splitlines():
-                fields = [f.strip() for f in line.split(",")]
-                if len(fields) < 4:
-                    continue
-                index, name, mem_mib, cc = fields[:4]
-                arch = "sm_" + cc.replace(".", "") if re.fullmatch(r"\d+\.\d+", cc) else None
-                memory = int(float(mem_mib) * 1024 * 1024) if re.fullmatch(r"[\d.]+", mem_mib) else None
-                gpus.append(Gpu(index=int(index) if index.isdigit() else len(gpus), vendor="nvidia",
-                                arch=arch, name=name, memory_bytes=memory, source="nvidia-smi"))
-            if gpus:
-                return gpus
-    gpus = []
+    smi = machine.which("nvidia-smi")
+    if smi:
+        listed = _nvidia_smi_gpus(machine) if not machine.remember else facts_cache.remembered(
+            "nvidia-gpus", facts_cache.nvidia_gpu_key(machine, smi), lambda: _with_smi(_nvidia_smi_gpus(machine), smi),
+            lambda gpus: [dataclasses.asdict(g) for g in gpus], lambda saved: [Gpu(**g) for g in saved])
+        if listed:
+            return listed
+    gpus: list[Gpu] = []
     for info in machine.glob("/proc/driver/nvidia/gpus/*/information"):
         model = re.search(r"^Model:\s*(.+)$", info.read_text(errors="replace"), re.M)
         gpus.append(Gpu(index=len(gpus), vendor="nvidia", arch=None,
                         name=model.group(1).strip() if model else None, source="proc-driver-nvidia"))
+    return gpus
+
+
+def _with_smi(gpus: list[Gpu], smi: str) -> tuple[list[Gpu], list[str] | None]:
+    """A listing worth keeping (nvidia-smi answered) with its witnesses: nvidia-smi itself."""
+    return gpus, ([smi, os.path.realpath(smi)] if gpus else None)
+
+
+def _nvidia_smi_gpus(machine: Machine) -> list[Gpu]:
+    """The GPUs nvidia-smi lists (empty when it fails or lists none)."""
+    result = machine.run(["nvidia-smi", "--query-gpu=index,name,memory.total,compute_cap",
+                          "--format=csv,noheader,nounits"])
+    if not result.ok:
+        return []
+    gpus: list[Gpu] = []
+    for line in result.stdout.strip().splitlines():
+        fields = [f.strip() for f in line.split(",")]
+        if len(fields) < 4:
+            continue
+        index, name, mem_mib, cc = fields[:4]
+        arch = "sm_" + cc.replace(".", "") if re.fullmatch(r"\d+\.\d+", cc) else None
+        memory = int(float(mem_mib) * 1024 * 1024) if re.fullmatch(r"[\d.]+", mem_mib) else None
+        gpus.append(Gpu(index=int(index) if index.isdigit() else len(gpus), vendor="nvidia",
+                        arch=arch, name=name, memory_bytes=memory, source="nvidia-smi"))
     return gpus
 
 
