@@ -199,3 +199,16 @@ def test_nvidia_gpu_listing_is_kept_until_a_gpu_is_added(tmp_path):
     os.utime(bin_dir / "nvidia-smi", ns=(1, 1))
     assert [g.index for g in sources.nvidia_gpus(machine)] == [0, 1]
     assert _starts(starts) == 2
+
+
+def test_a_folder_linking_to_another_folder_is_never_kept(tmp_path, capsys):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    shutil.copy(TRACE, elsewhere / TRACE.name)
+    folder = tmp_path / "trace"
+    folder.mkdir()
+    shutil.copy(TRACE, folder / TRACE.name)
+    (folder / "linked").symlink_to(elsewhere)
+    for _ in range(3):
+        _report(capsys, str(folder), "--format", "json")
+    assert not (Path(os.environ["PROFILECTL_CACHE_DIR"]) / "reports").exists()

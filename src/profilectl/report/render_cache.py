@@ -7,7 +7,8 @@ profilectl's code and data (stamp.py), the format and --top, the path as written
 folder (reports name their input), the output's encoding, and the environment the renderers read
 (PROFILECTL_*, terminal and colour settings, TZ, locale). What can change without a file changing is
 never kept: a run still running or abandoned (its profilectl's liveness), a SLURM job folder (its
-ranks' liveness), and a bare folder's first report (it says it was not read from the summary cache).
+ranks' liveness), a bare folder's first report (it says it was not read from the summary cache),
+and a folder holding a link to another folder (its files are not walked).
 Location: the cache folder ($PROFILECTL_CACHE_DIR, else $XDG_CACHE_HOME/profilectl, else
 ~/.cache/profilectl)/reports. A cache that cannot be read or written is skipped.
 """
@@ -38,12 +39,18 @@ def cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "profilectl"
 
 
+class _NotKept(Exception):
+    """A folder whose files cannot all be named here (a link to another folder): not kept."""
+
+
 def _files(path: str, digest: "hashlib._Hash") -> None:
     st = os.stat(path)
     digest.update(f"\0{st.st_mode}\0{st.st_ino}\0{st.st_size}\0{st.st_mtime_ns}".encode())
     if not os.path.isdir(path):
         return
     for folder, subfolders, names in os.walk(path):
+        if any(os.path.islink(os.path.join(folder, sub)) for sub in subfolders):
+            raise _NotKept(folder)  # its files live elsewhere and could change unseen by this walk
         subfolders.sort()
         digest.update(f"\0d\0{os.path.relpath(folder, path)}\0{len(subfolders)}".encode())
         for name in sorted(names):
@@ -64,7 +71,7 @@ def key(path: str, fmt: str, top: int) -> str | None:
     try:
         digest.update(f"\0{os.path.realpath(path)}\0{os.getcwd()}".encode())
         _files(path, digest)
-    except OSError:
+    except (OSError, _NotKept):
         return None
     shown = {k: v for k, v in os.environ.items() if k.startswith("PROFILECTL_") or k in ENVIRONMENT}
     digest.update("\0".join(f"{k}={shown[k]}" for k in sorted(shown)).encode())
