@@ -212,3 +212,43 @@ def test_a_folder_linking_to_another_folder_is_never_kept(tmp_path, capsys):
     for _ in range(3):
         _report(capsys, str(folder), "--format", "json")
     assert not (Path(os.environ["PROFILECTL_CACHE_DIR"]) / "reports").exists()
+
+
+def _on_terminal(argv: list[str], env: dict[str, str], columns: int) -> bytes:
+    """What argv prints on a terminal of this many columns (a real pseudo-terminal)."""
+    import fcntl
+    import pty
+    import select
+    import struct
+    import termios
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
+    proc = subprocess.Popen(argv, stdout=slave, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=env)
+    os.close(slave)
+    out = b""
+    while select.select([master], [], [], 60)[0]:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # the other end closed
+            break
+        if not chunk:
+            break
+        out += chunk
+    proc.wait()
+    os.close(master)
+    return out
+
+
+def test_a_table_on_a_terminal_is_printed_back_byte_for_byte_per_terminal_size(tmp_path):
+    folder = tmp_path / "trace"
+    folder.mkdir()
+    shutil.copy(TRACE, folder / TRACE.name)
+    env = {**os.environ, "TERM": "xterm-256color"}
+    argv = [sys.executable, str(REPO / "tools" / "profilectl"), "report", str(folder)]
+    _on_terminal(argv, env, 120)  # the summary cached; "cached summary" from the next one on
+    made = _on_terminal(argv, env, 120)
+    assert b"\x1b[" in made  # coloured, as rich writes to a terminal
+    assert _on_terminal(argv, env, 120) == made
+    narrow = _on_terminal(argv, env, 70)
+    assert len(list((Path(os.environ["PROFILECTL_CACHE_DIR"]) / "reports").iterdir())) == 2
+    assert _on_terminal(argv, env, 70) == narrow

@@ -1,10 +1,11 @@
 """Reports already printed once, printed again without reading, analysing or rendering anything.
 
-`report PATH` (table off a terminal, json, md, html; to stdout) keeps the text it printed, keyed by
+`report PATH` (table, json, md, html; to stdout) keeps the text it printed, keyed by
 everything that text is made of: every file under PATH (name, size, modification time, inode: a
 finished run's manifest, summary, env.json, telemetry and raw files; a bare folder's traces),
 profilectl's code and data (stamp.py), the format and --top, the path as written and the working
-folder (reports name their input), the output's encoding, and the environment the renderers read
+folder (reports name their input), the output's encoding, terminal or not and size, and the
+environment the renderers read
 (PROFILECTL_*, terminal and colour settings, TZ, locale). What can change without a file changing is
 never kept: a run still running or abandoned (its profilectl's liveness), a SLURM job folder (its
 ranks' liveness), a bare folder's first report (it says it was not read from the summary cache),
@@ -65,9 +66,19 @@ def _files(path: str, digest: "hashlib._Hash") -> None:
 def key(path: str, fmt: str, top: int) -> str | None:
     """The cache key of this report, or None where its text may not be kept (a table on a terminal
     follows the terminal's width; a path that cannot be read is left to the reader's own error)."""
-    if fmt not in FORMATS or (fmt == "table" and sys.stdout.isatty()):
+    if fmt not in FORMATS:
         return None
     digest = hashlib.sha256(f"{FORMAT}\0{stamp.code_and_data()}\0{fmt}\0{top}\0{path}".encode())
+    try:
+        terminal = sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return None
+    if terminal:  # a table follows the terminal's size (and colours: the environment below)
+        try:
+            size = os.get_terminal_size(sys.stdout.fileno())
+        except (OSError, AttributeError, ValueError):
+            return None
+        digest.update(f"\0tty\0{size.columns}x{size.lines}".encode())
     try:
         digest.update(f"\0{os.path.realpath(path)}\0{os.getcwd()}".encode())
         _files(path, digest)
@@ -116,18 +127,23 @@ def keep(cache_key: str, text: str) -> None:
 
 
 class _Captured(io.StringIO):
-    """stdout while a report is rendered: the same encoding, and not a terminal (as the real one)."""
+    """stdout while a report is rendered: what is written is kept, and the renderers see the real
+    stdout's encoding, terminal or not, and size (its file descriptor), so they write the same text."""
 
     def __init__(self, like: Any) -> None:
         super().__init__()
-        self._encoding = getattr(like, "encoding", None)
+        self._like = like
 
     @property
     def encoding(self) -> Any:  # type: ignore[override]
-        return self._encoding
+        return getattr(self._like, "encoding", None)
 
     def isatty(self) -> bool:
-        return False
+        return bool(self._like.isatty())
+
+    def fileno(self) -> int:
+        fileno: int = self._like.fileno()
+        return fileno
 
 
 @contextlib.contextmanager
