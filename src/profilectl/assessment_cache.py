@@ -1,8 +1,9 @@
 """`env-check --json` without the planner on a machine already assessed.
 
 The assessment (what each service would pick, each capability's verdict) is a function of the
-probed Facts, profilectl's code and its data files only, so it is kept keyed by exactly those: the
-Facts as JSON (less the probe's own duration) and stamp.code_and_data(). Other Facts (a GPU added,
+probed Facts, the tools' files, profilectl's code and its data files only, so it is kept keyed by
+exactly those: the Facts as JSON (less the probe's own duration), each tool file's identity and
+stamp.code_and_data(). Other Facts (a GPU added,
 a tool upgraded, a permission changed) or other code or data make another key. Importing the
 planner and every backend costs more than the probe itself; a kept assessment is one small JSON
 read. Location: the cache folder ($PROFILECTL_CACHE_DIR, else $XDG_CACHE_HOME/profilectl, else
@@ -17,7 +18,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from profilectl import stamp
-from profilectl.probe.facts_cache import cache_dir
+from profilectl.probe.facts_cache import cache_dir, identity
 
 if TYPE_CHECKING:
     from profilectl.facts import Facts
@@ -30,7 +31,12 @@ FACTS_LAST = ("checks", "notes", "probe_seconds")
 def _key(facts: dict[str, Any]) -> str:
     stable = {k: v for k, v in facts.items() if k != "probe_seconds"}
     text = json.dumps(stable, sort_keys=True, default=str)
-    return hashlib.sha256(f"{FORMAT}\0{stamp.code_and_data()}\0{text}".encode()).hexdigest()[:32]
+    # each tool's file too: a backend may read more than its version from it (a rocprofv3 newer than
+    # profiling/tools knows is judged by its own --help), and a rebuild can keep the version
+    tools = facts.get("tools") or {}
+    files = "\0".join(f"{name}={identity(str(tool.get('path')))}" for name, tool in sorted(tools.items())
+                      if isinstance(tool, dict))
+    return hashlib.sha256(f"{FORMAT}\0{stamp.code_and_data()}\0{text}\0{files}".encode()).hexdigest()[:32]
 
 
 def env_report_dict(facts: "Facts") -> dict[str, Any]:

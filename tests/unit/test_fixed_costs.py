@@ -252,3 +252,17 @@ def test_a_table_on_a_terminal_is_printed_back_byte_for_byte_per_terminal_size(t
     narrow = _on_terminal(argv, env, 70)
     assert len(list((Path(os.environ["PROFILECTL_CACHE_DIR"]) / "reports").iterdir())) == 2
     assert _on_terminal(argv, env, 70) == narrow
+
+
+def test_an_assessment_is_not_read_back_after_a_tool_file_changed(machine):
+    from profilectl.assessment_cache import env_report_dict
+    from profilectl.probe import probe
+    smi = machine.tool("nvidia-smi", "0, NVIDIA H200, 143771, 9.0\n")
+    facts = probe(machine.root, path=str(machine.bin), env=dict(machine.env))
+    env_report_dict(facts)
+    env_report_dict(facts)
+    folder = Path(os.environ["PROFILECTL_CACHE_DIR"]) / "assessments"
+    assert len(list(folder.glob("*.json"))) == 1
+    os.utime(smi, ns=(10**18, 10**18))  # the same facts, but the file behind a tool is another
+    env_report_dict(facts)
+    assert len(list(folder.glob("*.json"))) == 2
