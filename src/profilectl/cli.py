@@ -44,8 +44,7 @@ def _seconds(text: str) -> float:
     return value
 
 
-def _measuring(sub: "argparse._SubParsersAction[_Parser]", name: str, help_text: str) -> argparse.ArgumentParser:
-    p = sub.add_parser(name, help=help_text, description=help_text)
+def _measuring(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--backend", metavar="NAME", help=BACKEND_HELP)  # checked against the registry by the plan
     p.add_argument("--dry-run", action="store_true", help="print the plan and exact argv; run nothing")
     p.add_argument("--timeout", type=_seconds, metavar="SECONDS", help="stop the run (process group) after this long")
@@ -97,24 +96,64 @@ def _attach_and_ranks(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ranks", metavar="LIST", help="profile only these ranks of an mpirun/srun job, e.g. 0-3,8")
 
 
-def build_parser() -> argparse.ArgumentParser:
+COMMANDS = ("env-check", "profile", "counters", "trace", "ls", "report", "query", "compare", "docker", "cluster")
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line; with `only`, every command is listed but only that one's options are
+    built (argparse spends most of its start-up on options: ~5x less for one command)."""
     parser = _Parser(prog="profilectl", description="Probe the machine, pick the profiler that works, keep every output.")
     parser.add_argument("--version", action="version", version=f"profilectl {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
+    def command(name: str, help_text: str, **more: Any) -> argparse.ArgumentParser | None:
+        """A command's parser, or None when its options are not needed (`only` names another)."""
+        made = sub.add_parser(name, help=help_text, description=more.pop("description", help_text), **more)
+        return made if only in (None, name) else None
+
     env_help = "what can be measured here, what cannot, why, and the fix"
-    env = sub.add_parser("env-check", help=env_help, description=env_help)
+    if (env := command("env-check", env_help)):
+        _env_check_options(env)
+    profile_help = "time the workload (and torch.profiler tables for PyTorch); always available"
+    if (profile := command("profile", profile_help)):
+        _measuring(profile)
+        profile.add_argument("--repeat", type=int, default=5, metavar="N", help="timed runs (default 5)")
+        profile.add_argument("--warmup", type=int, default=1, metavar="N", help="untimed warm-up runs (default 1)")
+    if (counters := command("counters", "hardware counters per kernel (rocprofv3, rocprof, ncu)")):
+        _counters_options(_measuring(counters))
+    if (trace := command("trace", "a Perfetto-ready trace and top-kernels table")):
+        _trace_options(_measuring(trace))
+    ls_help = "the runs in a traces folder, newest first"
+    if (ls := command("ls", ls_help)):
+        _ls_options(ls)
+    report_help = "read a run, or any folder/file rocprofv3, rocprof, ncu or torch.profiler wrote"
+    if (report := command("report", report_help)):
+        _report_options(report)
+    query_help = "SQL (SQLite) over the report's tables of a run, job or output folder"
+    if (query := command("query", query_help)):
+        _query_options(query)
+    compare_help = "two runs kernel by kernel: time, calls, speedup"
+    if (compare := command("compare", compare_help)):
+        _compare_options(compare)
+    docker_help = "run a compose service from the host (builds the image if missing)"
+    if (docker := command("docker", docker_help, usage=DOCKER_USAGE, description=docker_help + DOCKER_FORMS,
+                          formatter_class=argparse.RawDescriptionHelpFormatter)):
+        _docker_options_of(docker)
+    cluster_help = "the SLURM test cluster of docker/slurm: up, down, status, exec -- CMD"
+    if (cluster := command("cluster", cluster_help)):
+        _cluster_options(cluster)
+    return parser
+
+
+def _env_check_options(env: argparse.ArgumentParser) -> None:
     env.add_argument("--json", action="store_true", help="the EnvReport as JSON (stable keys, see README)")
     env.add_argument("--deep", action="store_true", help="also run the real profiler once to test counters live")
     env.add_argument("--require", choices=sorted(commands.REQUIRE_CHOICES), help="exit 3 if this capability is unavailable")
     env.add_argument("--root", metavar="DIR", help="probe this root file system instead of / (tests, chroots)")
     env.add_argument("--path", metavar="PATH", help="search profilers on this PATH instead of $PATH")
 
-    profile = _measuring(sub, "profile", "time the workload (and torch.profiler tables for PyTorch); always available")
-    profile.add_argument("--repeat", type=int, default=5, metavar="N", help="timed runs (default 5)")
-    profile.add_argument("--warmup", type=int, default=1, metavar="N", help="untimed warm-up runs (default 1)")
 
-    counters = _measuring(sub, "counters", "hardware counters per kernel (rocprofv3, rocprof, ncu)")
+def _counters_options(counters: argparse.ArgumentParser) -> None:
     counters.add_argument("--set", dest="counter_set", default="basic", metavar="NAME|FILE",
                           help="counter set name from profiling/counters, or a YAML / pmc: text file")
     counters.add_argument("--fallback", action="store_true", help="run `profile` when counters are unavailable here")
@@ -128,19 +167,21 @@ def build_parser() -> argparse.ArgumentParser:
                           help="replay NCCL/RCCL kernels too (excluded by default: replaying a collective waits "
                                "for the other ranks and can hang the job)")
 
-    trace = _measuring(sub, "trace", "a Perfetto-ready trace and top-kernels table")
+
+def _trace_options(trace: argparse.ArgumentParser) -> None:
     _bounds(trace)
     _attach_and_ranks(trace)
     trace.add_argument("--preset", default="lightweight", metavar="NAME",
                        help="lightweight (default), api, memory, communication, sys, pc-sampling")
-    ls_help = "the runs in a traces folder, newest first"
-    ls = sub.add_parser("ls", help=ls_help, description=ls_help)
+
+
+def _ls_options(ls: argparse.ArgumentParser) -> None:
     ls.add_argument("traces_dir", nargs="?", metavar="TRACES_DIR",
                     help="the traces folder to list (default: $PROFILECTL_TRACES_DIR or ./traces)")
     ls.add_argument("--json", action="store_true", help="one JSON object per run (run id, service, status, times)")
 
-    report_help = "read a run, or any folder/file rocprofv3, rocprof, ncu or torch.profiler wrote"
-    report = sub.add_parser("report", help=report_help, description=report_help)
+
+def _report_options(report: argparse.ArgumentParser) -> None:
     report.add_argument("path", metavar="PATH", help="a run directory, a SLURM job folder, or a profiler's own "
                         "folder or file (CSV, rocpd .db, JSON, .ncu-rep CSV, torch trace)")
     report.add_argument("--format", choices=("table", "json", "csv", "md", "html", "parquet", "sqlite"),
@@ -153,16 +194,16 @@ def build_parser() -> argparse.ArgumentParser:
                         help="let -o replace an existing file (never a run's own files or the report's input)")
     report.add_argument("--top", type=int, default=10, metavar="N", help="rows per table (default 10)")
 
-    query_help = "SQL (SQLite) over the report's tables of a run, job or output folder"
-    query = sub.add_parser("query", help=query_help, description=query_help)
+
+def _query_options(query: argparse.ArgumentParser) -> None:
     query.add_argument("path", metavar="PATH", help="a run directory, a SLURM job folder, or a profiler's own output")
     query.add_argument("sql", metavar="SQL",
                        help='one statement, e.g. "SELECT name, total_ns FROM kernels ORDER BY total_ns DESC"')
     query.add_argument("--format", choices=("table", "csv", "json"), default="table",
                        help="table (default), csv or json (one object per row)")
 
-    compare_help = "two runs kernel by kernel: time, calls, speedup"
-    compare = sub.add_parser("compare", help=compare_help, description=compare_help)
+
+def _compare_options(compare: argparse.ArgumentParser) -> None:
     compare.add_argument("run_a", metavar="RUN_A", help="the baseline: a run, job folder or profiler output (BASE)")
     compare.add_argument("run_b", metavar="RUN_B", help="the one compared with it (NEW)")
     compare.add_argument("--format", choices=("table", "json", "md"), default="table",
@@ -179,9 +220,8 @@ def build_parser() -> argparse.ArgumentParser:
                            "(steady-state step), wall-time (timing median, else the run's wall time); default: "
                            "gpu-time when both runs have kernels, else wall-time")
 
-    docker_help = "run a compose service from the host (builds the image if missing)"
-    docker = sub.add_parser("docker", help=docker_help, usage=DOCKER_USAGE, description=docker_help + DOCKER_FORMS,
-                            formatter_class=argparse.RawDescriptionHelpFormatter)
+
+def _docker_options_of(docker: argparse.ArgumentParser) -> None:
     docker.add_argument("--vendor", choices=("auto", "amd", "nvidia", "none"), default="auto",
                         help="which GPU device grants to add: the AMD or NVIDIA compose override, or none "
                              "(default: auto, the GPU this host has)")
@@ -192,15 +232,14 @@ def build_parser() -> argparse.ArgumentParser:
                              "service's options and the workload after -- (`--repeat 2 -- ./app`), a program "
                              "(`python3 train.py`), or a profilectl command line (`env-check --json`)")
 
-    cluster_help = "the SLURM test cluster of docker/slurm: up, down, status, exec -- CMD"
-    cluster = sub.add_parser("cluster", help=cluster_help, description=cluster_help)
+
+def _cluster_options(cluster: argparse.ArgumentParser) -> None:
     cluster.add_argument("action", choices=("up", "down", "status", "exec", "build", "logs"),
                          help="up: build and start the controller and two nodes; down: remove them; status: the "
                               "nodes and jobs; exec: run a command in the controller; build: the image only; "
                               "logs: the daemons' logs")
     cluster.add_argument("workload", nargs=argparse.SUPPRESS, metavar="-- CMD",
                          help="for exec: the command to run in the controller, after --")
-    return parser
 
 
 def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
@@ -235,9 +274,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
     """Options before `--`, the workload after it (argparse cannot mix a positional service name,
     options and a trailing command reliably). `docker SERVICE ...` keeps everything after the service
     as written, as `docker compose run` does."""
+    only = argv[0] if argv and argv[0] in COMMANDS else None
     if argv[:1] == ["docker"]:
         cut = argv.index("--") if "--" in argv else len(argv)  # argparse would drop that `--`
-        parser = build_parser()
+        parser = build_parser(only)
         args = parser.parse_args(argv[:cut])
         if args.service is None:  # checked here: argparse would call the optional ARGS required too
             _subparser(parser, "docker").error("the following argument is required: SERVICE")
@@ -250,7 +290,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
             setattr(args, key, value)
         return args
     head, tail = (argv[:argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
-    args = build_parser().parse_args(head)
+    args = build_parser(only).parse_args(head)
     before = getattr(args, "workload", None) or []
     if before and tail:
         args.workload = before + ["--"] + tail  # a `--` that belongs to the workload itself
@@ -282,10 +322,9 @@ def measure_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
     args = parse(sys.argv[1:] if argv is None else argv)
     if args.command is None:
-        parser.print_help()
+        build_parser().print_help()
         return errors.USAGE
     try:
         if args.command == "env-check":
@@ -319,5 +358,5 @@ def main(argv: list[str] | None = None) -> int:
         commands.say(f"{where}{exc.strerror or exc}")
         full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
         return errors.DISK_FULL if full else errors.USAGE
-    parser.error(f"unknown command {args.command}")
+    build_parser().error(f"unknown command {args.command}")
     return errors.USAGE

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from profilectl import errors, runs
+from profilectl import errors
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -40,15 +40,21 @@ def _console() -> "Console":
     return Console(highlight=False, soft_wrap=False, width=LOG_WIDTH)
 
 
+def _runs() -> Any:
+    """The run-directory module, imported where a command touches runs (env-check and report do not)."""
+    from profilectl import runs
+    return runs
+
+
 def say(message: str) -> None:
     """One line on stderr, never wrapped (rich would wrap at 80 columns off a terminal)."""
     sys.stderr.write(f"profilectl: {message}\n")
     sys.stderr.flush()
 
 
-def _probe(root: str | None = None, path: str | None = None, deep: bool = False) -> "Facts":
+def _probe(root: str | None = None, path: str | None = None, deep: bool = False, remember: bool = False) -> "Facts":
     from profilectl.probe import probe
-    return probe(root or os.environ.get(ROOT_ENV) or "/", path=path, deep=deep)
+    return probe(root or os.environ.get(ROOT_ENV) or "/", path=path, deep=deep, remember=remember)
 
 
 def _env_report(facts: "Facts") -> "EnvReport":
@@ -65,7 +71,7 @@ def shown_path(run_dir: Path) -> str:
     """In a container the run directory is under /workspace/traces; say where it is on the host."""
     on_host = os.environ.get("PROFILECTL_TRACES_ON_HOST")
     try:  # a folder outside the mounted traces folder (--traces-dir /tmp/x) is not on the host
-        inside = run_dir.resolve().relative_to(runs.default_traces_root().resolve())
+        inside = run_dir.resolve().relative_to(_runs().default_traces_root().resolve())
     except ValueError:
         return str(run_dir)
     return str(Path(on_host) / inside) if on_host else str(run_dir)
@@ -93,18 +99,23 @@ def _size(size: float) -> str:
 
 
 def env_check(as_json: bool, deep: bool, require: str | None, root: str | None, path: str | None) -> int:
-    report = _env_report(_probe(root, path, deep))
-    if as_json:
-        _print_json(report.to_dict())
+    facts = _probe(root, path, deep, remember=True)  # a run probes afresh; env-check may read kept answers
+    if as_json:  # the assessment of facts already assessed is read back, not planned again
+        from profilectl.assessment_cache import env_report_dict
+        payload = env_report_dict(facts)
+        _print_json(payload)
+        capability = payload["capabilities"][REQUIRE_CHOICES[require]] if require else None
+        available, reason, fix = (capability["available"], capability["reason"], capability["fix"]) \
+            if capability else (True, "", None)
     else:
         from profilectl.report import render
+        report = _env_report(facts)
         render.env_report(_console(), report)
-    if require:
-        verdict = report.assessment.capabilities[REQUIRE_CHOICES[require]]
-        if not verdict.available:
-            fix = f" Fix: {verdict.fix}" if verdict.fix else ""
-            say(f"{require} unavailable: {verdict.reason}.{fix}")
-            return errors.UNAVAILABLE
+        verdict = report.assessment.capabilities[REQUIRE_CHOICES[require]] if require else None
+        available, reason, fix = (verdict.available, verdict.reason, verdict.fix) if verdict else (True, "", None)
+    if not available:
+        say(f"{require} unavailable: {reason}.{f' Fix: {fix}' if fix else ''}")
+        return errors.UNAVAILABLE
     return errors.OK
 
 
@@ -195,12 +206,12 @@ def prepare(service: str, workload: list[str], *, backend: str | None, timeout: 
                       clock_control=clock_control, bounds=parse_bounds(**(bounds or {})),
                       include_collectives=include_collectives, sample=sample, attach=target,
                       ranks=parse_ranks(ranks), redact=redact)
-    traces_root = Path(traces_dir) if traces_dir else runs.default_traces_root()
+    traces_root = Path(traces_dir) if traces_dir else _runs().default_traces_root()
     from profilectl.jobs import SlurmTask
     task = SlurmTask.from_env() if os.environ.get("PROFILECTL_NO_JOB") != "1" else None
     job_dir = task.job_dir(traces_root, service) if task else None
     # A task of a SLURM job step: its run is <job dir>/<host>-rank<R>/ (jobs.py)
-    proposed = task.rank_dir(job_dir) if task and job_dir else runs.proposed_run_dir(traces_root, service)
+    proposed = task.rank_dir(job_dir) if task and job_dir else _runs().proposed_run_dir(traces_root, service)
     if task and proposed.exists():  # never a second folder name: ranks find each other by these names
         raise errors.UsageError(f"{shown_path(proposed)} already holds rank {task.rank} of an earlier job "
                                 f"{task.job_id}.{task.step_id} (job ids start again on a new cluster): move it "
@@ -243,8 +254,8 @@ def _update_job(job_dir: Path, task: Any) -> None:
     try:
         wait = 0.0 if scratch else float(os.environ.get("PROFILECTL_JOB_WAIT_S", "15"))
         job = jobs.write(job_dir, task, wait_for_ranks_s=wait)
-        runs.hand_over(job_dir / jobs.JOB_MANIFEST, runs.host_owner(job_dir.parent))
-        runs.hand_over(job_dir, runs.host_owner(job_dir.parent), recursive=False)
+        _runs().hand_over(job_dir / jobs.JOB_MANIFEST, _runs().host_owner(job_dir.parent))
+        _runs().hand_over(job_dir, _runs().host_owner(job_dir.parent), recursive=False)
     except (OSError, errors.ProfilectlError) as exc:
         say(f"job manifest not updated: {exc}")
         return
@@ -271,7 +282,7 @@ def cluster(action: str, command: list[str]) -> int:
 
 def ls(traces_dir: str | None, as_json: bool) -> int:
     from profilectl.report.listing import list_runs
-    root = Path(traces_dir) if traces_dir else runs.default_traces_root()
+    root = Path(traces_dir) if traces_dir else _runs().default_traces_root()
     if root.is_file():
         raise errors.UsageError(f"{root} is a file: ls lists the runs of a traces folder")
     if not root.is_dir():
@@ -286,13 +297,30 @@ def ls(traces_dir: str | None, as_json: bool) -> int:
 
 
 def report(path: str, fmt: str, output: str | None, top: int, force: bool = False) -> int:
-    from profilectl.report import export, html, load
     if top < 1:
         raise errors.UsageError("--top must be at least 1")
     if output and fmt == "csv":
         return report_csv_files(Path(path), output, force)
     if fmt in ("parquet", "sqlite"):
         return report_files(Path(path), fmt, output, force)
+    if not output:  # printed before from the same files, code and settings: printed again as it was
+        from profilectl.report import render_cache
+        cache_key = render_cache.key(path, fmt, top)
+        if cache_key is not None:
+            if render_cache.serve(cache_key):
+                return errors.OK
+            with render_cache.captured() as printed:
+                summary = _report(path, fmt, output, top, force)
+            if render_cache.settled(summary) and render_cache.key(path, fmt, top) == cache_key:
+                render_cache.keep(cache_key, printed.getvalue())
+            return errors.OK
+    _report(path, fmt, output, top, force)
+    return errors.OK
+
+
+def _report(path: str, fmt: str, output: str | None, top: int, force: bool) -> Any:
+    """Print (or write to -o) one report of the formats that make one text; the summary it came from."""
+    from profilectl.report import export, html, load
     if output:
         check_output(Path(output), force)
     summary = _load(Path(path), quiet=fmt == "json")
@@ -302,11 +330,11 @@ def report(path: str, fmt: str, output: str | None, top: int, force: bool = Fals
             say(f"csv: the {export.main_csv_table(tables)} table on stdout; -o NAME.csv (or -o FOLDER/) writes all "
                 f"{len(tables)} tables, one file each: {', '.join(tables)}")
         sys.stdout.write(export.to_csv(tables))
-        return errors.OK
+        return summary
     if fmt == "table" and not output:
         from profilectl.report import render
         render.report(_console(), summary, top)
-        return errors.OK
+        return summary
     text = {"json": lambda: export.to_json(summary),
             "md": lambda: export.to_markdown(summary, top), "html": lambda: html.to_html(summary, max(top, 15)),
             "table": lambda: export.to_markdown(summary, top)}[fmt]()
@@ -315,7 +343,7 @@ def report(path: str, fmt: str, output: str | None, top: int, force: bool = Fals
         say(f"wrote {output}")
     else:
         sys.stdout.write(text)
-    return errors.OK
+    return summary
 
 
 def csv_targets(output: str, names: list[str]) -> dict[str, Path]:
@@ -406,8 +434,8 @@ def _write_new(target: Path, force: bool, inputs: list[Path], write: Any, quiet:
             raise errors.UsageError(f"refusing to overwrite {target}: it appeared while the report was made")
         os.replace(partial, target)
     except OSError as exc:
-        if runs.is_disk_full(exc):
-            raise errors.DiskFullError(f"cannot write {target}: {runs.no_space(target.parent)}") from None
+        if _runs().is_disk_full(exc):
+            raise errors.DiskFullError(f"cannot write {target}: {_runs().no_space(target.parent)}") from None
         raise errors.UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
     finally:
         partial.unlink(missing_ok=True)
@@ -454,10 +482,10 @@ def check_output(output: Path, force: bool) -> None:
     if standing:  # /dev/null, a fifo, a socket: never replaced, not even with --force
         raise errors.UsageError(f"refusing to write {output}: it is {standing}, not a regular file "
                                 f"(-o only ever replaces regular files, also with --force)")
-    run_dir = runs.enclosing_run(output)
+    run_dir = _runs().enclosing_run(output)
     if run_dir is not None:
         inside = output.parent.resolve().relative_to(run_dir) / output.name
-        if os.path.lexists(output) or inside.parts[0] in runs.RUN_FILES:
+        if os.path.lexists(output) or inside.parts[0] in _runs().RUN_FILES:
             raise errors.UsageError(f"refusing to write {output}: it is the run's own file {inside} in {run_dir}; "
                                     f"write the report outside the run directory")
     if os.path.islink(output) and not force:
@@ -480,8 +508,8 @@ def write_output(output: Path, text: str, force: bool, inputs: list[Path]) -> No
         raise errors.UsageError(f"refusing to overwrite {output}: it appeared while the report was made; "
                                 f"pass --force to replace it") from None
     except OSError as exc:
-        if runs.is_disk_full(exc):
-            raise errors.DiskFullError(f"cannot write {output}: {runs.no_space(output.parent)}") from None
+        if _runs().is_disk_full(exc):
+            raise errors.DiskFullError(f"cannot write {output}: {_runs().no_space(output.parent)}") from None
         raise errors.UsageError(f"cannot write {output}: {exc.strerror or exc}") from None
 
 

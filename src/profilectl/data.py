@@ -16,8 +16,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from profilectl.errors import DataError, UsageError
 
 OVERRIDE_ENV = "PROFILECTL_PROFILING_DIR"
@@ -68,15 +66,15 @@ def require(relative: str) -> Path:
     return found
 
 
-# libyaml's safe loader where PyYAML was built with it (PyPI wheels and Debian's are): the same
-# documents ~8x faster than the pure-Python one (0.15 s of every command's start-up otherwise).
-_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
 def load_yaml(path: Path) -> Any:
+    # PyYAML imported here: the commands that read no data file (env-check on a machine without a
+    # GPU, a kept report) do not pay for it. libyaml's safe loader where PyYAML was built with it
+    # (PyPI wheels and Debian's are): the same documents ~8x faster than the pure-Python one.
+    import yaml
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
         with open(path, "rb") as fh:
-            return yaml.load(fh, Loader=_SAFE_LOADER)
+            return yaml.load(fh, Loader=loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f":{mark.line + 1}" if mark else ""

@@ -8,12 +8,12 @@ from typing import Mapping
 
 from profilectl.errors import UsageError
 from profilectl.facts import Facts, Verdict
-from profilectl.probe import attach, counters, live, sources
-from profilectl.probe.diagnose import NVIDIA_PERMISSION
-from profilectl.probe.machine import Machine
+from profilectl.probe import sources
+from profilectl.probe.machine import Machine, in_background
 
 
 def _nvidia_counter_check(facts: Facts) -> Verdict:
+    from profilectl.probe.diagnose import NVIDIA_PERMISSION
     host = facts.host
     if host.nvidia_profiling_admin_only and host.uid != 0 and "SYS_ADMIN" not in host.effective_capabilities:
         return Verdict(False, "the NVIDIA driver restricts GPU performance counters to admin users "
@@ -45,31 +45,34 @@ def torch_runtime_check(facts: Facts) -> Verdict | None:
 
 
 def probe(root: Path | str = "/", path: str | None = None, deep: bool = False,
-          env: Mapping[str, str] | None = None) -> Facts:
+          env: Mapping[str, str] | None = None, remember: bool = False) -> Facts:
+    """remember: answers of unchanged files may come from the cache (env-check; probe/facts_cache.py)."""
     root = Path(root)
     if not root.is_dir():
         raise UsageError(f"root path {root} does not exist or is not a directory")
     started = time.monotonic()
-    machine = Machine(root=root) if path is None else Machine(root=root, path=path)
+    machine = Machine(root=root, remember=remember) if path is None else Machine(root=root, path=path,
+                                                                                   remember=remember)
     if env is not None:
         machine.env = env
     # The slow sources are other programs (nvidia-smi or rocminfo, the workload's Python for torch):
     # run them side by side while the files are read here.
-    from concurrent.futures import ThreadPoolExecutor
-    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="profilectl-probe") as pool:
-        gpus = pool.submit(sources.gpus, machine)
-        torch = pool.submit(sources.torch, machine)
-        rocm = sources.rocm(machine)
-        base = Facts(host=sources.host(machine), gpus=gpus.result(), rocm=rocm,
-                     tools=sources.tools(machine, rocm.root), torch=torch.result())
+    gpus = in_background(sources.gpus, machine)
+    torch = in_background(sources.torch, machine)
+    rocm = sources.rocm(machine)
+    base = Facts(host=sources.host(machine), gpus=gpus(), rocm=rocm,
+                 tools=sources.tools(machine, rocm.root), torch=torch())
     checks: dict[str, Verdict] = {}
     notes: list[str] = []
+    # the AMD, ptrace and live checks imported where they apply (env-check starts faster without)
     if base.first_gpu("amd"):
+        from profilectl.probe import counters
         checks["amd_devices"] = counters.amd_device_access(base)
         checks["amd_counters"] = counters.amd_counter_support(base, machine)
     if base.first_gpu("nvidia"):
         checks["nvidia_counters"] = _nvidia_counter_check(base)
     if base.first_gpu("amd"):  # may rocprofv3 --attach ptrace a process of this user here?
+        from profilectl.probe import attach
         checks["attach_ptrace"] = attach.permission(base, attach.ptrace_scope(machine))
     runtime = torch_runtime_check(base)
     if runtime is not None:
@@ -77,6 +80,7 @@ def probe(root: Path | str = "/", path: str | None = None, deep: bool = False,
         if not runtime.available:
             notes.append(f"{runtime.reason}. Fix: {runtime.fix}")
     if deep:
+        from profilectl.probe import live
         verdict = live.probe_counters(base, machine)
         if verdict is not None:
             checks["live_counters"] = verdict

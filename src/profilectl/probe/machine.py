@@ -9,12 +9,36 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
+from typing import Any, Callable, Mapping, TypeVar
 
 DEFAULT_TIMEOUT_S = 3.0
+T = TypeVar("T")
+
+
+def in_background(work: Callable[..., T], *args: Any) -> Callable[[], T]:
+    """Start work(*args) on a thread; the returned call waits for its value (or raises its error).
+    A thread, not concurrent.futures: that import (with logging) is a tenth of env-check's start-up."""
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = work(*args)
+        except BaseException as exc:  # handed to the caller, as Future.result() would
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name="profilectl-probe", daemon=True)
+    thread.start()
+
+    def result() -> T:
+        thread.join()
+        if "error" in box:
+            raise box["error"]
+        value: T = box["value"]
+        return value
+    return result
 
 
 @dataclass
@@ -41,6 +65,9 @@ class Machine:
     path: str = field(default_factory=lambda: os.environ.get("PATH", os.defpath))
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     timeout_s: float = DEFAULT_TIMEOUT_S
+    # answers that only change when files change (a tool's version, the workload Python's torch) may
+    # come from the cache (probe/facts_cache.py): env-check's, not a run's, which probes afresh
+    remember: bool = False
 
     def file(self, absolute: str) -> Path:
         """Where an absolute path of the probed machine lives on this one."""
@@ -63,6 +90,7 @@ class Machine:
 
     def run(self, argv: list[str], timeout_s: float | None = None,
             extra_env: Mapping[str, str] | None = None) -> CommandResult:
+        import subprocess  # here: a probe whose answers all come from files or the cache starts nothing
         env = dict(self.env)
         env["PATH"] = self.path
         if extra_env:

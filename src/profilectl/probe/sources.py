@@ -14,12 +14,12 @@ import dataclasses
 import json
 import os
 import re
-import socket
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from profilectl import data
-from profilectl.probe.machine import Machine
+from profilectl.probe import facts_cache
+from profilectl.probe.machine import Machine, in_background
 from profilectl.facts import DeviceNode, Devices, Gpu, Host, Rocm, Tool, Torch
 
 # Linux capability bit numbers (include/uapi/linux/capability.h) that matter for profiling.
@@ -119,27 +119,42 @@ def amd_gpus_from_rocm_smi(machine: Machine) -> list[Gpu]:
 
 
 def nvidia_gpus(machine: Machine) -> list[Gpu]:
-    if machine.which("nvidia-smi"):
-        result = machine.run(["nvidia-smi", "--query-gpu=index,name,memory.total,compute_cap",
-                              "--format=csv,noheader,nounits"])
-        if result.ok:
-            gpus: list[Gpu] = []
-            for line in result.stdout.strip().splitlines():
-                fields = [f.strip() for f in line.split(",")]
-                if len(fields) < 4:
-                    continue
-                index, name, mem_mib, cc = fields[:4]
-                arch = "sm_" + cc.replace(".", "") if re.fullmatch(r"\d+\.\d+", cc) else None
-                memory = int(float(mem_mib) * 1024 * 1024) if re.fullmatch(r"[\d.]+", mem_mib) else None
-                gpus.append(Gpu(index=int(index) if index.isdigit() else len(gpus), vendor="nvidia",
-                                arch=arch, name=name, memory_bytes=memory, source="nvidia-smi"))
-            if gpus:
-                return gpus
-    gpus = []
+    smi = machine.which("nvidia-smi")
+    if smi:
+        listed = _nvidia_smi_gpus(machine) if not machine.remember else facts_cache.remembered(
+            "nvidia-gpus", facts_cache.nvidia_gpu_key(machine, smi), lambda: _with_smi(_nvidia_smi_gpus(machine), smi),
+            lambda gpus: [dataclasses.asdict(g) for g in gpus], lambda saved: [Gpu(**g) for g in saved])
+        if listed:
+            return listed
+    gpus: list[Gpu] = []
     for info in machine.glob("/proc/driver/nvidia/gpus/*/information"):
         model = re.search(r"^Model:\s*(.+)$", info.read_text(errors="replace"), re.M)
         gpus.append(Gpu(index=len(gpus), vendor="nvidia", arch=None,
                         name=model.group(1).strip() if model else None, source="proc-driver-nvidia"))
+    return gpus
+
+
+def _with_smi(gpus: list[Gpu], smi: str) -> tuple[list[Gpu], list[str] | None]:
+    """A listing worth keeping (nvidia-smi answered) with its witnesses: nvidia-smi itself."""
+    return gpus, ([smi, os.path.realpath(smi)] if gpus else None)
+
+
+def _nvidia_smi_gpus(machine: Machine) -> list[Gpu]:
+    """The GPUs nvidia-smi lists (empty when it fails or lists none)."""
+    result = machine.run(["nvidia-smi", "--query-gpu=index,name,memory.total,compute_cap",
+                          "--format=csv,noheader,nounits"])
+    if not result.ok:
+        return []
+    gpus: list[Gpu] = []
+    for line in result.stdout.strip().splitlines():
+        fields = [f.strip() for f in line.split(",")]
+        if len(fields) < 4:
+            continue
+        index, name, mem_mib, cc = fields[:4]
+        arch = "sm_" + cc.replace(".", "") if re.fullmatch(r"\d+\.\d+", cc) else None
+        memory = int(float(mem_mib) * 1024 * 1024) if re.fullmatch(r"[\d.]+", mem_mib) else None
+        gpus.append(Gpu(index=int(index) if index.isdigit() else len(gpus), vendor="nvidia",
+                        arch=arch, name=name, memory_bytes=memory, source="nvidia-smi"))
     return gpus
 
 
@@ -206,12 +221,24 @@ def tools(machine: Machine, rocm_root: str | None) -> dict[str, Tool]:
         name, path = item
         if name in _NO_VERSION_FLAG:
             return Tool(name, path, None)
-        result = search.run([path, "--version"])
-        match = _VERSION_RE.search(_version_line(name, result.output)) if not result.error else None
-        return Tool(name, path, match.group(1) if match else None)
 
-    with ThreadPoolExecutor(max_workers=max(1, len(found))) as pool:
-        return {tool.name: tool for tool in pool.map(version_of, found.items())}
+        def ask() -> tuple[str | None, list[str] | None]:
+            result = search.run([path, "--version"])
+            match = _VERSION_RE.search(_version_line(name, result.output)) if not result.error else None
+            # a version printed by a tool that ran well is the file's; a failure (a timeout, a missing
+            # library or program) may pass, so it is asked again next time
+            keep = facts_cache.tool_version_witnesses(path, machine.root) if result.ok else None
+            return (match.group(1) if match else None), keep
+
+        if not machine.remember:
+            return Tool(name, path, ask()[0])
+        # the same file (and driver) prints the same version: kept per path, asked again when either changes
+        version = facts_cache.remembered("tool-version", [name, path, search.path], ask, lambda v: v,
+                                         lambda v: v if isinstance(v, str) or v is None else None)
+        return Tool(name, path, version)
+
+    started = [in_background(version_of, item) for item in found.items()]  # side by side
+    return {tool.name: tool for tool in (result() for result in started)}
 
 
 def _version_line(name: str, output: str) -> str:
@@ -261,11 +288,16 @@ def host(machine: Machine) -> Host:
         evidence = f"/proc/1/cgroup mentions {match.group(1)}" if match else None
 
     kernel = (machine.read("/proc/sys/kernel/osrelease") or "").strip() or None
-    hostname = (machine.read("/proc/sys/kernel/hostname") or "").strip() or socket.gethostname()
+    hostname = (machine.read("/proc/sys/kernel/hostname") or "").strip() or _hostname()
     return Host(hostname=hostname, kernel=kernel, in_container=evidence is not None,
                 container_evidence=evidence, uid=uid, effective_capabilities=tuple(caps),
                 perf_event_paranoid=int(paranoid_text) if re.fullmatch(r"-?\d+", paranoid_text) else None,
                 nvidia_profiling_admin_only=admin_only, devices=devices(machine), groups=tuple(groups))
+
+
+def _hostname() -> str:
+    import socket
+    return socket.gethostname()
 
 
 def devices(machine: Machine) -> Devices:
@@ -300,6 +332,24 @@ if spec and spec.origin:
             out[key] = m.group(1) if m else None
     except OSError:
         pass
+# what the answer came from: the interpreter, every folder searched (a package installed there
+# changes it), its .pth files, the user site folder, pyvenv.cfg and torch's version.py
+seen = [sys.executable, os.path.join(sys.prefix, "pyvenv.cfg")]
+for entry in sys.path:
+    folder = os.path.abspath(entry or os.getcwd())
+    seen.append(folder)
+    try:
+        seen += [os.path.join(folder, n) for n in sorted(os.listdir(folder)) if n.endswith(".pth")]
+    except OSError:
+        pass
+try:
+    import site
+    seen.append(site.getusersitepackages())
+except Exception:
+    pass
+if out["path"]:
+    seen += [out["path"], os.path.join(out["path"], "version.py")]
+out["witnesses"] = seen
 print(json.dumps(out))
 """
 
@@ -309,13 +359,37 @@ def torch(machine: Machine, python: str | None = None) -> Torch:
     python = python or machine.which("python3") or machine.which("python")
     if not python:
         return Torch(version=None, backend=None)
-    result = machine.run([python, "-c", _TORCH_SCRIPT])
-    try:
-        info = json.loads(result.stdout.strip().splitlines()[-1]) if result.ok else {}
-    except (ValueError, IndexError):
-        info = {}
+    interpreter = python
+    cwd = _cwd() if machine.remember else ""
+
+    def ask() -> tuple[dict[str, Any], list[str] | None]:
+        """The interpreter's answer, and the files it came from (None: not to be kept)."""
+        result = machine.run([interpreter, "-c", _TORCH_SCRIPT])
+        try:
+            info = json.loads(result.stdout.strip().splitlines()[-1]) if result.ok else {}
+        except (ValueError, IndexError):
+            info = {}
+        if not isinstance(info, dict):
+            return {}, None
+        seen = info.pop("witnesses", None)
+        if not cwd or not isinstance(seen, list) or not all(isinstance(p, str) for p in seen):
+            return info, None  # an answer without its sources (or from a vanished folder) is not kept
+        return info, [interpreter, *seen, *facts_cache.shim_witnesses(interpreter, cwd, machine.env)]
+
+    if machine.remember:  # kept per interpreter, working folder and Python environment, while what it read stands
+        info = facts_cache.remembered("torch", [python, cwd, *facts_cache.env_key(machine.env)], ask,
+                                      lambda v: v, lambda v: v if isinstance(v, dict) else {})
+    else:
+        info = ask()[0]
     if not info.get("version"):
         return Torch(version=None, backend=None, python=info.get("python") or python)
     backend = "rocm" if info.get("hip") else "cuda" if info.get("cuda") else "cpu"
     return Torch(version=info["version"], backend=backend, path=info.get("path"), python=info.get("python"),
                  hip=info.get("hip"), cuda=info.get("cuda"))
+
+
+def _cwd() -> str:
+    try:
+        return os.getcwd()
+    except OSError:  # a working folder that is gone: sys.path[0] cannot be named, so nothing is kept
+        return ""
