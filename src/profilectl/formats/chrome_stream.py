@@ -103,7 +103,8 @@ _UNSET: Any = _MISSING  # msgspec.UNSET once msgspec is loaded
 @dataclass
 class ThreadEvents:
     """The tree-building CPU events of one (pid, tid), in file order: integer ns, name index, and
-    whether the event is an operator (the other CPU events are parents or children only)."""
+    what the event is (`operator`: TREE_OPERATOR, TREE_ANNOTATION, or TREE_OTHER for the CPU events
+    that are parents or children only)."""
     start: array = field(default_factory=lambda: array("q"))
     end: array = field(default_factory=lambda: array("q"))
     name: array = field(default_factory=lambda: array("l"))
@@ -142,11 +143,15 @@ class TimelineEvents:
     api_start: array = field(default_factory=lambda: array("q"))
     api_end: array = field(default_factory=lambda: array("q"))
     api_correlation: array = field(default_factory=lambda: array("q"))
+    api_thread: array = field(default_factory=lambda: array("l"))  # index into `threads`: who launched it
+    threads: list[tuple[Any, Any]] = field(default_factory=list)  # (pid, tid)
     markers: list[tuple[str, int, int, bool]] = field(default_factory=list)  # name, start, end, on the GPU
 
     def extend(self, other: "TimelineEvents") -> None:
         """Append another chunk's events (its streams and names re-indexed into ours)."""
-        for mine, theirs, index in ((self.streams, other.streams, other.stream), (self.names, other.names, other.name)):
+        targets = {id(other.stream): self.stream, id(other.name): self.name, id(other.api_thread): self.api_thread}
+        for mine, theirs, index in ((self.streams, other.streams, other.stream), (self.names, other.names, other.name),
+                                    (self.threads, other.threads, other.api_thread)):
             known = {value: i for i, value in enumerate(mine)}
             remap = []
             for value in theirs:
@@ -154,7 +159,7 @@ class TimelineEvents:
                     known[value] = len(mine)
                     mine.append(value)
                 remap.append(known[value])
-            target = self.stream if index is other.stream else self.name
+            target = targets[id(index)]
             target.extend(index if remap == list(range(len(remap))) else array("l", [remap[i] for i in index]))
         self.start.extend(other.start)
         self.end.extend(other.end)
@@ -168,6 +173,7 @@ class TimelineEvents:
 
 STEP_MARKER = "ProfilerStep#"
 GPU_MARKER = "gpu_user_annotation"  # torch's GPU-side copy of a range (CPU-side ones are user_annotation)
+GPU_MARKERS = frozenset({GPU_MARKER, "gpu_user_Annotation"})  # the second: kineto 2021-06 to 2022-05
 
 
 class _Undecodable(Exception):
@@ -258,10 +264,25 @@ def _nanoseconds(path: str, event: Any, value: Any, what: str) -> int:
 
 
 # What each category is for: a table of its own (kernels 1, copies 2, API calls 3), the operator
-# tree (4: an operator; 8: another CPU event, parent or child only), or both.
+# tree (4: an operator; 8: another CPU event, parent or child only), or both; 16: a range on the
+# GPU (gpu_user_annotation); 32: a user annotation (record_function, ProfilerStep#N); 64: a CPU
+# event that may be a ProfilerStep#N range.
+ANNOTATION = "user_annotation"
 _ROLE = {KERNEL: 1, **{c: 2 for c in COPY_CATEGORIES}, **{c: 8 for c in TREE_CATEGORIES}}
 _ROLE.update({c: 3 | 8 for c in API_CATEGORIES})
 _ROLE[OPERATOR] = 4 | 8
+_ROLE[ANNOTATION] = 8 | 32 | 64
+# Categories as each Kineto release writes them (libkineto/src/output_json.cpp and ActivityType,
+# pytorch/kineto history): torch 1.8/1.9 wrote "Operator", "Runtime", "Kernel", "Memcpy", "Memset"
+# and "User" for annotations; kineto of mid-2021 to mid-2022 (torch 1.10/1.11) wrote GPU ranges as
+# "gpu_user_Annotation"; later releases the lower-case names above. Matched by a dict lookup: free.
+LEGACY_CATEGORIES = {"Kernel": KERNEL, "Memcpy": "gpu_memcpy", "Memset": "gpu_memset", "Runtime": "cuda_runtime",
+                     "Operator": OPERATOR, "User": "user_annotation"}
+_ROLE.update({old: _ROLE[new] for old, new in LEGACY_CATEGORIES.items()})
+_ROLE["Operator"] |= 64  # torch 1.8/1.9 wrote record_function ranges (ProfilerStep#N too) as operators
+# What a tree event is (ThreadEvents.operator), by role: 1 an operator, 2 an annotation, 0 other.
+TREE_OTHER, TREE_OPERATOR, TREE_ANNOTATION = 0, 1, 2
+_TREE_KIND = [TREE_OPERATOR if role & 4 else TREE_ANNOTATION if role & 32 else TREE_OTHER for role in range(128)]
 # The legacy autograd profiler's export (torch builds without Kineto, e.g. Debian's 1.13) has no
 # "cat": CPU operators and CUDA kernels are told apart by their pid.
 _LEGACY_ROLE = {"CPU functions": 4 | 8, "CUDA functions": 1}
@@ -275,14 +296,15 @@ def aggregate(path: str, events: Iterable[Any], into: Partial | None = None) -> 
     names, threads = out.names, out.threads
     name_index: dict[str, int] = {n: i for i, n in enumerate(names)}
     role_of = _ROLE.get
+    tree_kind = _TREE_KIND
     unlisted = UNLISTED_BY_TORCH
     # One thread's events in plain lists (appending to a list is cheaper than to an array).
-    columns: dict[tuple[Any, Any], tuple[list[int], list[int], list[int], list[bool]]] = {}
+    columns: dict[tuple[Any, Any], tuple[list[int], list[int], list[int], list[int]]] = {}
     last_key: Any = None
     starts: list[int] = []
     ends: list[int] = []
     name_ids: list[int] = []
-    operators: list[bool] = []
+    operators: list[int] = []
     # Timestamps become integer ns relative to the chunk's first one: the difference of two
     # nearby doubles is exact, so 3 decimals of a 13-digit microsecond timestamp survive.
     base_us: float | None = None
@@ -296,6 +318,10 @@ def aggregate(path: str, events: Iterable[Any], into: Partial | None = None) -> 
     api_start: list[int] = []
     api_end: list[int] = []
     api_corr: list[int] = []
+    api_thread: list[int] = []
+    thread_index: dict[tuple[Any, Any], int] = {k: i for i, k in enumerate(out.timeline.threads)}
+    launcher: tuple[Any, Any] = (_MISSING, _MISSING)
+    tix = -1
     markers: list[tuple[str, int, int, bool]] = []
     timeline = out.timeline
     stream_index: dict[str, int] = {n: i for i, n in enumerate(timeline.streams)}
@@ -307,8 +333,8 @@ def aggregate(path: str, events: Iterable[Any], into: Partial | None = None) -> 
             continue
         role = role_of(event.cat)
         if role is None:
-            if event.cat == GPU_MARKER:
-                role = 16  # a step marker (ProfilerStep#N ranges on the GPU timeline)
+            if event.cat in GPU_MARKERS:
+                role = 16  # a range on the GPU (ProfilerStep#N ranges on the GPU timeline)
             else:
                 role = _LEGACY_ROLE.get(event.pid) if type(event.pid) is str else None
                 if role is None:
@@ -371,7 +397,14 @@ def aggregate(path: str, events: Iterable[Any], into: Partial | None = None) -> 
                 api_start.append(start)
                 api_end.append(start + ns)
                 api_corr.append(corr)
-        if ns > 0 and (role & 16 or event.cat == "user_annotation") and name.startswith(STEP_MARKER):
+                if event.tid != launcher[1] or event.pid != launcher[0]:  # mostly one thread launches
+                    launcher = (event.pid, event.tid)
+                    tix = thread_index.get(launcher)
+                    if tix is None:
+                        tix = thread_index[launcher] = len(timeline.threads)
+                        timeline.threads.append(launcher)
+                api_thread.append(tix)
+        if role & 80 and ns > 0 and name.startswith(STEP_MARKER):
             markers.append((name, start, start + ns, bool(role & 16)))
         if role & 8 and name not in unlisted:
             key = (event.pid, event.tid)
@@ -388,7 +421,7 @@ def aggregate(path: str, events: Iterable[Any], into: Partial | None = None) -> 
             starts.append(start)
             ends.append(start + ns)
             name_ids.append(index)
-            operators.append(role == 12)
+            operators.append(tree_kind[role])
     offset = int(base_us or 0) * 1000
     for key, (starts, ends, name_ids, operators) in columns.items():
         thread = threads.get(key)
@@ -408,6 +441,7 @@ def aggregate(path: str, events: Iterable[Any], into: Partial | None = None) -> 
     timeline.api_start.extend(shift(api_start))
     timeline.api_end.extend(shift(api_end))
     timeline.api_correlation.extend(array("q", api_corr))
+    timeline.api_thread.extend(array("l", api_thread))
     timeline.markers.extend((name, a + offset, b + offset, gpu) for name, a, b, gpu in markers)
     out.events += count
     out.untimed += untimed
@@ -460,7 +494,12 @@ def merge_partials(parts: Iterable[Partial]) -> Partial:
 
 
 def operator_sums(partial: Partial) -> dict[str, list[int]]:
-    """Per operator name: [calls, total ns, self ns, sum of squares, min, max], as torch's
+    """tree_sums' operators."""
+    return tree_sums(partial)[0]
+
+
+def tree_sums(partial: Partial) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
+    """Per operator name, and per user annotation name (record_function, ProfilerStep#N): [calls, total ns, self ns, sum of squares, min, max], as torch's
     `key_averages()` counts them.
 
     torch (torch/autograd/profiler_util.py, EventList) nests each thread's CPU events by time:
@@ -471,13 +510,15 @@ def operator_sums(partial: Partial) -> dict[str, list[int]]:
     duration ("CPU total") for every event that is left, and its self time: its duration less its
     children's durations. Nested events of one name that are not an only child both count, as in
     torch. Settled bottom-up here: an only child of the same name is merged into its parent after
-    it merged its own (one step per node reaches torch's fixed point).
+    it merged its own (one step per node reaches torch's fixed point). User annotations are nodes
+    of the same tree and counted the same way (key_averages() lists them beside the operators).
     """
-    by_index: dict[int, list[int]] = {}
+    by_kind: tuple[dict[int, list[int]], ...] = ({}, {}, {})  # by TREE_* kind, then name index
 
     def count(node: list[Any]) -> None:
         """A node torch keeps: one call of its name, its duration and its self time."""
         dur = node[3]
+        by_index = by_kind[node[2]]
         sums = by_index.get(node[1])
         if sums is None:
             by_index[node[1]] = [1, dur, dur - node[5], dur * dur, dur, dur]
@@ -524,7 +565,9 @@ def operator_sums(partial: Partial) -> dict[str, list[int]]:
                     count(node)
             if i >= 0:
                 stack.append([end, name_of[i], is_op[i], end - start, 0, 0, None])
-    return {partial.names[index]: sums for index, sums in by_index.items()}
+    names = partial.names
+    return ({names[i]: sums for i, sums in by_kind[TREE_OPERATOR].items()},
+            {names[i]: sums for i, sums in by_kind[TREE_ANNOTATION].items()})
 
 
 def _tree_order(starts: array, ends: array) -> Iterable[int]:
