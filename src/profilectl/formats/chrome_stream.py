@@ -149,9 +149,10 @@ class TimelineEvents:
 
     def extend(self, other: "TimelineEvents") -> None:
         """Append another chunk's events (its streams and names re-indexed into ours)."""
-        targets = {id(other.stream): self.stream, id(other.name): self.name, id(other.api_thread): self.api_thread}
-        for mine, theirs, index in ((self.streams, other.streams, other.stream), (self.names, other.names, other.name),
-                                    (self.threads, other.threads, other.api_thread)):
+        pairs: tuple[tuple[list[Any], list[Any], array, array], ...] = (
+            (self.streams, other.streams, other.stream, self.stream), (self.names, other.names, other.name, self.name),
+            (self.threads, other.threads, other.api_thread, self.api_thread))
+        for mine, theirs, index, target in pairs:
             known = {value: i for i, value in enumerate(mine)}
             remap = []
             for value in theirs:
@@ -159,7 +160,6 @@ class TimelineEvents:
                     known[value] = len(mine)
                     mine.append(value)
                 remap.append(known[value])
-            target = targets[id(index)]
             target.extend(index if remap == list(range(len(remap))) else array("l", [remap[i] for i in index]))
         self.start.extend(other.start)
         self.end.extend(other.end)
@@ -399,10 +399,11 @@ def aggregate(path: str, events: Iterable[Any], into: Partial | None = None) -> 
                 api_corr.append(corr)
                 if event.tid != launcher[1] or event.pid != launcher[0]:  # mostly one thread launches
                     launcher = (event.pid, event.tid)
-                    tix = thread_index.get(launcher)
-                    if tix is None:
-                        tix = thread_index[launcher] = len(timeline.threads)
+                    known = thread_index.get(launcher)
+                    if known is None:
+                        known = thread_index[launcher] = len(timeline.threads)
                         timeline.threads.append(launcher)
+                    tix = known
                 api_thread.append(tix)
         if role & 80 and ns > 0 and name.startswith(STEP_MARKER):
             markers.append((name, start, start + ns, bool(role & 16)))
@@ -499,7 +500,8 @@ def operator_sums(partial: Partial) -> dict[str, list[int]]:
 
 
 def tree_sums(partial: Partial) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
-    """Per operator name, and per user annotation name (record_function, ProfilerStep#N): [calls, total ns, self ns, sum of squares, min, max], as torch's
+    """Per operator name, and per user annotation name (record_function, ProfilerStep#N, with a 7th
+    value: GPU ns launched inside the range, see launched_gpu_time): [calls, total ns, self ns, sum of squares, min, max], as torch's
     `key_averages()` counts them.
 
     torch (torch/autograd/profiler_util.py, EventList) nests each thread's CPU events by time:
@@ -514,12 +516,20 @@ def tree_sums(partial: Partial) -> tuple[dict[str, list[int]], dict[str, list[in
     of the same tree and counted the same way (key_averages() lists them beside the operators).
     """
     by_kind: tuple[dict[int, list[int]], ...] = ({}, {}, {})  # by TREE_* kind, then name index
+    launched = launched_gpu_time(partial.timeline)
+    gpu_between: Callable[[int, int], int] = _no_gpu
 
     def count(node: list[Any]) -> None:
         """A node torch keeps: one call of its name, its duration and its self time."""
         dur = node[3]
         by_index = by_kind[node[2]]
         sums = by_index.get(node[1])
+        if node[2] == TREE_ANNOTATION:
+            gpu = gpu_between(node[0] - dur, node[0])
+            if sums is None:
+                by_index[node[1]] = [1, dur, dur - node[5], dur * dur, dur, dur, gpu]
+                return
+            sums[6] += gpu
         if sums is None:
             by_index[node[1]] = [1, dur, dur - node[5], dur * dur, dur, dur]
         else:
@@ -534,8 +544,9 @@ def tree_sums(partial: Partial) -> tuple[dict[str, list[int]], dict[str, list[in
 
     # One pass in (start, -end) order with a stack of open events; a node is settled when it
     # closes. node: [end, name, is operator, duration, children, children's time, only child].
-    for thread in partial.threads.values():
+    for key, thread in partial.threads.items():
         starts, ends, name_of, is_op = thread.start, thread.end, thread.name, thread.operator
+        gpu_between = launched.get(key, _no_gpu)
         stack: list[list[Any]] = []
         for i in itertools.chain(_tree_order(starts, ends), (-1,)):  # -1: the end closes what is open
             if i >= 0:
@@ -568,6 +579,49 @@ def tree_sums(partial: Partial) -> tuple[dict[str, list[int]], dict[str, list[in
     names = partial.names
     return ({names[i]: sums for i, sums in by_kind[TREE_OPERATOR].items()},
             {names[i]: sums for i, sums in by_kind[TREE_ANNOTATION].items()})
+
+
+def _no_gpu(start: int, end: int) -> int:
+    return 0
+
+
+def launched_gpu_time(timeline: TimelineEvents) -> dict[tuple[Any, Any], Callable[[int, int], int]]:
+    """Per launching thread: a function (start, end) -> the GPU ns (kernels, copies, memsets) of the
+    activities whose runtime call (cudaLaunchKernel, cudaMemcpyAsync, ...) starts in [start, end) on
+    that thread, linked by correlation id. torch counts a range's CUDA time the same way: the
+    device time of what its CPU-side children launched."""
+    import bisect
+
+    import numpy as np
+    if not len(timeline.api_correlation) or not len(timeline.correlation):
+        return {}
+    corr = np.frombuffer(timeline.correlation, dtype=np.int64)
+    duration = np.frombuffer(timeline.end, dtype=np.int64) - np.frombuffer(timeline.start, dtype=np.int64)
+    linked = corr >= 0
+    order = np.argsort(corr[linked], kind="stable")
+    keys, dur = corr[linked][order], duration[linked][order]
+    if not len(keys):
+        return {}
+    unique, first = np.unique(keys, return_index=True)
+    per_correlation = np.add.reduceat(dur, first)
+    api_corr = np.frombuffer(timeline.api_correlation, dtype=np.int64)
+    at = np.minimum(np.searchsorted(unique, api_corr), len(unique) - 1)
+    gpu = np.where(unique[at] == api_corr, per_correlation[at], 0)
+    api_start = np.frombuffer(timeline.api_start, dtype=np.int64)
+    api_thread = np.frombuffer(timeline.api_thread, dtype=np.int64 if timeline.api_thread.itemsize == 8 else np.int32)
+    out: dict[tuple[Any, Any], Callable[[int, int], int]] = {}
+    for index, key in enumerate(timeline.threads):
+        mine = api_thread == index
+        if not mine.any():
+            continue
+        by_start = np.argsort(api_start[mine], kind="stable")
+        starts = api_start[mine][by_start].tolist()
+        prefix = [0, *np.cumsum(gpu[mine][by_start]).tolist()]
+
+        def between(start: int, end: int, starts: list[int] = starts, prefix: list[int] = prefix) -> int:
+            return prefix[bisect.bisect_left(starts, end)] - prefix[bisect.bisect_left(starts, start)]
+        out[key] = between
+    return out
 
 
 def _tree_order(starts: array, ends: array) -> Iterable[int]:

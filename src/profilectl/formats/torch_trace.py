@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from profilectl.formats import ranks
 from profilectl.formats.reader import Reader, first_bytes
-from profilectl.formats.tables import PER_DISPATCH, KernelStats, StatsByName, Tables, merge_all
+from profilectl.formats.tables import PER_DISPATCH, AnnotationRow, KernelStats, StatsByName, Tables, merge_all
 
 if TYPE_CHECKING:
     from profilectl.analysis.timeline import RankTimeline
@@ -26,13 +26,18 @@ def read(path: Path, fast: bool = True, workers: int | None = None) -> Tables:
     from profilectl.formats import chrome_stream  # only when a trace is read (env-check loads this module)
     partial = chrome_stream.read_trace(path, fast=fast, workers=workers)
     with chrome_stream.gc_paused():  # a million small lists: the cyclic collector would rescan them
-        sums = chrome_stream.operator_sums(partial)
+        sums, annotation_sums = chrome_stream.tree_sums(partial)
     operators = {name: KernelStats.from_integer_sums(n, total, total_sq, low, high, self_total=self_ns)
                  for name, (n, total, self_ns, total_sq, low, high) in sums.items()}
     kernels = _stats(partial.kernels)
     rank, host = ranks.identity(path)
+    linked = bool(len(partial.timeline.api_correlation))
+    annotations = tuple(AnnotationRow(rank=rank, name=name, calls=n, total_ns=total, self_ns=self_ns,
+                                      gpu_ns=gpu if linked else None, min_ns=low, max_ns=high)
+                        for name, (n, total, self_ns, _sq, low, high, gpu) in annotation_sums.items())
     return Tables(kernels=kernels, kernel_detail=PER_DISPATCH if kernels else 0,
                   memory_copies=_stats(partial.copies), api=_stats(partial.api), operators=operators,
+                  annotations=annotations,
                   trace_files=(str(path),), ranks=(ranks.rank_row(rank, host, kernels, operators),),
                   timelines=() if partial.untimed else _timeline(rank, host, partial.timeline, partial),
                   notes=(f"no timeline analysis for {path.name}: {partial.untimed:,} events have no timestamp "

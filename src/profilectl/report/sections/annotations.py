@@ -1,0 +1,26 @@
+"""User annotations (torch's record_function / user_annotation ranges, ProfilerStep#N): calls,
+total and self CPU time, and the GPU time launched inside each range, per rank."""
+
+from __future__ import annotations
+
+from profilectl.report.document import Column, Section, TableBlock
+from profilectl.report.summary import Summary
+
+COLUMNS = (Column("rank", "rank"), Column("name", "name"), Column("calls", "calls", "count", "sum"),
+           Column("total_ns", "total (CPU)", "ns", "sum"), Column("self_ns", "self (CPU)", "ns", "sum"),
+           Column("gpu_ns", "GPU launched", "ns", "sum"), Column("min_ns", "min", "ns", "min", "wide"),
+           Column("max_ns", "max", "ns", "max", "wide"))
+
+
+def build(summary: Summary) -> Section | None:
+    rows = summary.annotations
+    if not rows:
+        return None
+    ranks = {row.rank for row in rows}
+    columns = COLUMNS if len(ranks) > 1 else tuple(
+        c if c.name != "rank" else Column("rank", "rank", show="machine") for c in COLUMNS)
+    table = TableBlock(key="annotations", title="User annotations",
+                       columns=columns, rows=tuple(tuple(getattr(r, c.name) for c in columns) for r in rows))
+    notes = ("GPU launched: the GPU time of the kernels, copies and memsets whose launch call ran inside the range "
+             "on its thread (linked by correlation id), as torch's CUDA total counts it",)
+    return Section(key="annotations", title="User annotations", tables=(table,), notes=notes)
