@@ -40,8 +40,18 @@ def read(path: Path, fast: bool = True, workers: int | None = None) -> Tables:
                   annotations=annotations,
                   trace_files=(str(path),), ranks=(ranks.rank_row(rank, host, kernels, operators),),
                   timelines=() if partial.untimed else _timeline(rank, host, partial.timeline, partial),
-                  notes=(f"no timeline analysis for {path.name}: {partial.untimed:,} events have no timestamp "
-                         "(\"ts\"); the tables are complete",) if partial.untimed else ())
+                  notes=_notes(path, partial))
+
+
+def _notes(path: Path, partial: "Partial") -> tuple[str, ...]:
+    if partial.untimed:
+        return (f"no timeline analysis for {path.name}: {partial.untimed:,} events have no timestamp (\"ts\"); the "
+                "tables are complete",)
+    if not len(partial.timeline.start) and partial.threads:
+        return (f"no GPU timeline for {path.name}: the trace holds no GPU activity (no kernel, copy or memset "
+                "event: a CPU-only job, or a profile of ProfilerActivity.CPU only); its operator and annotation "
+                "tables are complete",)
+    return ()
 
 
 def _timeline(rank: str, host: str | None, events: "TimelineEvents", partial: "Partial | None" = None
@@ -58,23 +68,32 @@ def _timeline(rank: str, host: str | None, events: "TimelineEvents", partial: "P
                           host_activity=host_activity(partial) if partial is not None else None),)
 
 
-def _head(path: Path) -> bytes:
+def _head(path: Path, size: int = 4096) -> bytes:
     if path.name.endswith(".gz"):
         import gzip
         import zlib
         try:
             with gzip.open(path, "rb") as fh:
-                return fh.read(4096)
+                return fh.read(size)
         except (OSError, EOFError, zlib.error):
             return b""  # not gzip, or cut before its first block: not ours to claim
-    return first_bytes(path)
+    return first_bytes(path, size)
+
+
+# Top-level keys kineto writes before "traceEvents"; a gloo job's distributedInfo lists every rank of
+# every process group (HTA's cpu_only trace: 300 ranks, the events start after 40 kB)
+KINETO_KEYS = (b'"schemaVersion"', b'"distributedInfo"', b'"deviceProperties"')
+LONG_HEAD = 4 << 20
 
 
 def is_chrome_trace(path: Path) -> bool:
     if not path.name.endswith((".json", ".json.gz")):
         return False
     head = _head(path)
-    return b'"traceEvents"' in head or head.lstrip().startswith(b"[")
+    if b'"traceEvents"' in head or head.lstrip().startswith(b"["):
+        return True
+    return head.lstrip().startswith(b"{") and any(key in head for key in KINETO_KEYS) \
+        and b'"traceEvents"' in _head(path, LONG_HEAD)
 
 
 class ChromeTraceReader(Reader):

@@ -16,11 +16,12 @@ def build(summary: Summary) -> Section | None:
     rows = summary.annotations
     if not rows:
         return None
-    ranks = {row.rank for row in rows}
-    columns = COLUMNS if len(ranks) > 1 else tuple(
-        c if c.name != "rank" else Column("rank", "rank", show="machine") for c in COLUMNS)
+    # one rank: no rank column to read; no launch linked (a CPU-only trace): no GPU column to read
+    hidden = ({"rank"} if len({row.rank for row in rows}) == 1 else set()) | (
+        {"gpu_ns"} if all(row.gpu_ns is None for row in rows) else set())
+    columns = tuple(Column(c.name, c.title, c.unit, c.aggregate, "machine") if c.name in hidden else c for c in COLUMNS)
     table = TableBlock(key="annotations", title="User annotations",
                        columns=columns, rows=tuple(tuple(getattr(r, c.name) for c in columns) for r in rows))
-    notes = ("GPU launched: the GPU time of the kernels, copies and memsets whose launch call ran inside the range "
+    notes = () if "gpu_ns" in hidden else ("GPU launched: the GPU time of the kernels, copies and memsets whose launch call ran inside the range "
              "on its thread (linked by correlation id), as torch's CUDA total counts it",)
     return Section(key="annotations", title="User annotations", tables=(table,), notes=notes)
