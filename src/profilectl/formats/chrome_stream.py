@@ -23,6 +23,7 @@ either finds the real boundaries (slower, the same numbers) or names the line wh
 from __future__ import annotations
 
 import codecs
+from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 import contextlib
 import gc
 import itertools
@@ -184,7 +185,7 @@ class _Undecodable(Exception):
 # Decoding
 
 
-def _msgspec_decoder() -> Callable[[bytes | bytearray | memoryview], list[Any]] | None:
+def _msgspec_decoder(exact: bool = False) -> Callable[[bytes | bytearray | memoryview], list[Any]] | None:
     try:
         import msgspec
     except ImportError:
@@ -198,6 +199,12 @@ def _msgspec_decoder() -> Callable[[bytes | bytearray | memoryview], list[Any]] 
         ("ts", float | str | None, None), ("dur", float | str | None | msgspec.UnsetType, msgspec.UNSET),
         ("args", event_args | None, None)], gc=False)
     typed = msgspec.json.Decoder(list[trace_event])  # type: ignore[valid-type]
+    if exact:  # ts as the literal's text where a double would lose its fraction (exact_float)
+        exact_event = msgspec.defstruct("ExactTraceEvent", [
+            ("ph", Any, None), ("cat", Any, None), ("name", Any, "?"), ("pid", Any, 0), ("tid", Any, 0),
+            ("ts", Any, None), ("dur", float | str | None | msgspec.UnsetType, msgspec.UNSET),
+            ("args", event_args | None, None)], gc=False)
+        typed = msgspec.json.Decoder(list[exact_event], float_hook=exact_float)  # type: ignore[valid-type]
     global _UNSET
     _UNSET = msgspec.UNSET
 
@@ -205,20 +212,46 @@ def _msgspec_decoder() -> Callable[[bytes | bytearray | memoryview], list[Any]] 
         try:
             return typed.decode(data)
         except msgspec.ValidationError:
-            return _stdlib_decode(data)  # an odd type somewhere (a string ts): the general path decides
+            # an odd type somewhere (a string ts): the general path decides
+            return _stdlib_decode_exact(data) if exact else _stdlib_decode(data)
         except msgspec.DecodeError:
             raise _Undecodable from None
     return decode
 
 
-def _stdlib_decode(data: bytes | bytearray | memoryview) -> list[Any]:
+def _stdlib_decode(data: bytes | bytearray | memoryview, parse_float: Callable[[str], Any] = float) -> list[Any]:
     try:
-        items = json.loads(bytes(data) if isinstance(data, memoryview) else data)
+        items = json.loads(bytes(data) if isinstance(data, memoryview) else data, parse_float=parse_float)
     except (ValueError, RecursionError):
         raise _Undecodable from None
     return [Event(e.get("ph"), e.get("cat"), e.get("name", "?"), e.get("pid", 0), e.get("tid", 0),
                   e.get("ts"), e.get("dur", _MISSING), _Args.of(e.get("args")))
             for e in items if isinstance(e, dict)]
+
+
+def _stdlib_decode_exact(data: bytes | bytearray | memoryview) -> list[Any]:
+    return _stdlib_decode(data, exact_float)
+
+
+# Exact time. A double holds a µs timestamp to the ns only below 2**43 µs (its spacing there is
+# ~1 ns): relative clocks (torch 2.x on CUDA, 4.4e12) are exact, epoch µs with ns fractions (HTA's
+# ns_resolution_trace, 1.7e15, spacing 0.25 µs) are not. A chunk whose first timestamp is that
+# large and that holds a fraction is decoded with such numbers kept as their text (exact_float),
+# turned into integer ns by _nanoseconds: no float round trip. Other chunks take the fast path.
+FIRST_TS = re.compile(rb'"ts"\s*:\s*"?(-?\d+)')
+LARGE_FRACTION_TS = re.compile(rb'"ts"\s*:\s*"?-?\d{13,}\.')
+EXACT_BELOW = 1 << 43
+
+
+def exact_float(text: str) -> Any:
+    """A JSON number as a float where the float is exact to the ns, else its text."""
+    value = float(text)
+    return value if -EXACT_BELOW < value < EXACT_BELOW else text
+
+
+def needs_exact(chunk: bytes | bytearray) -> bool:
+    first = FIRST_TS.search(chunk)
+    return first is not None and abs(int(first.group(1))) >= EXACT_BELOW and LARGE_FRACTION_TS.search(chunk) is not None
 
 
 class _Args(NamedTuple):
@@ -230,14 +263,16 @@ class _Args(NamedTuple):
         return _Args(value.get("correlation")) if isinstance(value, dict) and "correlation" in value else None
 
 
-_DECODERS: dict[bool, Callable[[bytes | bytearray | memoryview], list[Any]]] = {}
+_DECODERS: dict[tuple[bool, bool], Callable[[bytes | bytearray | memoryview], list[Any]]] = {}
 
 
-def decoder(fast: bool = True) -> Callable[[bytes | bytearray | memoryview], list[Any]]:
-    """msgspec's typed decoder where installed (and `fast`), else the stdlib json."""
-    if fast not in _DECODERS:
-        _DECODERS[fast] = (_msgspec_decoder() if fast else None) or _stdlib_decode
-    return _DECODERS[fast]
+def decoder(fast: bool = True, exact: bool = False) -> Callable[[bytes | bytearray | memoryview], list[Any]]:
+    """msgspec's typed decoder where installed (and `fast`), else the stdlib json; `exact`: large
+    timestamps kept as text (needs_exact)."""
+    if (fast, exact) not in _DECODERS:
+        _DECODERS[fast, exact] = (_msgspec_decoder(exact) if fast else None) or (
+            _stdlib_decode_exact if exact else _stdlib_decode)
+    return _DECODERS[fast, exact]
 
 
 def fast_decoder_available() -> bool:
@@ -250,7 +285,21 @@ def fast_decoder_available() -> bool:
 
 def _nanoseconds(path: str, event: Any, value: Any, what: str) -> int:
     """Microseconds (Chrome traces) to integer nanoseconds. Integers keep totals exact whatever the
-    chunking; ts is split so that 3 decimals of a 13-digit timestamp stay exact."""
+    chunking; a number's text (exact_float) is converted digit by digit, with no float between."""
+    if type(value) is int:
+        return value * 1000
+    if isinstance(value, str):
+        integer_part, dot, fraction = value.strip().partition(".")
+        digits = integer_part.lstrip("-")
+        if digits.isdigit() and (not dot or fraction.isdigit()) and len(fraction) <= 3:
+            magnitude = int(digits) * 1000 + int(fraction.ljust(3, "0") if fraction else 0)
+            return -magnitude if integer_part.startswith("-") else magnitude
+        try:
+            exact = Decimal(value)
+        except InvalidOperation:
+            exact = None
+        if exact is not None and exact.is_finite():
+            return int((exact * 1000).to_integral_value(ROUND_HALF_EVEN))
     number = value
     if isinstance(number, str):
         try:
@@ -366,11 +415,15 @@ def aggregate(path: str, events: Iterable[Any], into: Partial | None = None) -> 
         if ts is None:  # counted in the tables; without a time it has no place on a timeline or tree
             untimed += 1
             continue
-        if type(ts) is not float or ts - ts != 0.0:
-            ts = _nanoseconds(path, event, ts, "ts") / 1000
-        if base_us is None:
-            base_us = float(int(ts))
-        start = round((ts - base_us) * 1000)
+        if type(ts) is float and ts - ts == 0.0:
+            if base_us is None:
+                base_us = float(int(ts))
+            start = round((ts - base_us) * 1000)
+        else:  # an exact number (exact_float's text, an integer): integer ns all the way
+            exact_ns = _nanoseconds(path, event, ts, "ts")
+            if base_us is None:
+                base_us = float(exact_ns // 1000)
+            start = exact_ns - int(base_us) * 1000
         low = role & 3
         if low == 1 or low == 2:  # a kernel, copy or memset on the GPU timeline
             stream = f"{event.pid}:{event.tid}"
@@ -833,10 +886,10 @@ class _Values:
     """The stdlib's incremental reading of the events array from a proven boundary: one object at a
     time (raw_decode), text refilled from `more()` as it runs out. Ends at the array's `]`."""
 
-    def __init__(self, more: Callable[[], str], start: int, at_array_start: bool) -> None:
+    def __init__(self, more: Callable[[], str], start: int, at_array_start: bool, exact: bool = True) -> None:
         self.more, self.text, self.position, self.consumed = more, "", 0, start
         self.expect_value, self.values = True, 0 if at_array_start else 1
-        self.scanner = json.JSONDecoder()
+        self.scanner = json.JSONDecoder(parse_float=exact_float) if exact else json.JSONDecoder()
 
     def offset(self) -> int:
         """Stream offset (bytes) of the current position."""
@@ -964,7 +1017,8 @@ def read_chunk(task: Task) -> Partial:
     """A worker's job: decode one chunk and aggregate it. _Undecodable if it does not decode."""
     with gc_paused():
         buffer = _chunk_bytes(task)
-        decode = decoder(task.fast)
+        exact = needs_exact(buffer)
+        decode = decoder(task.fast, exact)
         if not task.last:
             return aggregate(task.path, decode(buffer))
         # The last chunk holds the array's end and the document's tail: most of it through the
@@ -982,7 +1036,7 @@ def read_chunk(task: Task) -> Partial:
             text = bytes(buffer[tail_from:body_end]).decode()
         except UnicodeDecodeError:
             raise _Undecodable from None
-        values = _Values(lambda: "", 0, tail_from == 1)
+        values = _Values(lambda: "", 0, tail_from == 1, exact)
         values.text = text
         aggregate(task.path, values.events(lambda message: _Undecodable()), partial)
         partial.tail = values.rest()
