@@ -80,3 +80,28 @@ def test_torch_1_8_and_1_9_operators_steps_and_launch_links(name):
     assert linked > 0
     assert sum(1 for c in timeline.correlation if c in launched) == linked + sum(
         1 for e in events if e.get("cat") in ("Memcpy", "Memset") and e["args"]["correlation"] in launched)
+
+
+def test_gpu_ranges_of_kineto_2021_to_2022_and_user_ranges_of_torch_1_8(tmp_path):
+    """Kineto wrote GPU-side ranges as "gpu_user_Annotation" from June 2021 to May 2022 (ActivityType
+    names, pytorch/kineto history) and torch 1.8 CPU-side ranges as "User": both are read like
+    today's gpu_user_annotation and user_annotation (a small trace in that layout, numbers by hand)."""
+    events = [
+        {"ph": "X", "cat": "User", "name": "ProfilerStep#3", "pid": 1, "tid": 1, "ts": 100, "dur": 50},
+        {"ph": "X", "cat": "Operator", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 110, "dur": 20},
+        {"ph": "X", "cat": "Runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 115, "dur": 5,
+         "args": {"correlation": 7}},
+        {"ph": "X", "cat": "Kernel", "name": "gemm", "pid": 0, "tid": "stream 7", "ts": 121, "dur": 9,
+         "args": {"correlation": 7}},
+        {"ph": "X", "cat": "gpu_user_Annotation", "name": "ProfilerStep#3", "pid": 0, "tid": "stream 7",
+         "ts": 121, "dur": 9},
+    ]
+    path = tmp_path / "t.pt.trace.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+    tables = torch_trace.read(path)
+    row, = tables.annotations
+    assert (row.name, row.calls, row.total_ns, row.self_ns, row.gpu_ns) == ("ProfilerStep#3", 1, 50_000, 30_000, 9_000)
+    assert tables.operators["aten::mm"].self_total == 15_000
+    timeline, = tables.timelines
+    assert sorted((m.start, m.end, m.on_gpu) for m in timeline.markers) == [
+        (100_000, 150_000, False), (121_000, 130_000, True)]
