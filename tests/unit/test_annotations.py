@@ -123,3 +123,26 @@ def test_the_annotations_section_and_the_api_table(tmp_path):
     frame = run.annotations
     assert frame.height == len(summary.annotations)
     assert set(frame.columns) >= {"name", "calls", "total_ns", "self_ns", "gpu_ns"}
+
+
+def test_annotations_per_rank_and_through_the_stored_summary(tmp_path):
+    """Two ranks' traces in one folder: each rank's rows apart, the rank column shown, and the rows
+    come back unchanged from summary.json (msgspec's typed decoding)."""
+    from profilectl.backends import READERS
+    from profilectl.formats.reader import read_path
+    from profilectl.report.summary import Summary
+    source = FIXTURES / "hta" / "trace_filter_sampled_rank-0.json.gz"
+    for rank in (0, 1):
+        (tmp_path / f"rank-{rank}.pt.trace.json.gz").write_bytes(source.read_bytes())
+    summary = build(read_path(tmp_path, READERS), SourceInfo(kind="trace", path=str(tmp_path)))
+    ranks = {row.rank for row in summary.annotations}
+    assert len(ranks) == 2
+    one = [row for row in summary.annotations if row.rank == min(ranks)]
+    other = [row for row in summary.annotations if row.rank == max(ranks)]
+    assert [(r.name, r.calls, r.total_ns, r.gpu_ns) for r in one] == [(r.name, r.calls, r.total_ns, r.gpu_ns) for r in other]
+    section = annotation_section.build(summary)
+    assert section is not None
+    rank_column, = [c for c in section.tables[0].columns if c.name == "rank"]
+    assert rank_column.show == "always"
+    summary.write(tmp_path / "summary.json")
+    assert Summary.read(tmp_path / "summary.json").annotations == summary.annotations
