@@ -23,5 +23,6 @@ def build(summary: Summary) -> Section | None:
     table = TableBlock(key="annotations", title="User annotations",
                        columns=columns, rows=tuple(tuple(getattr(r, c.name) for c in columns) for r in rows))
     notes = () if "gpu_ns" in hidden else ("GPU launched: the GPU time of the kernels, copies and memsets whose launch call ran inside the range "
-             "on its thread (linked by correlation id), as torch's CUDA total counts it",)
+             "on its thread (linked by correlation id), as torch's CUDA total counts it; what other threads launch "
+             "(autograd's backward thread) is not under a range of the main thread",)
     return Section(key="annotations", title="User annotations", tables=(table,), notes=notes)
