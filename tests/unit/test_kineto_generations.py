@@ -23,6 +23,9 @@ GENERATIONS = {
     "kineto/torch1.9_resnet50_worker0.pt.trace.json.gz": ("Kernel", ("Memcpy", "Memset"), "Runtime"),
     "kineto/inference_rank_1.json.gz": ("Kernel", ("Memcpy", "Memset"), "Runtime"),
     "hta/trace_filter_sampled_rank-0.json.gz": ("kernel", ("gpu_memcpy", "gpu_memset"), "cuda_runtime"),
+    # Kineto on ROCm 6.2 (roctracer): HIP calls filed as cuda_runtime
+    "hta/amd_mi250_minitoy_train_ROCm6_2_kineto.json.gz": ("kernel", ("gpu_memcpy", "gpu_memset"), "cuda_runtime"),
+    "hta/ns_resolution_rank-0.pt.trace.json.gz": ("kernel", ("gpu_memcpy", "gpu_memset"), "cuda_runtime"),
     "nvidia-h200/torch_profiler_trace.json": ("kernel", ("gpu_memcpy", "gpu_memset"), "cuda_runtime"),
 }
 
