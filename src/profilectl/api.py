@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 API_VERSION = 1
 
 # Attribute -> the report's table key (the CSV file name, the SQL table name)
-TABLES = {"kernels": "kernels", "operators": "operators", "api_calls": "api", "copies": "memory_copies",
+TABLES = {"kernels": "kernels", "operators": "operators", "annotations": "annotations", "api_calls": "api", "copies": "memory_copies",
           "counters": "counters", "ranks": "ranks", "steps": "steps", "gaps": "idle_gaps", "timeline": "timeline",
           "power": "power", "power_samples": "power_samples", "step_energy": "step_energy", "timing": "timing",
           "step_time": "step_time", "hotspots": "hotspots", "stall_reasons": "stall_reasons"}
@@ -77,6 +77,8 @@ class Run:
     kernels = property(lambda self: self.table("kernels"), doc="name, calls, total_ns, mean_ns, min_ns, max_ns, "
                        "std_ns, percent: one row per kernel, heaviest first")
     operators = property(lambda self: self.table("operators"), doc="torch.profiler's CPU operators (self_ns too)")
+    annotations = property(lambda self: self.table("annotations"), doc="record_function ranges and ProfilerStep#N "
+                           "per rank: calls, total_ns, self_ns, gpu_ns (GPU time launched inside), min_ns, max_ns")
     api_calls = property(lambda self: self.table("api"), doc="runtime API calls (hipLaunchKernel, cudaMalloc, ...)")
     copies = property(lambda self: self.table("memory_copies"), doc="memory copies and sets")
     counters = property(lambda self: self.table("counters"), doc="kernel, then one column per counter/metric")

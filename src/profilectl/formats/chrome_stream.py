@@ -23,6 +23,7 @@ either finds the real boundaries (slower, the same numbers) or names the line wh
 from __future__ import annotations
 
 import codecs
+from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 import contextlib
 import gc
 import itertools
@@ -103,7 +104,8 @@ _UNSET: Any = _MISSING  # msgspec.UNSET once msgspec is loaded
 @dataclass
 class ThreadEvents:
     """The tree-building CPU events of one (pid, tid), in file order: integer ns, name index, and
-    whether the event is an operator (the other CPU events are parents or children only)."""
+    what the event is (`operator`: TREE_OPERATOR, TREE_ANNOTATION, or TREE_OTHER for the CPU events
+    that are parents or children only)."""
     start: array = field(default_factory=lambda: array("q"))
     end: array = field(default_factory=lambda: array("q"))
     name: array = field(default_factory=lambda: array("l"))
@@ -142,11 +144,16 @@ class TimelineEvents:
     api_start: array = field(default_factory=lambda: array("q"))
     api_end: array = field(default_factory=lambda: array("q"))
     api_correlation: array = field(default_factory=lambda: array("q"))
+    api_thread: array = field(default_factory=lambda: array("l"))  # index into `threads`: who launched it
+    threads: list[tuple[Any, Any]] = field(default_factory=list)  # (pid, tid)
     markers: list[tuple[str, int, int, bool]] = field(default_factory=list)  # name, start, end, on the GPU
 
     def extend(self, other: "TimelineEvents") -> None:
         """Append another chunk's events (its streams and names re-indexed into ours)."""
-        for mine, theirs, index in ((self.streams, other.streams, other.stream), (self.names, other.names, other.name)):
+        pairs: tuple[tuple[list[Any], list[Any], array, array], ...] = (
+            (self.streams, other.streams, other.stream, self.stream), (self.names, other.names, other.name, self.name),
+            (self.threads, other.threads, other.api_thread, self.api_thread))
+        for mine, theirs, index, target in pairs:
             known = {value: i for i, value in enumerate(mine)}
             remap = []
             for value in theirs:
@@ -154,7 +161,6 @@ class TimelineEvents:
                     known[value] = len(mine)
                     mine.append(value)
                 remap.append(known[value])
-            target = self.stream if index is other.stream else self.name
             target.extend(index if remap == list(range(len(remap))) else array("l", [remap[i] for i in index]))
         self.start.extend(other.start)
         self.end.extend(other.end)
@@ -168,6 +174,7 @@ class TimelineEvents:
 
 STEP_MARKER = "ProfilerStep#"
 GPU_MARKER = "gpu_user_annotation"  # torch's GPU-side copy of a range (CPU-side ones are user_annotation)
+GPU_MARKERS = frozenset({GPU_MARKER, "gpu_user_Annotation"})  # the second: kineto 2021-06 to 2022-05
 
 
 class _Undecodable(Exception):
@@ -178,7 +185,7 @@ class _Undecodable(Exception):
 # Decoding
 
 
-def _msgspec_decoder() -> Callable[[bytes | bytearray | memoryview], list[Any]] | None:
+def _msgspec_decoder(exact: bool = False) -> Callable[[bytes | bytearray | memoryview], list[Any]] | None:
     try:
         import msgspec
     except ImportError:
@@ -192,6 +199,12 @@ def _msgspec_decoder() -> Callable[[bytes | bytearray | memoryview], list[Any]] 
         ("ts", float | str | None, None), ("dur", float | str | None | msgspec.UnsetType, msgspec.UNSET),
         ("args", event_args | None, None)], gc=False)
     typed = msgspec.json.Decoder(list[trace_event])  # type: ignore[valid-type]
+    if exact:  # ts as the literal's text where a double would lose its fraction (exact_float)
+        exact_event = msgspec.defstruct("ExactTraceEvent", [
+            ("ph", Any, None), ("cat", Any, None), ("name", Any, "?"), ("pid", Any, 0), ("tid", Any, 0),
+            ("ts", Any, None), ("dur", float | str | None | msgspec.UnsetType, msgspec.UNSET),
+            ("args", event_args | None, None)], gc=False)
+        typed = msgspec.json.Decoder(list[exact_event], float_hook=exact_float)  # type: ignore[valid-type]
     global _UNSET
     _UNSET = msgspec.UNSET
 
@@ -199,20 +212,46 @@ def _msgspec_decoder() -> Callable[[bytes | bytearray | memoryview], list[Any]] 
         try:
             return typed.decode(data)
         except msgspec.ValidationError:
-            return _stdlib_decode(data)  # an odd type somewhere (a string ts): the general path decides
+            # an odd type somewhere (a string ts): the general path decides
+            return _stdlib_decode_exact(data) if exact else _stdlib_decode(data)
         except msgspec.DecodeError:
             raise _Undecodable from None
     return decode
 
 
-def _stdlib_decode(data: bytes | bytearray | memoryview) -> list[Any]:
+def _stdlib_decode(data: bytes | bytearray | memoryview, parse_float: Callable[[str], Any] = float) -> list[Any]:
     try:
-        items = json.loads(bytes(data) if isinstance(data, memoryview) else data)
+        items = json.loads(bytes(data) if isinstance(data, memoryview) else data, parse_float=parse_float)
     except (ValueError, RecursionError):
         raise _Undecodable from None
     return [Event(e.get("ph"), e.get("cat"), e.get("name", "?"), e.get("pid", 0), e.get("tid", 0),
                   e.get("ts"), e.get("dur", _MISSING), _Args.of(e.get("args")))
             for e in items if isinstance(e, dict)]
+
+
+def _stdlib_decode_exact(data: bytes | bytearray | memoryview) -> list[Any]:
+    return _stdlib_decode(data, exact_float)
+
+
+# Exact time. A double holds a µs timestamp to the ns only below 2**43 µs (its spacing there is
+# ~1 ns): relative clocks (torch 2.x on CUDA, 4.4e12) are exact, epoch µs with ns fractions (HTA's
+# ns_resolution_trace, 1.7e15, spacing 0.25 µs) are not. A chunk whose first timestamp is that
+# large and that holds a fraction is decoded with such numbers kept as their text (exact_float),
+# turned into integer ns by _nanoseconds: no float round trip. Other chunks take the fast path.
+FIRST_TS = re.compile(rb'"ts"\s*:\s*"?(-?\d+)')
+LARGE_FRACTION_TS = re.compile(rb'"ts"\s*:\s*"?-?\d{13,}\.')
+EXACT_BELOW = 1 << 43
+
+
+def exact_float(text: str) -> Any:
+    """A JSON number as a float where the float is exact to the ns, else its text."""
+    value = float(text)
+    return value if -EXACT_BELOW < value < EXACT_BELOW else text
+
+
+def needs_exact(chunk: bytes | bytearray) -> bool:
+    first = FIRST_TS.search(chunk)
+    return first is not None and abs(int(first.group(1))) >= EXACT_BELOW and LARGE_FRACTION_TS.search(chunk) is not None
 
 
 class _Args(NamedTuple):
@@ -224,14 +263,16 @@ class _Args(NamedTuple):
         return _Args(value.get("correlation")) if isinstance(value, dict) and "correlation" in value else None
 
 
-_DECODERS: dict[bool, Callable[[bytes | bytearray | memoryview], list[Any]]] = {}
+_DECODERS: dict[tuple[bool, bool], Callable[[bytes | bytearray | memoryview], list[Any]]] = {}
 
 
-def decoder(fast: bool = True) -> Callable[[bytes | bytearray | memoryview], list[Any]]:
-    """msgspec's typed decoder where installed (and `fast`), else the stdlib json."""
-    if fast not in _DECODERS:
-        _DECODERS[fast] = (_msgspec_decoder() if fast else None) or _stdlib_decode
-    return _DECODERS[fast]
+def decoder(fast: bool = True, exact: bool = False) -> Callable[[bytes | bytearray | memoryview], list[Any]]:
+    """msgspec's typed decoder where installed (and `fast`), else the stdlib json; `exact`: large
+    timestamps kept as text (needs_exact)."""
+    if (fast, exact) not in _DECODERS:
+        _DECODERS[fast, exact] = (_msgspec_decoder(exact) if fast else None) or (
+            _stdlib_decode_exact if exact else _stdlib_decode)
+    return _DECODERS[fast, exact]
 
 
 def fast_decoder_available() -> bool:
@@ -244,7 +285,21 @@ def fast_decoder_available() -> bool:
 
 def _nanoseconds(path: str, event: Any, value: Any, what: str) -> int:
     """Microseconds (Chrome traces) to integer nanoseconds. Integers keep totals exact whatever the
-    chunking; ts is split so that 3 decimals of a 13-digit timestamp stay exact."""
+    chunking; a number's text (exact_float) is converted digit by digit, with no float between."""
+    if type(value) is int:
+        return value * 1000
+    if isinstance(value, str):
+        integer_part, dot, fraction = value.strip().partition(".")
+        digits = integer_part.lstrip("-")
+        if digits.isdigit() and (not dot or fraction.isdigit()) and len(fraction) <= 3:
+            magnitude = int(digits) * 1000 + int(fraction.ljust(3, "0") if fraction else 0)
+            return -magnitude if integer_part.startswith("-") else magnitude
+        try:
+            exact = Decimal(value)
+        except InvalidOperation:
+            exact = None
+        if exact is not None and exact.is_finite():
+            return int((exact * 1000).to_integral_value(ROUND_HALF_EVEN))
     number = value
     if isinstance(number, str):
         try:
@@ -258,10 +313,25 @@ def _nanoseconds(path: str, event: Any, value: Any, what: str) -> int:
 
 
 # What each category is for: a table of its own (kernels 1, copies 2, API calls 3), the operator
-# tree (4: an operator; 8: another CPU event, parent or child only), or both.
+# tree (4: an operator; 8: another CPU event, parent or child only), or both; 16: a range on the
+# GPU (gpu_user_annotation); 32: a user annotation (record_function, ProfilerStep#N); 64: a CPU
+# event that may be a ProfilerStep#N range.
+ANNOTATION = "user_annotation"
 _ROLE = {KERNEL: 1, **{c: 2 for c in COPY_CATEGORIES}, **{c: 8 for c in TREE_CATEGORIES}}
 _ROLE.update({c: 3 | 8 for c in API_CATEGORIES})
 _ROLE[OPERATOR] = 4 | 8
+_ROLE[ANNOTATION] = 8 | 32 | 64
+# Categories as each Kineto release writes them (libkineto/src/output_json.cpp and ActivityType,
+# pytorch/kineto history): torch 1.8/1.9 wrote "Operator", "Runtime", "Kernel", "Memcpy", "Memset"
+# and "User" for annotations; kineto of mid-2021 to mid-2022 (torch 1.10/1.11) wrote GPU ranges as
+# "gpu_user_Annotation"; later releases the lower-case names above. Matched by a dict lookup: free.
+LEGACY_CATEGORIES = {"Kernel": KERNEL, "Memcpy": "gpu_memcpy", "Memset": "gpu_memset", "Runtime": "cuda_runtime",
+                     "Operator": OPERATOR, "User": "user_annotation"}
+_ROLE.update({old: _ROLE[new] for old, new in LEGACY_CATEGORIES.items()})
+_ROLE["Operator"] |= 64  # torch 1.8/1.9 wrote record_function ranges (ProfilerStep#N too) as operators
+# What a tree event is (ThreadEvents.operator), by role: 1 an operator, 2 an annotation, 0 other.
+TREE_OTHER, TREE_OPERATOR, TREE_ANNOTATION = 0, 1, 2
+_TREE_KIND = [TREE_OPERATOR if role & 4 else TREE_ANNOTATION if role & 32 else TREE_OTHER for role in range(128)]
 # The legacy autograd profiler's export (torch builds without Kineto, e.g. Debian's 1.13) has no
 # "cat": CPU operators and CUDA kernels are told apart by their pid.
 _LEGACY_ROLE = {"CPU functions": 4 | 8, "CUDA functions": 1}
@@ -275,14 +345,15 @@ def aggregate(path: str, events: Iterable[Any], into: Partial | None = None) -> 
     names, threads = out.names, out.threads
     name_index: dict[str, int] = {n: i for i, n in enumerate(names)}
     role_of = _ROLE.get
+    tree_kind = _TREE_KIND
     unlisted = UNLISTED_BY_TORCH
     # One thread's events in plain lists (appending to a list is cheaper than to an array).
-    columns: dict[tuple[Any, Any], tuple[list[int], list[int], list[int], list[bool]]] = {}
+    columns: dict[tuple[Any, Any], tuple[list[int], list[int], list[int], list[int]]] = {}
     last_key: Any = None
     starts: list[int] = []
     ends: list[int] = []
     name_ids: list[int] = []
-    operators: list[bool] = []
+    operators: list[int] = []
     # Timestamps become integer ns relative to the chunk's first one: the difference of two
     # nearby doubles is exact, so 3 decimals of a 13-digit microsecond timestamp survive.
     base_us: float | None = None
@@ -296,6 +367,10 @@ def aggregate(path: str, events: Iterable[Any], into: Partial | None = None) -> 
     api_start: list[int] = []
     api_end: list[int] = []
     api_corr: list[int] = []
+    api_thread: list[int] = []
+    thread_index: dict[tuple[Any, Any], int] = {k: i for i, k in enumerate(out.timeline.threads)}
+    launcher: tuple[Any, Any] = (_MISSING, _MISSING)
+    tix = -1
     markers: list[tuple[str, int, int, bool]] = []
     timeline = out.timeline
     stream_index: dict[str, int] = {n: i for i, n in enumerate(timeline.streams)}
@@ -307,8 +382,8 @@ def aggregate(path: str, events: Iterable[Any], into: Partial | None = None) -> 
             continue
         role = role_of(event.cat)
         if role is None:
-            if event.cat == GPU_MARKER:
-                role = 16  # a step marker (ProfilerStep#N ranges on the GPU timeline)
+            if event.cat in GPU_MARKERS:
+                role = 16  # a range on the GPU (ProfilerStep#N ranges on the GPU timeline)
             else:
                 role = _LEGACY_ROLE.get(event.pid) if type(event.pid) is str else None
                 if role is None:
@@ -340,11 +415,15 @@ def aggregate(path: str, events: Iterable[Any], into: Partial | None = None) -> 
         if ts is None:  # counted in the tables; without a time it has no place on a timeline or tree
             untimed += 1
             continue
-        if type(ts) is not float or ts - ts != 0.0:
-            ts = _nanoseconds(path, event, ts, "ts") / 1000
-        if base_us is None:
-            base_us = float(int(ts))
-        start = round((ts - base_us) * 1000)
+        if type(ts) is float and ts - ts == 0.0:
+            if base_us is None:
+                base_us = float(int(ts))
+            start = round((ts - base_us) * 1000)
+        else:  # an exact number (exact_float's text, an integer): integer ns all the way
+            exact_ns = _nanoseconds(path, event, ts, "ts")
+            if base_us is None:
+                base_us = float(exact_ns // 1000)
+            start = exact_ns - int(base_us) * 1000
         low = role & 3
         if low == 1 or low == 2:  # a kernel, copy or memset on the GPU timeline
             stream = f"{event.pid}:{event.tid}"
@@ -371,7 +450,15 @@ def aggregate(path: str, events: Iterable[Any], into: Partial | None = None) -> 
                 api_start.append(start)
                 api_end.append(start + ns)
                 api_corr.append(corr)
-        if ns > 0 and (role & 16 or event.cat == "user_annotation") and name.startswith(STEP_MARKER):
+                if event.tid != launcher[1] or event.pid != launcher[0]:  # mostly one thread launches
+                    launcher = (event.pid, event.tid)
+                    known = thread_index.get(launcher)
+                    if known is None:
+                        known = thread_index[launcher] = len(timeline.threads)
+                        timeline.threads.append(launcher)
+                    tix = known
+                api_thread.append(tix)
+        if role & 80 and ns > 0 and name.startswith(STEP_MARKER):
             markers.append((name, start, start + ns, bool(role & 16)))
         if role & 8 and name not in unlisted:
             key = (event.pid, event.tid)
@@ -388,7 +475,7 @@ def aggregate(path: str, events: Iterable[Any], into: Partial | None = None) -> 
             starts.append(start)
             ends.append(start + ns)
             name_ids.append(index)
-            operators.append(role == 12)
+            operators.append(tree_kind[role])
     offset = int(base_us or 0) * 1000
     for key, (starts, ends, name_ids, operators) in columns.items():
         thread = threads.get(key)
@@ -408,6 +495,7 @@ def aggregate(path: str, events: Iterable[Any], into: Partial | None = None) -> 
     timeline.api_start.extend(shift(api_start))
     timeline.api_end.extend(shift(api_end))
     timeline.api_correlation.extend(array("q", api_corr))
+    timeline.api_thread.extend(array("l", api_thread))
     timeline.markers.extend((name, a + offset, b + offset, gpu) for name, a, b, gpu in markers)
     out.events += count
     out.untimed += untimed
@@ -460,7 +548,13 @@ def merge_partials(parts: Iterable[Partial]) -> Partial:
 
 
 def operator_sums(partial: Partial) -> dict[str, list[int]]:
-    """Per operator name: [calls, total ns, self ns, sum of squares, min, max], as torch's
+    """tree_sums' operators."""
+    return tree_sums(partial)[0]
+
+
+def tree_sums(partial: Partial) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
+    """Per operator name, and per user annotation name (record_function, ProfilerStep#N, with a 7th
+    value: GPU ns launched inside the range, see launched_gpu_time): [calls, total ns, self ns, sum of squares, min, max], as torch's
     `key_averages()` counts them.
 
     torch (torch/autograd/profiler_util.py, EventList) nests each thread's CPU events by time:
@@ -471,14 +565,24 @@ def operator_sums(partial: Partial) -> dict[str, list[int]]:
     duration ("CPU total") for every event that is left, and its self time: its duration less its
     children's durations. Nested events of one name that are not an only child both count, as in
     torch. Settled bottom-up here: an only child of the same name is merged into its parent after
-    it merged its own (one step per node reaches torch's fixed point).
+    it merged its own (one step per node reaches torch's fixed point). User annotations are nodes
+    of the same tree and counted the same way (key_averages() lists them beside the operators).
     """
-    by_index: dict[int, list[int]] = {}
+    by_kind: tuple[dict[int, list[int]], ...] = ({}, {}, {})  # by TREE_* kind, then name index
+    launched = launched_gpu_time(partial.timeline)
+    gpu_between: Callable[[int, int], int] = _no_gpu
 
     def count(node: list[Any]) -> None:
         """A node torch keeps: one call of its name, its duration and its self time."""
         dur = node[3]
+        by_index = by_kind[node[2]]
         sums = by_index.get(node[1])
+        if node[2] == TREE_ANNOTATION:
+            gpu = gpu_between(node[0] - dur, node[0])
+            if sums is None:
+                by_index[node[1]] = [1, dur, dur - node[5], dur * dur, dur, dur, gpu]
+                return
+            sums[6] += gpu
         if sums is None:
             by_index[node[1]] = [1, dur, dur - node[5], dur * dur, dur, dur]
         else:
@@ -493,8 +597,9 @@ def operator_sums(partial: Partial) -> dict[str, list[int]]:
 
     # One pass in (start, -end) order with a stack of open events; a node is settled when it
     # closes. node: [end, name, is operator, duration, children, children's time, only child].
-    for thread in partial.threads.values():
+    for key, thread in partial.threads.items():
         starts, ends, name_of, is_op = thread.start, thread.end, thread.name, thread.operator
+        gpu_between = launched.get(key, _no_gpu)
         stack: list[list[Any]] = []
         for i in itertools.chain(_tree_order(starts, ends), (-1,)):  # -1: the end closes what is open
             if i >= 0:
@@ -524,7 +629,52 @@ def operator_sums(partial: Partial) -> dict[str, list[int]]:
                     count(node)
             if i >= 0:
                 stack.append([end, name_of[i], is_op[i], end - start, 0, 0, None])
-    return {partial.names[index]: sums for index, sums in by_index.items()}
+    names = partial.names
+    return ({names[i]: sums for i, sums in by_kind[TREE_OPERATOR].items()},
+            {names[i]: sums for i, sums in by_kind[TREE_ANNOTATION].items()})
+
+
+def _no_gpu(start: int, end: int) -> int:
+    return 0
+
+
+def launched_gpu_time(timeline: TimelineEvents) -> dict[tuple[Any, Any], Callable[[int, int], int]]:
+    """Per launching thread: a function (start, end) -> the GPU ns (kernels, copies, memsets) of the
+    activities whose runtime call (cudaLaunchKernel, cudaMemcpyAsync, ...) starts in [start, end) on
+    that thread, linked by correlation id. torch counts a range's CUDA time the same way: the
+    device time of what its CPU-side children launched."""
+    import bisect
+
+    import numpy as np
+    if not len(timeline.api_correlation) or not len(timeline.correlation):
+        return {}
+    corr = np.frombuffer(timeline.correlation, dtype=np.int64)
+    duration = np.frombuffer(timeline.end, dtype=np.int64) - np.frombuffer(timeline.start, dtype=np.int64)
+    linked = corr >= 0
+    order = np.argsort(corr[linked], kind="stable")
+    keys, dur = corr[linked][order], duration[linked][order]
+    if not len(keys):
+        return {}
+    unique, first = np.unique(keys, return_index=True)
+    per_correlation = np.add.reduceat(dur, first)
+    api_corr = np.frombuffer(timeline.api_correlation, dtype=np.int64)
+    at = np.minimum(np.searchsorted(unique, api_corr), len(unique) - 1)
+    gpu = np.where(unique[at] == api_corr, per_correlation[at], 0)
+    api_start = np.frombuffer(timeline.api_start, dtype=np.int64)
+    api_thread = np.frombuffer(timeline.api_thread, dtype=np.int64 if timeline.api_thread.itemsize == 8 else np.int32)
+    out: dict[tuple[Any, Any], Callable[[int, int], int]] = {}
+    for index, key in enumerate(timeline.threads):
+        mine = api_thread == index
+        if not mine.any():
+            continue
+        by_start = np.argsort(api_start[mine], kind="stable")
+        starts = api_start[mine][by_start].tolist()
+        prefix = [0, *np.cumsum(gpu[mine][by_start]).tolist()]
+
+        def between(start: int, end: int, starts: list[int] = starts, prefix: list[int] = prefix) -> int:
+            return prefix[bisect.bisect_left(starts, end)] - prefix[bisect.bisect_left(starts, start)]
+        out[key] = between
+    return out
 
 
 def _tree_order(starts: array, ends: array) -> Iterable[int]:
@@ -736,10 +886,10 @@ class _Values:
     """The stdlib's incremental reading of the events array from a proven boundary: one object at a
     time (raw_decode), text refilled from `more()` as it runs out. Ends at the array's `]`."""
 
-    def __init__(self, more: Callable[[], str], start: int, at_array_start: bool) -> None:
+    def __init__(self, more: Callable[[], str], start: int, at_array_start: bool, exact: bool = True) -> None:
         self.more, self.text, self.position, self.consumed = more, "", 0, start
         self.expect_value, self.values = True, 0 if at_array_start else 1
-        self.scanner = json.JSONDecoder()
+        self.scanner = json.JSONDecoder(parse_float=exact_float) if exact else json.JSONDecoder()
 
     def offset(self) -> int:
         """Stream offset (bytes) of the current position."""
@@ -867,7 +1017,8 @@ def read_chunk(task: Task) -> Partial:
     """A worker's job: decode one chunk and aggregate it. _Undecodable if it does not decode."""
     with gc_paused():
         buffer = _chunk_bytes(task)
-        decode = decoder(task.fast)
+        exact = needs_exact(buffer)
+        decode = decoder(task.fast, exact)
         if not task.last:
             return aggregate(task.path, decode(buffer))
         # The last chunk holds the array's end and the document's tail: most of it through the
@@ -885,7 +1036,7 @@ def read_chunk(task: Task) -> Partial:
             text = bytes(buffer[tail_from:body_end]).decode()
         except UnicodeDecodeError:
             raise _Undecodable from None
-        values = _Values(lambda: "", 0, tail_from == 1)
+        values = _Values(lambda: "", 0, tail_from == 1, exact)
         values.text = text
         aggregate(task.path, values.events(lambda message: _Undecodable()), partial)
         partial.tail = values.rest()

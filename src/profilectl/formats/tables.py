@@ -163,6 +163,22 @@ class CounterValue:
 
 
 @dataclass(frozen=True)
+class AnnotationRow:
+    """One user annotation name of one rank (torch's record_function / user_annotation ranges, the
+    ProfilerStep#N steps), as key_averages() counts them: calls, total and self CPU time (integer ns);
+    gpu_ns is the GPU time of the kernels, copies and memsets launched inside the range on its thread
+    (by correlation id), None where the trace links no launch to its GPU activity."""
+    rank: str
+    name: str
+    calls: int
+    total_ns: int
+    self_ns: int
+    gpu_ns: int | None
+    min_ns: int
+    max_ns: int
+
+
+@dataclass(frozen=True)
 class RankRow:
     """One process (rank) of a multi-process run: its GPU time (kernels), the part of it in
     collectives (NCCL/RCCL kernels), its heaviest kernel; for a rank with no GPU kernels, its
@@ -198,6 +214,7 @@ class Tables:
     api: StatsByName = field(default_factory=dict)
     memory_copies: StatsByName = field(default_factory=dict)
     operators: StatsByName = field(default_factory=dict)
+    annotations: tuple[AnnotationRow, ...] = ()  # per rank: rows of several ranks are kept apart
     counters: tuple[CounterValue, ...] = ()
     timing_s: tuple[float, ...] = ()  # seconds of each timed run (timing backend)
     # When each step ended (ns, one process's monotonic clock), per timed process (profilectl's hook)
@@ -216,7 +233,7 @@ class Tables:
 
     @property
     def has_data(self) -> bool:
-        return bool(self.kernels or self.api or self.memory_copies or self.operators or self.counters
+        return bool(self.kernels or self.api or self.memory_copies or self.operators or self.annotations or self.counters
                     or self.timing_s or self.trace_files or self.pc_samples)
 
     def merge(self, other: "Tables") -> "Tables":
@@ -230,6 +247,7 @@ class Tables:
                       api=merge_stats(self.api, other.api),
                       memory_copies=merge_stats(self.memory_copies, other.memory_copies),
                       operators=merge_stats(self.operators, other.operators),
+                      annotations=self.annotations + other.annotations,
                       counters=self.counters + other.counters, timing_s=self.timing_s + other.timing_s,
                       step_ends_ns=self.step_ends_ns + other.step_ends_ns, timelines=self.timelines + other.timelines,
                       ranks=self.ranks + other.ranks, trace_files=self.trace_files + other.trace_files,

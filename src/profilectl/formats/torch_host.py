@@ -24,6 +24,7 @@ def host_activity(partial: "Partial") -> "HostActivity | None":
     import numpy as np
 
     from profilectl.analysis.timeline import HOST_ANNOTATION, HOST_OPERATOR, HOST_RUNTIME, HostActivity
+    from profilectl.formats.chrome_stream import TREE_OPERATOR
     if not partial.threads:
         return None
     runtime = np.array([name.startswith(RUNTIME_PREFIXES) for name in partial.names] or [False], dtype=bool)
@@ -32,7 +33,7 @@ def host_activity(partial: "Partial") -> "HostActivity | None":
         if not len(events.start):
             continue
         name = np.frombuffer(events.name, dtype=np.int64 if events.name.itemsize == 8 else np.int32).astype(np.int64)
-        operator = np.frombuffer(bytes(events.operator), dtype=np.uint8).astype(bool)
+        operator = np.frombuffer(bytes(events.operator), dtype=np.uint8) == TREE_OPERATOR
         category = np.where(operator, HOST_OPERATOR, np.where(runtime[name], HOST_RUNTIME, HOST_ANNOTATION))
         starts.append(np.frombuffer(events.start, dtype=np.int64))
         ends.append(np.frombuffer(events.end, dtype=np.int64))

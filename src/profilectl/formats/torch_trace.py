@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from profilectl.formats import ranks
 from profilectl.formats.reader import Reader, first_bytes
-from profilectl.formats.tables import PER_DISPATCH, KernelStats, StatsByName, Tables, merge_all
+from profilectl.formats.tables import PER_DISPATCH, AnnotationRow, KernelStats, StatsByName, Tables, merge_all
 
 if TYPE_CHECKING:
     from profilectl.analysis.timeline import RankTimeline
@@ -26,17 +26,32 @@ def read(path: Path, fast: bool = True, workers: int | None = None) -> Tables:
     from profilectl.formats import chrome_stream  # only when a trace is read (env-check loads this module)
     partial = chrome_stream.read_trace(path, fast=fast, workers=workers)
     with chrome_stream.gc_paused():  # a million small lists: the cyclic collector would rescan them
-        sums = chrome_stream.operator_sums(partial)
+        sums, annotation_sums = chrome_stream.tree_sums(partial)
     operators = {name: KernelStats.from_integer_sums(n, total, total_sq, low, high, self_total=self_ns)
                  for name, (n, total, self_ns, total_sq, low, high) in sums.items()}
     kernels = _stats(partial.kernels)
     rank, host = ranks.identity(path)
+    linked = bool(len(partial.timeline.api_correlation))
+    annotations = tuple(AnnotationRow(rank=rank, name=name, calls=n, total_ns=total, self_ns=self_ns,
+                                      gpu_ns=gpu if linked else None, min_ns=low, max_ns=high)
+                        for name, (n, total, self_ns, _sq, low, high, gpu) in annotation_sums.items())
     return Tables(kernels=kernels, kernel_detail=PER_DISPATCH if kernels else 0,
                   memory_copies=_stats(partial.copies), api=_stats(partial.api), operators=operators,
+                  annotations=annotations,
                   trace_files=(str(path),), ranks=(ranks.rank_row(rank, host, kernels, operators),),
                   timelines=() if partial.untimed else _timeline(rank, host, partial.timeline, partial),
-                  notes=(f"no timeline analysis for {path.name}: {partial.untimed:,} events have no timestamp "
-                         "(\"ts\"); the tables are complete",) if partial.untimed else ())
+                  notes=_notes(path, partial))
+
+
+def _notes(path: Path, partial: "Partial") -> tuple[str, ...]:
+    if partial.untimed:
+        return (f"no timeline analysis for {path.name}: {partial.untimed:,} events have no timestamp (\"ts\"); the "
+                "tables are complete",)
+    if not len(partial.timeline.start) and partial.threads:
+        return (f"no GPU timeline for {path.name}: the trace holds no GPU activity (no kernel, copy or memset "
+                "event: a CPU-only job, or a profile of ProfilerActivity.CPU only); its operator and annotation "
+                "tables are complete",)
+    return ()
 
 
 def _timeline(rank: str, host: str | None, events: "TimelineEvents", partial: "Partial | None" = None
@@ -53,23 +68,32 @@ def _timeline(rank: str, host: str | None, events: "TimelineEvents", partial: "P
                           host_activity=host_activity(partial) if partial is not None else None),)
 
 
-def _head(path: Path) -> bytes:
+def _head(path: Path, size: int = 4096) -> bytes:
     if path.name.endswith(".gz"):
         import gzip
         import zlib
         try:
             with gzip.open(path, "rb") as fh:
-                return fh.read(4096)
+                return fh.read(size)
         except (OSError, EOFError, zlib.error):
             return b""  # not gzip, or cut before its first block: not ours to claim
-    return first_bytes(path)
+    return first_bytes(path, size)
+
+
+# Top-level keys kineto writes before "traceEvents"; a gloo job's distributedInfo lists every rank of
+# every process group (HTA's cpu_only trace: 300 ranks, the events start after 40 kB)
+KINETO_KEYS = (b'"schemaVersion"', b'"distributedInfo"', b'"deviceProperties"')
+LONG_HEAD = 4 << 20
 
 
 def is_chrome_trace(path: Path) -> bool:
     if not path.name.endswith((".json", ".json.gz")):
         return False
     head = _head(path)
-    return b'"traceEvents"' in head or head.lstrip().startswith(b"[")
+    if b'"traceEvents"' in head or head.lstrip().startswith(b"["):
+        return True
+    return head.lstrip().startswith(b"{") and any(key in head for key in KINETO_KEYS) \
+        and b'"traceEvents"' in _head(path, LONG_HEAD)
 
 
 class ChromeTraceReader(Reader):

@@ -18,7 +18,7 @@ from profilectl.analysis.timeline import TimelineAnalysis
 from profilectl.countersets import aggregation, evaluate
 from profilectl.envreport import Fallback
 from profilectl.files import load_typed, read_json, write_json_atomic
-from profilectl.formats.tables import CounterValue, RankRow, StatsByName, Tables
+from profilectl.formats.tables import AnnotationRow, CounterValue, RankRow, StatsByName, Tables
 from profilectl.jobs import JobManifest
 from profilectl.manifest import Manifest
 from profilectl.telemetry.model import PowerSummary
@@ -226,6 +226,8 @@ class Summary:
     api: tuple[KernelRow, ...] = ()
     memory_copies: tuple[KernelRow, ...] = ()
     operators: tuple[KernelRow, ...] = ()
+    # record_function / user_annotation ranges and ProfilerStep#N, per rank, heaviest first
+    annotations: tuple[AnnotationRow, ...] = ()
     counters_by_kernel: tuple[dict[str, Any], ...] = ()  # kernel, then one column per counter/metric
     counter_aggregation: dict[str, str] = field(default_factory=dict)  # column -> how it was aggregated
     derived: tuple[str, ...] = ()
@@ -528,6 +530,7 @@ def build(tables: Tables, source: SourceInfo, derived: dict[str, str] | None = N
                       gpu_time_ns=sum(k.total_ns for k in kernels)),
         kernels=kernels, api=kernel_rows(tables.api), memory_copies=kernel_rows(tables.memory_copies),
         operators=kernel_rows(tables.operators),
+        annotations=tuple(sorted(tables.annotations, key=lambda row: (row.rank, -row.total_ns, row.name))),
         counters_by_kernel=by_kernel, counter_aggregation=legend,
         derived=tuple(sorted((derived or {}).keys())),
         ranks=ranked, imbalance=imbalance(ranked), diagnosis=diagnosis,

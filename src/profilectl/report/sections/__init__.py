@@ -27,6 +27,7 @@ ORDER = (
     "api",
     "copies",
     "operators",
+    "annotations",  # record_function ranges and ProfilerStep#N: CPU time and the GPU time launched inside
     "counters",
     "roofline",  # per kernel: which roof limits it, how far below it (counters --set roofline)
     "pc_sampling",

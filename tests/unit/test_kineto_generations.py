@@ -1,0 +1,110 @@
+"""Real torch.profiler (Kineto) traces of several torch generations, read into the same tables.
+
+Categories changed over the releases (pytorch/kineto libkineto/src/output_json.cpp history):
+torch 1.8/1.9 write `Kernel`, `Operator`, `Runtime`, `Memcpy`, `Memset`; later releases `kernel`,
+`cpu_op`, `cuda_runtime`, `gpu_memcpy`, `gpu_memset`. Every expected number here is computed from the
+raw events with json and sum, independently of the reader."""
+
+import gzip
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from profilectl.formats import torch_trace
+from profilectl.formats.reader import read_path
+from profilectl.backends import READERS
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+GENERATIONS = {
+    # file: (kernel category, copy categories, runtime category) as that release wrote them
+    "kineto/torch1.8_resnet50_worker0.pt.trace.json.gz": ("Kernel", ("Memcpy", "Memset"), "Runtime"),
+    "kineto/torch1.9_resnet50_worker0.pt.trace.json.gz": ("Kernel", ("Memcpy", "Memset"), "Runtime"),
+    "kineto/inference_rank_1.json.gz": ("Kernel", ("Memcpy", "Memset"), "Runtime"),
+    "hta/trace_filter_sampled_rank-0.json.gz": ("kernel", ("gpu_memcpy", "gpu_memset"), "cuda_runtime"),
+    # Kineto on ROCm 6.2 (roctracer): HIP calls filed as cuda_runtime
+    "hta/amd_mi250_minitoy_train_ROCm6_2_kineto.json.gz": ("kernel", ("gpu_memcpy", "gpu_memset"), "cuda_runtime"),
+    "hta/ns_resolution_rank-0.pt.trace.json.gz": ("kernel", ("gpu_memcpy", "gpu_memset"), "cuda_runtime"),
+    "nvidia-h200/torch_profiler_trace.json": ("kernel", ("gpu_memcpy", "gpu_memset"), "cuda_runtime"),
+}
+
+
+def raw_events(path):
+    opener = gzip.open if path.name.endswith(".gz") else open
+    with opener(path, "rt") as fh:
+        doc = json.load(fh)
+    return doc["traceEvents"] if isinstance(doc, dict) else doc
+
+
+def hand_sums(events, categories):
+    """Per name: [calls, total ns] of the complete events of these categories; µs to ns by hand."""
+    sums = defaultdict(lambda: [0, 0])
+    for e in events:
+        if e.get("ph") == "X" and e.get("cat") in categories and "dur" in e:
+            sums[e["name"]][0] += 1
+            sums[e["name"]][1] += round(e["dur"] * 1000)
+    return dict(sums)
+
+
+def table(stats):
+    return {name: [s.calls, int(s.total)] for name, s in stats.items()}
+
+
+@pytest.mark.parametrize("name", GENERATIONS)
+def test_every_kernel_copy_and_runtime_call_equals_the_hand_computation(name):
+    path = FIXTURES / name
+    kernel, copies, runtime = GENERATIONS[name]
+    events = raw_events(path)
+    tables = torch_trace.read(path)
+    assert tables.kernels and table(tables.kernels) == hand_sums(events, {kernel})
+    assert table(tables.memory_copies) == hand_sums(events, set(copies))
+    assert table(tables.api) == hand_sums(events, {runtime, "cuda_driver"})
+
+
+@pytest.mark.parametrize("name", [n for n in GENERATIONS if "torch1." in n])
+def test_torch_1_8_and_1_9_operators_steps_and_launch_links(name):
+    path = FIXTURES / name
+    events = raw_events(path)
+    tables = read_path(path, READERS)  # what `profilectl report` does with the file
+    operator_names = {e["name"] for e in events if e.get("cat") == "Operator"}
+    assert set(tables.operators) <= operator_names and "aten::conv2d" in tables.operators
+    calls = sum(1 for e in events if e.get("cat") == "Operator" and e["name"] == "aten::conv2d")
+    assert tables.operators["aten::conv2d"].calls == calls
+    # the ProfilerStep#N range (written as an "Operator" then) is a step mark on the timeline
+    steps = [(e["name"], e["ts"] * 1000, (e["ts"] + e["dur"]) * 1000) for e in events
+             if e.get("name", "").startswith("ProfilerStep#")]
+    timeline, = tables.timelines
+    assert [(m.name, m.start, m.end) for m in timeline.markers] == steps
+    # kernels link to their launches through args.correlation, as in later releases
+    launched = {e["args"]["correlation"] for e in events if e.get("cat") == "Runtime"}
+    kernels = [e for e in events if e.get("cat") == "Kernel"]
+    linked = sum(1 for e in kernels if e["args"]["correlation"] in launched)
+    assert linked > 0
+    assert sum(1 for c in timeline.correlation if c in launched) == linked + sum(
+        1 for e in events if e.get("cat") in ("Memcpy", "Memset") and e["args"]["correlation"] in launched)
+
+
+def test_gpu_ranges_of_kineto_2021_to_2022_and_user_ranges_of_torch_1_8(tmp_path):
+    """Kineto wrote GPU-side ranges as "gpu_user_Annotation" from June 2021 to May 2022 (ActivityType
+    names, pytorch/kineto history) and torch 1.8 CPU-side ranges as "User": both are read like
+    today's gpu_user_annotation and user_annotation (a small trace in that layout, numbers by hand)."""
+    events = [
+        {"ph": "X", "cat": "User", "name": "ProfilerStep#3", "pid": 1, "tid": 1, "ts": 100, "dur": 50},
+        {"ph": "X", "cat": "Operator", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 110, "dur": 20},
+        {"ph": "X", "cat": "Runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 115, "dur": 5,
+         "args": {"correlation": 7}},
+        {"ph": "X", "cat": "Kernel", "name": "gemm", "pid": 0, "tid": "stream 7", "ts": 121, "dur": 9,
+         "args": {"correlation": 7}},
+        {"ph": "X", "cat": "gpu_user_Annotation", "name": "ProfilerStep#3", "pid": 0, "tid": "stream 7",
+         "ts": 121, "dur": 9},
+    ]
+    path = tmp_path / "t.pt.trace.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+    tables = torch_trace.read(path)
+    row, = tables.annotations
+    assert (row.name, row.calls, row.total_ns, row.self_ns, row.gpu_ns) == ("ProfilerStep#3", 1, 50_000, 30_000, 9_000)
+    assert tables.operators["aten::mm"].self_total == 15_000
+    timeline, = tables.timelines
+    assert sorted((m.start, m.end, m.on_gpu) for m in timeline.markers) == [
+        (100_000, 150_000, False), (121_000, 130_000, True)]
