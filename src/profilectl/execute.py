@@ -149,7 +149,7 @@ def _become_owner(plan: Plan, traces_root: Path) -> tuple[bool, str | None]:
         try:
             if not user_controls:  # a folder the user cannot write: root writes, then hands back (no race)
                 return False, stayed
-            if ownership.can_run_as(owner, (str(traces_root), os.getcwd())):
+            if ownership.can_run_as(owner, (str(traces_root),), entered=(os.getcwd(),)):
                 keep = ownership.PROFILER_CAPS if _needs_capabilities(plan) else ()
                 return True, ownership.become(owner, keep, ownership.device_groups()).note()
             why = f"uid {owner[0]} cannot enter {os.getcwd()}, write {traces_root} or run {sys.executable}"

@@ -133,12 +133,15 @@ def ambient_supported() -> bool:
         return False
 
 
-def can_run_as(owner: tuple[int, int], folders: tuple[str, ...]) -> bool:
-    """Whether profilectl can go on as `owner`: write in (and pass through to) each folder, run this
-    Python (the step supervisor is started with it) and read its standard library and profilectl
-    itself (imported later). Asked by a forked child that becomes the user, so the kernel answers."""
+def can_run_as(owner: tuple[int, int], folders: tuple[str, ...], entered: tuple[str, ...] = ()) -> bool:
+    """Whether profilectl can go on as `owner`: write in (and pass through to) each of `folders`,
+    enter each of `entered` (the working folder: the workload's own business what it writes there),
+    run this Python (the step supervisor is started with it) and read its standard library and
+    profilectl itself (imported later). Asked by a forked child that becomes the user, so the kernel
+    answers."""
     import sys
-    needed = [(f, os.W_OK | os.X_OK) for f in folders] + [(sys.executable, os.X_OK)] + \
+    needed = [(f, os.W_OK | os.X_OK) for f in folders] + [(f, os.X_OK) for f in entered] + \
+        [(sys.executable, os.X_OK)] + \
         [(os.path.dirname(m.__file__ or "."), os.R_OK | os.X_OK) for m in (os, sys.modules["profilectl"])]
     pid = os.fork()
     if pid == 0:  # the child: never returns into the caller's code

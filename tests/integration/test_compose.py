@@ -171,15 +171,15 @@ def owners(folder):
 def test_the_readme_command_runs_a_program_under_the_service_and_leaves_only_user_files(docker_client, traces,
                                                                                         app_dir, service):
     """`docker compose ... run --rm trace -- python3 train.py`, as the README writes it (no service name
-    repeated); trace runs as the user, counters as root, and both leave only the user's files."""
+    repeated); trace runs as the user; counters starts as root and becomes the user with only the
+    profiler's capabilities before the workload starts: both leave only the user's files."""
     done = subprocess.run(compose_argv("run", "--rm", service, "--", "python3", "train.py"), capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     run = only_run_dir(traces)
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["status"] == "ok" and manifest["workload"] == ["python3", "train.py"]
-    expected_uid = 0 if service == "counters" else HOST_UID
-    assert f"trained as {expected_uid}" in (run / "stdout.log").read_text()
+    assert f"trained as {HOST_UID}" in (run / "stdout.log").read_text()
     assert (app_dir / "out" / "result.txt").read_text() == "done"
     assert owners(app_dir) == {(HOST_UID, HOST_GID)}  # the workload's files in the project: the user's
     assert owners(traces) == {(HOST_UID, HOST_GID)}

@@ -256,7 +256,8 @@ def test_srun_profilectl_trace_writes_one_job_folder_with_every_rank(cluster):
     assert allreduce["calls"] >= 4 * 3  # the merged table holds every rank's calls
     assert summary["imbalance"]["basis"] == "cpu"
     table = host_report(job, "report", str(job))
-    assert f"SLURM job {job_id}.0 (trace): ok" in table.stdout and "imbalance: rank" in table.stdout
+    assert f"SLURM job {job_id}.0 — ok" in table.stdout, table.stdout
+    assert "CPU time in operators per rank: rank" in table.stdout, table.stdout  # the spread, relative to the fastest
     listing = json.loads(host_report(job, "ls", str(cluster.traces), "--json").stdout)
     entry = next(run for run in listing if run["run"] == job.name)
     assert entry["status"] == "ok" and "4 ranks on node1, node2" in entry["workload"]

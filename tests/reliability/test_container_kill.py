@@ -21,7 +21,9 @@ import pytest
 from support import REPO
 
 BASE = os.environ.get("PROFILECTL_BASE_IMAGE", "profilectl-base:bookworm")
-HOST_UID, HOST_GID = 54321, 54322  # a user that is not root (no account needed: owners are numbers)
+# The host user: as root, one that is not root (no account needed: owners are numbers); as a normal
+# user, that user (the folders are theirs already, and only root could give them to anyone else).
+HOST_UID, HOST_GID = (54321, 54322) if os.geteuid() == 0 else (os.getuid(), os.getgid())
 SUFFIX = secrets.token_hex(4)
 
 
@@ -87,7 +89,8 @@ def counters_service(image: str, name: str, host: Path, workload: str, *extra: s
 def host_folders(tmp_path: Path) -> Path:
     for name in ("traces", "app"):
         (tmp_path / name).mkdir()
-        os.chown(tmp_path / name, HOST_UID, HOST_GID)
+        if os.geteuid() == 0:
+            os.chown(tmp_path / name, HOST_UID, HOST_GID)
     return tmp_path
 
 

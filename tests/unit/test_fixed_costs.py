@@ -67,9 +67,10 @@ def test_a_tool_that_failed_or_timed_out_is_asked_again(tmp_path):
 def test_torch_answer_is_kept_until_torch_is_installed(tmp_path):
     site = tmp_path / "site"
     site.mkdir()
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "python3").symlink_to(sys.executable)
+    # An interpreter that sees no torch whatever the host has (Debian's python3-torch is system-wide):
+    # a fresh venv without system site packages.
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "venv")], check=True)
+    bin_dir = tmp_path / "venv" / "bin"
     env = {"PATH": str(bin_dir), "PYTHONPATH": str(site), "PYTHONNOUSERSITE": "1"}
     machine = Machine(root=Path("/"), path=str(bin_dir), env=env, remember=True)
     assert sources.torch(machine).version is None
