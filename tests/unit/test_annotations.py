@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from test_launchers import needs_torch  # the one check for Debian's torch at /usr/bin/python3
+
 from profilectl.formats import torch_trace
 from profilectl.report.sections import annotations as annotation_section
 from profilectl.report.summary import SourceInfo, build
@@ -46,14 +48,8 @@ json.dump([[e.key, e.scope == USER_SCOPE, e.count, e.cpu_time_total, e.self_cpu_
 """
 
 
-def system_torch() -> bool:
-    return SYSTEM_PYTHON.exists() and subprocess.run([str(SYSTEM_PYTHON), "-c", "import torch"],
-                                                      capture_output=True).returncode == 0
-
-
+@needs_torch
 def test_annotation_rows_equal_key_averages_of_the_same_profile(tmp_path):
-    if not system_torch():
-        pytest.skip("needs Debian's python3-torch at /usr/bin/python3 (tools/install-host-deps)")
     trace, averages = tmp_path / "trace.json", tmp_path / "key_averages.json"
     done = subprocess.run([str(SYSTEM_PYTHON), "-c", PROFILE, str(trace), str(averages)], capture_output=True,
                           text=True, timeout=300)

@@ -15,6 +15,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from test_launchers import needs_torch
+
 import profilectl
 from profilectl import errors
 from support import REPO
@@ -201,13 +203,12 @@ def test_import_profilectl_loads_no_api():
     assert done.returncode == 0 and done.stdout.strip() == "1", done.stderr
 
 
+@needs_torch
 def test_a_real_torchrun_job_per_rank_operators_that_grew_equal_compare(machine):
     """Two real CPU data-parallel runs (torchrun, gloo, Debian's torch), 2 and 6 training steps, traced:
     the operators that grew per rank, from the API in a few lines of polars, are compare's numbers."""
     from cli_support import json_run
-    from test_launchers import DDP, system_torch, torchrun
-    if not system_torch():
-        pytest.skip("needs Debian's python3-torch with gloo at /usr/bin/python3 (tools/install-host-deps)")
+    from test_launchers import DDP, torchrun
     runs = []
     for steps in ("2", "6"):
         result, run = json_run(machine, "trace", "--", *torchrun(), DDP, "--steps", steps, timeout=300)
