@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import shlex
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Sequence
 
 from rich.console import Console
 from rich.table import Table
@@ -152,6 +152,18 @@ def _speedup(value: float | None) -> str:
     return f"{value:.2f}×" if value else "-"
 
 
+def _matched_table(what: str, rows: Sequence[Any], top: int) -> Table:
+    """Names found in both runs (kernels, or operators of CPU-only traces), largest change first."""
+    table = Table(title=f"{what.capitalize()}s in both (largest change first)", title_justify="left")
+    table.add_column(what, overflow="fold", min_width=24, ratio=1)
+    for column in ("calls A", "calls B", "total A", "total B", "speedup"):
+        table.add_column(column, justify="right", no_wrap=True)
+    for row in rows[:top]:
+        table.add_row(_short(row.name), f"{row.calls_a:,}", f"{row.calls_b:,}", _ns(row.total_ns_a),
+                      _ns(row.total_ns_b), _speedup(row.speedup))
+    return table
+
+
 def comparison(console: Console, result: Comparison, top: int = 15) -> None:
     from profilectl.report.export import gate_line
     if result.gate:
@@ -174,26 +186,12 @@ def comparison(console: Console, result: Comparison, top: int = 15) -> None:
         console.print(f"GPU time {_ns(result.gpu_time_ns_a)} → {_ns(result.gpu_time_ns_b)} "
                       f"(speedup {_speedup(result.speedup)}); {len(result.kernels)} kernels in both, "
                       f"{len(result.only_in_a)} only in A, {len(result.only_in_b)} only in B")
-        table = Table(title="Kernels in both (largest change first)", title_justify="left")
-        table.add_column("kernel", overflow="fold", min_width=24, ratio=1)
-        for column in ("calls A", "calls B", "total A", "total B", "speedup"):
-            table.add_column(column, justify="right", no_wrap=True)
-        for row in result.kernels[:top]:
-            table.add_row(_short(row.name), f"{row.calls_a:,}", f"{row.calls_b:,}", _ns(row.total_ns_a),
-                          _ns(row.total_ns_b), _speedup(row.speedup))
-        console.print(table)
+        console.print(_matched_table("kernel", result.kernels, top))
     elif not result.timing:  # no kernels, no timed runs: CPU-only traces compare by their operators
         from profilectl.report.compare import nothing_line, operators_line
         if result.operators:
             console.print(operators_line(result), markup=False, highlight=False)
-            table = Table(title="Operators in both (largest change first)", title_justify="left")
-            table.add_column("operator", overflow="fold", min_width=24, ratio=1)
-            for column in ("calls A", "calls B", "total A", "total B", "speedup"):
-                table.add_column(column, justify="right", no_wrap=True)
-            for row in result.operators[:top]:
-                table.add_row(_short(row.name), f"{row.calls_a:,}", f"{row.calls_b:,}", _ns(row.total_ns_a),
-                              _ns(row.total_ns_b), _speedup(row.speedup))
-            console.print(table)
+            console.print(_matched_table("operator", result.operators, top))
         else:
             console.print(nothing_line(), markup=False, highlight=False)
     if result.ranks:
