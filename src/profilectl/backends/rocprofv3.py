@@ -34,7 +34,7 @@ from profilectl.launchers.base import INSIDE
 from profilectl.probe import attach as attach_probe
 from profilectl.probe.counters import release_verdict
 from profilectl.probe.machine import CommandResult, Machine
-from profilectl.probe.rocprofv3_help import HelpFacts, help_facts
+from profilectl.probe.rocprofv3_help import HELP_TIMEOUT_S, HelpFacts, help_facts
 from profilectl.probe.sources import version_tuple
 from profilectl.request import Request, ranks_text
 
@@ -65,7 +65,7 @@ def newest_known() -> tuple[int, ...]:
 
 
 def run_quietly(argv: list[str]) -> CommandResult:
-    return Machine().run(argv, timeout_s=30.0)
+    return Machine().run(argv, timeout_s=HELP_TIMEOUT_S)
 
 
 @functools.lru_cache(maxsize=None)
