@@ -73,6 +73,11 @@ def percent(value: float | None, missing: str = MISSING) -> str:
     return f"{value:.1f} %"
 
 
+def speedup(value: float | None) -> str:
+    """A ratio of times, A over B (compare): '1.50×'; '-' where there is none."""
+    return f"{value:.2f}×" if value else "-"
+
+
 def watts(value: float | None, missing: str = MISSING) -> str:
     return missing if value is None else f"{value:,.1f} W"
 
