@@ -9,7 +9,7 @@ each; stdout gets the main table alone). Comparisons are rendered here.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 from profilectl.report import units
 from profilectl.report.renderers.machine import CsvTable, csv_text, main_csv_table, to_csv  # noqa: F401
@@ -83,6 +83,13 @@ def timing_markdown(result: Comparison) -> list[str]:
         ("statistic", "A", "B", "speedup"), rows)
 
 
+def _matched_markdown(what: str, rows: Sequence[Any], top: int) -> list[str]:
+    """Names found in both runs (kernels, or operators of CPU-only traces), largest change first."""
+    return md_table((what, "calls A", "calls B", "total A", "total B", "speedup"),
+                    ((r.name, r.calls_a, r.calls_b, units.duration_ns(r.total_ns_a), units.duration_ns(r.total_ns_b),
+                      units.speedup(r.speedup)) for r in rows[:top]))
+
+
 def comparison_markdown(result: Comparison, top: int = 15) -> str:
     lines = gate_markdown(result.gate) if result.gate else []
     lines += [f"# {result.a} vs {result.b}", ""]
@@ -91,17 +98,12 @@ def comparison_markdown(result: Comparison, top: int = 15) -> str:
     if result.kernels or result.only_in_a or result.only_in_b:
         lines += [f"GPU time {units.duration_ns(result.gpu_time_ns_a)} → {units.duration_ns(result.gpu_time_ns_b)}, "
                   f"speedup {units.speedup(result.speedup)}", ""]
-        lines += md_table(("kernel", "calls A", "calls B", "total A", "total B", "speedup"),
-                          ((r.name, r.calls_a, r.calls_b, units.duration_ns(r.total_ns_a), units.duration_ns(r.total_ns_b),
-                            units.speedup(r.speedup)) for r in result.kernels[:top]))
+        lines += _matched_markdown("kernel", result.kernels, top)
     elif not result.timing:  # CPU-only traces: their operators, or nothing to compare
         from profilectl.report.compare import nothing_line, operators_line
         if result.operators:
             lines += [operators_line(result), ""]
-            lines += md_table(("operator", "calls A", "calls B", "total A", "total B", "speedup"),
-                              ((r.name, r.calls_a, r.calls_b, units.duration_ns(r.total_ns_a),
-                                units.duration_ns(r.total_ns_b), units.speedup(r.speedup))
-                               for r in result.operators[:top]))
+            lines += _matched_markdown("operator", result.operators, top)
         else:
             lines += [nothing_line(), ""]
     if result.ranks:
