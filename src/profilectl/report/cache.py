@@ -9,23 +9,15 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import os
 from pathlib import Path
 from typing import Callable
 
 from profilectl import __version__
+from profilectl.cache_folder import cache_dir
 from profilectl.errors import FormatError
 from profilectl.report.summary import Summary
 
 KEY_VERSION = "2"  # bumped when the summary layout changes, so old entries are not read
-
-
-def cache_dir() -> Path:
-    explicit = os.environ.get("PROFILECTL_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "profilectl"
 
 
 @functools.lru_cache(maxsize=1)
