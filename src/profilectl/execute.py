@@ -168,7 +168,7 @@ def _become_owner(plan: Plan, traces_root: Path) -> tuple[bool, str | None]:
 
 def _needs_capabilities(plan: Plan) -> bool:
     """Counter collection (and PC sampling, attaching) may need CAP_SYS_ADMIN/PERFMON/SYS_PTRACE."""
-    return plan.service == "counters" or plan.request.preset == "pc-sampling"
+    return plan.service == "counters" or plan.request.preset == "pc-sampling" or plan.request.attach is not None
 
 
 def _own_run_dir(run_dir: Path) -> int | None:
