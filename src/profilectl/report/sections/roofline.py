@@ -160,7 +160,7 @@ def roofline_section(summary: Any) -> Section | None:
 
 
 def compare_section(before: Any, after: Any) -> Section | None:
-    """compare: each kernel's movement under the roofline between two runs (for the lead to wire)."""
+    """compare: each kernel's movement under the roofline between two runs (commands.compare adds it)."""
     moves = roofline.compare(result_of(before), result_of(after))
     if not moves:
         return None
