@@ -157,6 +157,11 @@ class Backend(ABC):
         """A requested counter name as the tool's listing spells it (for validation)."""
         return name
 
+    def kernel_timing(self, request: Request) -> str | None:
+        """How the tool timed the kernels where the request says more than its files do (Nsight
+        Compute's clock control); None: what the files say stands."""
+        return None
+
     def counter_passes(self, counter_set: CounterSet) -> tuple[tuple[str, ...], ...]:
         """How the set's counters are collected: one pass, unless the tool re-runs the app per pass."""
         if self.pass_per_run:
