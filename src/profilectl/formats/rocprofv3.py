@@ -43,7 +43,7 @@ def interval_stats(path: Path, name_col: str, fast: bool | None = None) -> Stats
     """Duration (End - Start) statistics per value of name_col, for any rocprofv3 trace file:
     polars for large files when installed, else the csv module (the same numbers)."""
     if fast is None:
-        fast = path.stat().st_size >= polars_csv.FAST_PATH_MIN_BYTES and polars_csv.fast_engine_available()
+        fast = _fast(path)
     if fast:
         return polars_csv.grouped_durations_csv(path, name_col, "Start_Timestamp", "End_Timestamp")
     stats: StatsByName = {}
@@ -103,7 +103,7 @@ def _columns(path: Path, text: tuple[str, ...], numbers: tuple[str, ...],
     header = csv_header(path)
     absent = tuple(c for c in optional if c in numbers and c not in header)
     numbers = tuple(c for c in numbers if c not in absent)
-    if path.stat().st_size >= polars_csv.FAST_PATH_MIN_BYTES and polars_csv.fast_engine_available():
+    if _fast(path):
         import polars as pl
         try:
             frame = pl.read_csv(path, columns=list(text + numbers), infer_schema=False,
@@ -140,6 +140,7 @@ def _ranks_of(by_kind: dict[str, list[Path]]) -> dict[tuple[str, str | None], di
 
 
 def _fast(path: Path) -> bool:
+    """A file large enough for polars' engine to pay (when it is installed)."""
     return path.stat().st_size >= polars_csv.FAST_PATH_MIN_BYTES and polars_csv.fast_engine_available()
 
 
