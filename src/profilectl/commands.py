@@ -541,7 +541,7 @@ def compare(path_a: str, path_b: str, fmt: str, top: int, match: str = "exact", 
         sys.stdout.write(export.comparison_markdown(result, top))
         if extra:
             from profilectl.report.renderers import markdown
-            sys.stdout.write("\n" + markdown.render(extra, top).split("\n", 2)[2])
+            sys.stdout.write("\n" + markdown.render(extra, top, header=False))
     else:
         from profilectl.report import render
         render.comparison(_console(), result, top)
