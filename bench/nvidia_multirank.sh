@@ -10,14 +10,7 @@ OUT=${OUT:-/tmp/out}; T=/tmp/mr-traces; mkdir -p "$T"
 LOG=$OUT/multirank.log
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .device-wheels/*.whl && export PYTHONPATH=/tmp/site
-timed() {  # timed LABEL cmd...: wall seconds and exit code into the log
-  local label=$1; shift
-  echo "\$ $*" >>"$LOG"
-  local start=$(date +%s%N)
-  "$@" >>"$LOG" 2>&1; local rc=$?
-  local ms=$(( ($(date +%s%N) - start) / 1000000 ))
-  printf '%s: rc=%s wall=%d.%03d s\n' "$label" "$rc" $((ms / 1000)) $((ms % 1000)) | tee -a "$LOG" >>"$OUT/timings.txt"
-}
+. "$(dirname "$0")/device_preamble.sh"  # timed LABEL cmd...: command, output, rc and wall time into the log
 PART=${1:-facts}
 nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader >>"$LOG"
 W="bench/workloads/transformer_train.py"

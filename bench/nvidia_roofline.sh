@@ -12,14 +12,7 @@ python3 -c "import rich, yaml, dacite" 2>/dev/null || {
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site wheels/*.whl && export PYTHONPATH=/tmp/site; }
 export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$PWD/src PYTHONUNBUFFERED=1
 W=bench/workloads/roofline_kernels.py
-timed() {  # timed LABEL cmd...: wall seconds and exit code into the log
-  local label=$1; shift
-  echo "\$ $*" >>"$LOG"
-  local start=$(date +%s%N)
-  "$@" >>"$LOG" 2>&1; local rc=$?
-  local ms=$(( ($(date +%s%N) - start) / 1000000 ))
-  printf '%s: rc=%s wall=%d.%03d s\n' "$label" "$rc" $((ms / 1000)) $((ms % 1000)) | tee -a "$LOG" >>"$OUT/timings.txt"
-}
+. "$(dirname "$0")/device_preamble.sh"  # timed LABEL cmd...: command, output, rc and wall time into the log
 { nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv; ncu --version; python3 -c "import torch; print(torch.__version__)"; } >"$OUT/device.txt" 2>&1
 timed bare python3 $W
 # 1. Nsight Compute's own answer: speed of light, the FP32/FP64 roofline, the tensor-core roofline,

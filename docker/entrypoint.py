@@ -110,21 +110,10 @@ def private_home():
         os.environ["HOME"] = home
 
 
-def device_groups():
-    """The groups that own the GPU device nodes (compose's group_add): all a dropped user keeps."""
-    import glob
-    gids = set()
-    for node in ["/dev/kfd", *glob.glob("/dev/dri/*"), *glob.glob("/dev/nvidia*")]:
-        try:
-            gids.add(os.stat(node).st_gid)
-        except OSError:
-            pass
-    return sorted(gid for gid in gids & set(os.getgroups()) if gid != 0)
-
-
 def drop_to(owner):
     uid, gid = owner
-    os.setgroups(device_groups())  # never root's own groups
+    # the groups that own the GPU device nodes (compose's group_add): all a dropped user keeps, never root's own
+    os.setgroups(_ownership().device_groups())
     os.setgid(gid)
     os.setuid(uid)
 

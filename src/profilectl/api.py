@@ -32,12 +32,6 @@ if TYPE_CHECKING:
 
 API_VERSION = 1
 
-# Attribute -> the report's table key (the CSV file name, the SQL table name)
-TABLES = {"kernels": "kernels", "operators": "operators", "annotations": "annotations", "api_calls": "api", "copies": "memory_copies",
-          "counters": "counters", "ranks": "ranks", "steps": "steps", "gaps": "idle_gaps", "timeline": "timeline",
-          "power": "power", "power_samples": "power_samples", "step_energy": "step_energy", "timing": "timing",
-          "step_time": "step_time", "hotspots": "hotspots", "stall_reasons": "stall_reasons"}
-
 
 def _polars() -> Any:
     try:

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from typing import TYPE_CHECKING, Any
 
 from profilectl import stamp
-from profilectl.probe.facts_cache import cache_dir, identity
+from profilectl.cache_folder import cache_dir, keep
+from profilectl.probe.facts_cache import identity
 
 if TYPE_CHECKING:
     from profilectl.facts import Facts
@@ -56,13 +56,7 @@ def env_report_dict(facts: "Facts") -> dict[str, Any]:
         from profilectl.plan import assess
         # a JSON round trip, so a fresh answer prints exactly as a kept one does
         assessment = json.loads(json.dumps(dataclasses.asdict(assess(facts)), default=str))
-        try:
-            entry.parent.mkdir(parents=True, exist_ok=True)
-            tmp = entry.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(assessment))
-            os.replace(tmp, entry)
-        except OSError:
-            pass
+        keep(entry, json.dumps(assessment))
     ordered = {key: facts_dict[key] for key in FACTS_FIRST}
     ordered.update(assessment)
     ordered.update({key: facts_dict[key] for key in FACTS_LAST})

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import errno
 import sys
-from typing import Any, NoReturn
+from typing import Any, Callable, NoReturn
 
 from profilectl import __version__, commands, errors
 
@@ -106,14 +106,18 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"profilectl {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
-    def command(name: str, help_text: str, **more: Any) -> argparse.ArgumentParser | None:
-        """A command's parser, or None when its options are not needed (`only` names another)."""
+    def command(name: str, help_text: str, options: Callable[[argparse.ArgumentParser], object] | None = None,
+                **more: Any) -> argparse.ArgumentParser | None:
+        """A command's parser with `options` added, or None when its options are not needed (`only`
+        names another)."""
         made = sub.add_parser(name, help=help_text, description=more.pop("description", help_text), **more)
-        return made if only in (None, name) else None
+        if only not in (None, name):
+            return None
+        if options is not None:
+            options(made)
+        return made
 
-    env_help = "what can be measured here, what cannot, why, and the fix"
-    if (env := command("env-check", env_help)):
-        _env_check_options(env)
+    command("env-check", "what can be measured here, what cannot, why, and the fix", _env_check_options)
     profile_help = "time the workload (and torch.profiler tables for PyTorch); always available"
     if (profile := command("profile", profile_help)):
         _measuring(profile)
@@ -123,25 +127,14 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         _counters_options(_measuring(counters))
     if (trace := command("trace", "a Perfetto-ready trace and top-kernels table")):
         _trace_options(_measuring(trace))
-    ls_help = "the runs in a traces folder, newest first"
-    if (ls := command("ls", ls_help)):
-        _ls_options(ls)
-    report_help = "read a run, or any folder/file rocprofv3, rocprof, ncu or torch.profiler wrote"
-    if (report := command("report", report_help)):
-        _report_options(report)
-    query_help = "SQL (SQLite) over the report's tables of a run, job or output folder"
-    if (query := command("query", query_help)):
-        _query_options(query)
-    compare_help = "two runs kernel by kernel: time, calls, speedup"
-    if (compare := command("compare", compare_help)):
-        _compare_options(compare)
+    command("ls", "the runs in a traces folder, newest first", _ls_options)
+    command("report", "read a run, or any folder/file rocprofv3, rocprof, ncu or torch.profiler wrote", _report_options)
+    command("query", "SQL (SQLite) over the report's tables of a run, job or output folder", _query_options)
+    command("compare", "two runs kernel by kernel: time, calls, speedup", _compare_options)
     docker_help = "run a compose service from the host (builds the image if missing)"
-    if (docker := command("docker", docker_help, usage=DOCKER_USAGE, description=docker_help + DOCKER_FORMS,
-                          formatter_class=argparse.RawDescriptionHelpFormatter)):
-        _docker_options_of(docker)
-    cluster_help = "the SLURM test cluster of docker/slurm: up, down, status, exec -- CMD"
-    if (cluster := command("cluster", cluster_help)):
-        _cluster_options(cluster)
+    command("docker", docker_help, _docker_options_of, usage=DOCKER_USAGE, description=docker_help + DOCKER_FORMS,
+            formatter_class=argparse.RawDescriptionHelpFormatter)
+    command("cluster", "the SLURM test cluster of docker/slurm: up, down, status, exec -- CMD", _cluster_options)
     return parser
 
 

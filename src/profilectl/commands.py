@@ -83,19 +83,11 @@ def _load(path: Path, quiet: bool = False) -> Any:
     from profilectl.progress import activity
     from profilectl.report import load
     try:
-        size = f" ({_size(path.stat().st_size)})" if path.is_file() else ""
+        size = f" ({_runs().human_bytes(path.stat().st_size)})" if path.is_file() else ""
     except OSError:
         size = ""
     with activity(f"reading {path.name or path}{size}", quiet=quiet):
         return load.load(path)
-
-
-def _size(size: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{size:.1f} GiB"
 
 
 def env_check(as_json: bool, deep: bool, require: str | None, root: str | None, path: str | None) -> int:
@@ -549,7 +541,7 @@ def compare(path_a: str, path_b: str, fmt: str, top: int, match: str = "exact", 
         sys.stdout.write(export.comparison_markdown(result, top))
         if extra:
             from profilectl.report.renderers import markdown
-            sys.stdout.write("\n" + markdown.render(extra, top).split("\n", 2)[2])
+            sys.stdout.write("\n" + markdown.render(extra, top, header=False))
     else:
         from profilectl.report import render
         render.comparison(_console(), result, top)

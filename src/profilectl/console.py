@@ -75,9 +75,6 @@ class BoundedWriter:
                     self._thread.start()
         self._wake.set()
 
-    def pending(self) -> int:
-        return self._size
-
     def drain(self, wait_s: float, stop: Callable[[], bool] = lambda: False) -> bool:
         """Wait at most `wait_s` for everything offered to be written, or until `stop()`; True when written."""
         deadline = time.monotonic() + wait_s

@@ -168,7 +168,7 @@ def _become_owner(plan: Plan, traces_root: Path) -> tuple[bool, str | None]:
 
 def _needs_capabilities(plan: Plan) -> bool:
     """Counter collection (and PC sampling, attaching) may need CAP_SYS_ADMIN/PERFMON/SYS_PTRACE."""
-    return plan.service == "counters" or plan.request.preset == "pc-sampling"
+    return plan.service == "counters" or plan.request.preset == "pc-sampling" or plan.request.attach is not None
 
 
 def _own_run_dir(run_dir: Path) -> int | None:
@@ -462,9 +462,9 @@ def _write_tables_and_summary(run_dir: Path, plan: Plan, phases: list[PhaseOutco
     traces = [_relative(run_dir, t) for p in phases for t in p.tables.trace_files]
     summary = summaries.build(tables, SourceInfo(kind="profilectl-run", path=str(run_dir)), derived,
                               perfetto_trace=traces[0] if traces else None)
-    if tables.kernel_timing and plan.backend == "ncu":  # the plan knows the clock control the CSV does not
-        from profilectl.backends.ncu import NsightCompute
-        summary = dataclasses.replace(summary, kernel_timing=NsightCompute.kernel_timing(plan.request))
+    timing = BACKENDS[plan.backend].kernel_timing(plan.request) if tables.kernel_timing else None
+    if timing is not None:  # the plan knows more than the files (ncu: the clock control its CSV does not say)
+        summary = dataclasses.replace(summary, kernel_timing=timing)
     if len(traces) > 1:
         summary = dataclasses.replace(summary, notes=summary.notes + (
             f"{len(traces)} Perfetto traces (one per process or phase); the first is {traces[0]}",))

@@ -13,6 +13,8 @@ import sys
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
+from profilectl.report.units import shorten
+
 Update = Callable[[str], None]
 DETAIL_WIDTH = 60  # the step's latest line, cut to fit beside the label on an 80-column terminal
 
@@ -25,8 +27,7 @@ def shown(stream: object = None) -> bool:
 
 
 def _one_line(text: str) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= DETAIL_WIDTH else line[:DETAIL_WIDTH - 1] + "…"
+    return shorten(" ".join(text.split()), DETAIL_WIDTH)
 
 
 @contextmanager

@@ -127,27 +127,6 @@ def resolve_workload(argv: list[str] | tuple[str, ...], prefer_hip: bool = False
     return default_workload(prefer_hip), "default"
 
 
-# Parts of a variable name that mark its value as a credential (API_TOKEN, AWS_SECRET_ACCESS_KEY,
-# DB_PASSWORD, HF_TOKEN ...): such values are run with but never shown or stored.
-SECRET_PARTS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "CREDENTIALS", "KEY", "APIKEY",
-                "AUTH", "COOKIE", "SESSION", "PRIVATE", "SIGNATURE", "PAT", "PASS", "PWD")
-NOT_SECRET = frozenset({"PWD", "OLDPWD"})  # the working directory, not a password
-REDACTED = "<redacted>"
-
-
-def looks_secret(name: str) -> bool:
-    upper = name.upper()
-    if upper in NOT_SECRET:
-        return False
-    parts = [p for p in upper.replace("-", "_").split("_") if p]
-    return any(part in SECRET_PARTS or part.endswith(("TOKEN", "SECRET", "PASSWORD", "APIKEY")) for part in parts)
-
-
-def redact_env(env: dict[str, str]) -> dict[str, str]:
-    """`env` as shown in plans and stored in manifests: secret-looking values replaced."""
-    return {key: REDACTED if looks_secret(key) and value else value for key, value in env.items()}
-
-
 def parse_bounds(kernel: str | None = None, exclude_kernel: str | None = None, launch_skip: int | None = None,
                  launch_count: int | None = None, steps: str | None = None, nvtx_range: str | None = None,
                  profiler_args: str | None = None) -> Bounds:

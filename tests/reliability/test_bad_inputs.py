@@ -9,6 +9,7 @@ import subprocess
 
 import pytest
 from reliability_support import manifest_of, one_line, only_run
+from support import read_terminal
 
 GOOD = {"schema_version": 1, "profilectl_version": "0.1", "service": "trace", "backend": "timing", "reason": "r",
         "fallbacks": [], "tool": None, "argv": ["true"], "phases": [], "workload": ["true"],
@@ -90,18 +91,10 @@ def test_errors_stay_one_line_on_a_narrow_terminal(harness, tmp_path):
             on_terminal = subprocess.run(harness.argv("ls", str(long_name)), stdout=subprocess.PIPE, stderr=follower,
                                          env=env, timeout=60)
             os.close(follower)
-            chunks = []
-            while True:
-                try:
-                    chunk = os.read(leader, 4096)
-                except OSError:
-                    break
-                if not chunk:
-                    break
-                chunks.append(chunk)
+            drawn = read_terminal(leader)
         finally:
             os.close(leader)
-        text = b"".join(chunks).decode().replace("\r\n", "\n")
+        text = drawn.decode().replace("\r\n", "\n")
         assert on_terminal.returncode == 2 and str(long_name) in one_line(text), text
 
 

@@ -25,6 +25,16 @@ def log_has(run_dir: Path, name: str, text: str) -> bool:
         return False
 
 
+def start_until_ready(harness, traces: Path, repeat: str, *workload: str) -> subprocess.Popen:
+    """`profile --repeat REPEAT -- WORKLOAD` (no sampling, no warm-up), once the workload has printed
+    `ready`."""
+    process = harness.start("profile", "--no-sample", "--repeat", repeat, "--warmup", "0", "--traces-dir", str(traces),
+                            "--", *workload)
+    wait_for(lambda: traces.is_dir() and any(log_has(r, "stdout.log", "ready") for r in traces.iterdir()),
+             what="the workload")
+    return process
+
+
 def start_blocked(harness, *args: str) -> tuple[subprocess.Popen, int]:
     """profilectl with its stdout on a pipe that nobody reads (the read end held open, like
     `| (sleep 600)`): the process and the read end, to close afterwards."""
@@ -76,10 +86,7 @@ def test_a_second_ctrl_c_cuts_the_grace_and_says_so(harness, tmp_path):
     workload = tmp_path / "stubborn.sh"
     workload.write_text("#!/bin/sh\ntrap '' INT TERM\necho ready\nwhile :; do sleep 1; done\n")
     workload.chmod(0o755)
-    process = harness.start("profile", "--no-sample", "--repeat", "1", "--warmup", "0", "--traces-dir", str(traces),
-                            "--", str(workload))
-    wait_for(lambda: traces.is_dir() and any(log_has(r, "stdout.log", "ready") for r in traces.iterdir()),
-             what="the workload")
+    process = start_until_ready(harness, traces, "1", str(workload))
     os.kill(process.pid, signal.SIGINT)
     time.sleep(1.0)
     first = time.monotonic()
@@ -96,10 +103,7 @@ def test_a_second_ctrl_c_cuts_the_grace_and_says_so(harness, tmp_path):
 
 def test_a_killed_step_supervisor_is_a_failure_with_its_cause(harness, tmp_path):
     traces = harness.traces()
-    process = harness.start("profile", "--no-sample", "--repeat", "3", "--warmup", "0", "--traces-dir", str(traces),
-                            "--", "sh", "-c", "echo ready; sleep 300")
-    wait_for(lambda: traces.is_dir() and any(log_has(r, "stdout.log", "ready") for r in traces.iterdir()),
-             what="the workload")
+    process = start_until_ready(harness, traces, "3", "sh", "-c", "echo ready; sleep 300")
     supervisor = next(pid for pid, command in tagged_processes(harness.tag).items() if "supervisor.py" in command)
     os.kill(supervisor, signal.SIGKILL)
     _, stderr = process.communicate(timeout=60)
@@ -115,10 +119,7 @@ def test_a_killed_step_supervisor_is_a_failure_with_its_cause(harness, tmp_path)
 @pytest.mark.skipif(not CAN_MOUNT, reason="a read-only bind mount needs root with mount rights")
 def test_a_run_folder_made_read_only_is_said_as_such(harness, tmp_path):
     traces = harness.traces()
-    process = harness.start("profile", "--no-sample", "--repeat", "1", "--warmup", "0", "--traces-dir", str(traces),
-                            "--", "sh", "-c", "echo ready; sleep 2; echo done")
-    wait_for(lambda: traces.is_dir() and any(log_has(r, "stdout.log", "ready") for r in traces.iterdir()),
-             what="the workload")
+    process = start_until_ready(harness, traces, "1", "sh", "-c", "echo ready; sleep 2; echo done")
     run = only_run(traces)
     subprocess.run(["mount", "--bind", str(run), str(run)], check=True)
     harness.mounts.append(run)

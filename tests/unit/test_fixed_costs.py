@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
-from support import REPO
+from support import REPO, read_terminal
 from profilectl.probe import sources
 from profilectl.probe.machine import Machine
 
@@ -219,22 +219,13 @@ def _on_terminal(argv: list[str], env: dict[str, str], columns: int) -> bytes:
     """What argv prints on a terminal of this many columns (a real pseudo-terminal)."""
     import fcntl
     import pty
-    import select
     import struct
     import termios
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
     proc = subprocess.Popen(argv, stdout=slave, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=env)
     os.close(slave)
-    out = b""
-    while select.select([master], [], [], 60)[0]:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:  # the other end closed
-            break
-        if not chunk:
-            break
-        out += chunk
+    out = read_terminal(master)
     proc.wait()
     os.close(master)
     return out

@@ -5,7 +5,6 @@ bench scripts the docs run that can be run."""
 import os
 import pty
 import re
-import select
 import stat
 import subprocess
 import sys
@@ -14,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from support import REPO
+from support import REPO, read_terminal
 
 PROFILECTL = [sys.executable, str(REPO / "tools/profilectl")]
 
@@ -105,19 +104,9 @@ def run_on_a_terminal(argv, env, timeout=120):
     pid, fd = pty.fork()
     if pid == 0:
         os.execve(argv[0], argv, env)
-    chunks, deadline = [], time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([fd], [], [], 1.0)
-        if ready:
-            try:
-                data = os.read(fd, 65536)
-            except OSError:
-                break
-            if not data:
-                break
-            chunks.append(data)
+    drawn = read_terminal(fd, timeout)
     _, status = os.waitpid(pid, 0)
-    return b"".join(chunks).decode(errors="replace"), os.waitstatus_to_exitcode(status)
+    return drawn.decode(errors="replace"), os.waitstatus_to_exitcode(status)
 
 
 def big_trace(path: Path, events: int = 200_000) -> None:

@@ -56,6 +56,7 @@ class CauseRule:
 class Rules:
     thresholds: dict[str, Any]
     causes: tuple[CauseRule, ...]
+    frames: "re.Pattern[str]"  # host ranges that frame whole steps or phases: they name no gap
 
     def __getitem__(self, name: str) -> Any:
         return self.thresholds[name]
@@ -76,9 +77,10 @@ def rules() -> Rules:
                                  reason=" ".join(str(c["reason"]).split()), verdict=c["verdict"],
                                  next_step=" ".join(str(c["next_step"]).split())) for c in doc["causes"])
         thresholds = dict(doc["thresholds"])
+        frames = re.compile("|".join(f"(?:{n})" for n in doc["frames"]["names"]))
     except (KeyError, TypeError, re.error) as exc:
         raise DataError(f"profiling/verdicts.yaml: a rule is incomplete or invalid ({exc})") from None
-    return Rules(thresholds=thresholds, causes=causes)
+    return Rules(thresholds=thresholds, causes=causes, frames=frames)
 
 
 # ---------------------------------------------------------------- results
@@ -188,11 +190,9 @@ def analyse_rank(t: RankTimeline, busy: "Intervals | None" = None) -> RankIdle:
     cause[length < int(r["gap_min_ns"])] = launch_index
     activity = t.host_activity
     host_recorded = activity is not None and len(activity.start) > 0
-    # Annotations that frame whole steps say nothing about a gap (ProfilerStep#N covers them all)
-    frames = re.compile(r"^ProfilerStep#|^Optimizer\.(zero_grad|step)#|^## ")
     tops: dict[int, tuple[str | None, int]] = {}
     if activity is not None and host_recorded:
-        not_frame = ~_matching(activity.names, frames)[activity.name]
+        not_frame = ~_matching(activity.names, r.frames)[activity.name]  # frames name no gap
     for index, rule in enumerate(r.causes):
         open_ = cause < 0
         if not open_.any():

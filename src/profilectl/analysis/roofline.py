@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from profilectl import data
+from profilectl.report.units import si
 
 WORK_PREFIXES = ("flop_", "iop_")
 LEVELS = ("hbm", "l2", "lds")
@@ -276,11 +277,7 @@ def _carrying(verdict: str, bound_by: str | None, kernel: KernelRoofline, roofs:
 def rate_text(value: float, unit: str) -> str:
     """1.2e15 flop_per_s -> '1.2 PFLOP/s'; 3.1e12 bytes_per_s -> '3.1 TB/s' (decimal prefixes, as
     datasheets quote them)."""
-    word = {"flop_per_s": "FLOP/s", "iop_per_s": "OP/s", "bytes_per_s": "B/s"}.get(unit, unit)
-    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= scale:
-            return f"{value / scale:.3g} {prefix}{word}"
-    return f"{value:.3g} {word}"
+    return si(value, {"flop_per_s": "FLOP/s", "iop_per_s": "OP/s", "bytes_per_s": "B/s"}.get(unit, unit))
 
 
 def kernel_percent(kernel: KernelRoofline, roof: str | None) -> float:

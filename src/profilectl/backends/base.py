@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, ClassVar
 
+from profilectl import countersets
 from profilectl.countersets import CounterPlan, CounterSet
 from profilectl.errors import UsageError
 from profilectl.facts import Facts, Tool, Verdict
@@ -102,6 +103,9 @@ class Backend(ABC):
     readers: ClassVar[tuple[Reader, ...]] = ()
     # Selects the ranks of a multi-rank job to profile (`--ranks`); others refuse the option.
     selects_ranks: ClassVar[bool] = False
+    # Each counter pass re-runs the application (AMD's `pmc:` lines): as few passes as the counter
+    # blocks allow. Otherwise the tool collects every counter in one run (it replays kernels itself).
+    pass_per_run: ClassVar[bool] = False
     # Environment for stable numbers, set by default (users override with --env KEY=VALUE).
     default_env: ClassVar[dict[str, str]] = {"PYTORCH_TUNABLEOP_ENABLED": "0"}
 
@@ -153,8 +157,15 @@ class Backend(ABC):
         """A requested counter name as the tool's listing spells it (for validation)."""
         return name
 
+    def kernel_timing(self, request: Request) -> str | None:
+        """How the tool timed the kernels where the request says more than its files do (Nsight
+        Compute's clock control); None: what the files say stands."""
+        return None
+
     def counter_passes(self, counter_set: CounterSet) -> tuple[tuple[str, ...], ...]:
         """How the set's counters are collected: one pass, unless the tool re-runs the app per pass."""
+        if self.pass_per_run:
+            return counter_set.explicit_passes or countersets.split_passes(counter_set.counters)
         return (counter_set.counters,)
 
     def input_file(self, passes: tuple[tuple[str, ...], ...]) -> str | None:

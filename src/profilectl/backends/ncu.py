@@ -102,8 +102,7 @@ class NsightCompute(Backend):
                          "trace, counter values vary more between runs")
         return notes
 
-    @staticmethod
-    def kernel_timing(request: Request) -> str:
+    def kernel_timing(self, request: Request) -> str:
         clocks = "clocks locked to base" if request.clock_control == "base" else "clocks not controlled"
         return f"Nsight Compute kernel replay ({clocks})"
 

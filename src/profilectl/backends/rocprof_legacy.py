@@ -14,7 +14,6 @@ from typing import Any, Callable
 from profilectl import countersets, data
 from profilectl.backends.base import Backend, Job, Step, unsupported
 from profilectl.backends.rocprofv3 import INPUT_FILE
-from profilectl.countersets import CounterSet
 from profilectl.facts import Facts, Tool, Verdict
 from profilectl.formats import counter_listing
 from profilectl.formats import rocprof_legacy as reader
@@ -33,6 +32,7 @@ class LegacyRocprof(Backend):
     services = frozenset({"counters", "trace"})
     is_profiler = True
     vendor = "amd"
+    pass_per_run = True
     readers = (reader.ResultsReader(), reader.StatsReader(), reader.TraceReader())
 
     def tool(self, facts: Facts) -> Tool | None:
@@ -81,10 +81,6 @@ class LegacyRocprof(Backend):
         else:
             argv += ["-d", str(raw), "-o", "results"]
         return (Step(argv=job.launch.wrap(argv + list(bounds.profiler_args)), label=tool.name),)
-
-    def counter_passes(self, counter_set: CounterSet) -> tuple[tuple[str, ...], ...]:
-        # Each `pmc:` line is a pass that re-runs the application: as few as the blocks allow.
-        return counter_set.explicit_passes or countersets.split_passes(counter_set.counters)
 
     def input_file(self, passes: tuple[tuple[str, ...], ...]) -> str:
         return countersets.pmc_text(passes)

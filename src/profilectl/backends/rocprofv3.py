@@ -19,9 +19,8 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from profilectl import countersets, data
+from profilectl import data
 from profilectl.backends.base import PMC_TEXT_FILE, Backend, Job, Step, rank_hook_env, unsupported
-from profilectl.countersets import CounterSet
 from profilectl.facts import Facts, Verdict
 from profilectl.formats import counter_listing
 from profilectl.formats import rocprofv3 as csv_reader
@@ -34,7 +33,7 @@ from profilectl.launchers.base import INSIDE
 from profilectl.probe import attach as attach_probe
 from profilectl.probe.counters import release_verdict
 from profilectl.probe.machine import CommandResult, Machine
-from profilectl.probe.rocprofv3_help import HelpFacts, help_facts
+from profilectl.probe.rocprofv3_help import HELP_TIMEOUT_S, HelpFacts, help_facts
 from profilectl.probe.sources import version_tuple
 from profilectl.request import Request, ranks_text
 
@@ -65,7 +64,7 @@ def newest_known() -> tuple[int, ...]:
 
 
 def run_quietly(argv: list[str]) -> CommandResult:
-    return Machine().run(argv, timeout_s=30.0)
+    return Machine().run(argv, timeout_s=HELP_TIMEOUT_S)
 
 
 @functools.lru_cache(maxsize=None)
@@ -187,6 +186,7 @@ class Rocprofv3(Backend):
     is_profiler = True
     vendor = "amd"
     selects_ranks = True
+    pass_per_run = True
     readers = (csv_reader.Rocprofv3CsvReader(), RocpdReader(), Rocprofv3JsonReader(), Rocprofv3StatsReader(),
                PcSamplingReader(), csv_reader.PerfettoTraceReader())
 
@@ -429,14 +429,6 @@ class Rocprofv3(Backend):
         if bounds.nvtx_range is not None:
             raise unsupported(self.name, "--range", "it selects no ranges by name; use --steps or --kernel")
         return argv
-
-    def counter_passes(self, counter_set: CounterSet) -> tuple[tuple[str, ...], ...]:
-        # Each `pmc:` line is a pass that re-runs the application: as few as the blocks allow.
-        return counter_set.explicit_passes or countersets.split_passes(counter_set.counters)
-
-    def input_file(self, passes: tuple[tuple[str, ...], ...]) -> str:
-        """The pmc: text form (6.2-7.2 read it; profilectl writes JSON, which every release reads)."""
-        return countersets.pmc_text(passes)
 
     def list_counters(self, facts: Facts, run: Callable[[list[str]], CommandResult]) -> CounterListing:
         """From 7.0 `rocprofv3-avail list --pmc` (what -L itself runs); else, or when it fails,

@@ -43,7 +43,7 @@ def interval_stats(path: Path, name_col: str, fast: bool | None = None) -> Stats
     """Duration (End - Start) statistics per value of name_col, for any rocprofv3 trace file:
     polars for large files when installed, else the csv module (the same numbers)."""
     if fast is None:
-        fast = path.stat().st_size >= polars_csv.FAST_PATH_MIN_BYTES and polars_csv.fast_engine_available()
+        fast = _fast(path)
     if fast:
         return polars_csv.grouped_durations_csv(path, name_col, "Start_Timestamp", "End_Timestamp")
     stats: StatsByName = {}
@@ -64,9 +64,15 @@ def kernel_trace(paths: list[Path], fast: bool | None = None) -> tuple[StatsByNa
         merged = merge_stats(merged, per_file)
         key = ranks.identity(path)
         per_rank[key] = merge_stats(per_rank.get(key, {}), per_file)
-    rows = tuple(ranks.rank_row(rank, host, stats) for (rank, host), stats in sorted(
-        per_rank.items(), key=lambda item: (item[0][1] or "", item[0][0])))
+    rows = tuple(ranks.rank_row(rank, host, stats)
+                 for (rank, host), stats in sorted(per_rank.items(), key=_host_then_rank))
     return merged, rows
+
+
+def _host_then_rank(item: tuple[tuple[str, str | None], Any]) -> tuple[str, str]:
+    """Ranks in report order: by host, then by rank (process) id."""
+    (rank, host), _ = item
+    return host or "", rank
 
 
 def named_intervals(paths: list[Path], name_col: str) -> StatsByName:
@@ -97,7 +103,7 @@ def _columns(path: Path, text: tuple[str, ...], numbers: tuple[str, ...],
     header = csv_header(path)
     absent = tuple(c for c in optional if c in numbers and c not in header)
     numbers = tuple(c for c in numbers if c not in absent)
-    if path.stat().st_size >= polars_csv.FAST_PATH_MIN_BYTES and polars_csv.fast_engine_available():
+    if _fast(path):
         import polars as pl
         try:
             frame = pl.read_csv(path, columns=list(text + numbers), infer_schema=False,
@@ -122,6 +128,7 @@ def _columns(path: Path, text: tuple[str, ...], numbers: tuple[str, ...],
 
 
 def _ranks_of(by_kind: dict[str, list[Path]]) -> dict[tuple[str, str | None], dict[str, list[Path]]]:
+    """Each rank's (process's) files by kind, ranks by host, then rank."""
     per_rank: dict[tuple[str, str | None], dict[str, list[Path]]] = {}
     for kind in ("kernel_trace", "memory_copy_trace", *API_KINDS, "marker_api_trace"):
         for path in by_kind.get(kind, []):
@@ -129,10 +136,11 @@ def _ranks_of(by_kind: dict[str, list[Path]]) -> dict[tuple[str, str | None], di
             if rank == path.stem:  # no pid or rank in the name (a renamed file): the one process
                 rank = "0"
             per_rank.setdefault((rank, host), {}).setdefault(kind, []).append(path)
-    return per_rank
+    return dict(sorted(per_rank.items(), key=_host_then_rank))
 
 
 def _fast(path: Path) -> bool:
+    """A file large enough for polars' engine to pay (when it is installed)."""
     return path.stat().st_size >= polars_csv.FAST_PATH_MIN_BYTES and polars_csv.fast_engine_available()
 
 
@@ -264,8 +272,7 @@ class Rocprofv3CsvReader(Reader):
         per_rank: dict[tuple[str, str | None], StatsByName] = {}
         found: list[RankTimeline] = []
         notes: list[str] = []
-        for (rank, host), rank_files in sorted(_ranks_of(by_kind).items(), key=lambda item: (item[0][1] or "",
-                                                                                             item[0][0])):
+        for (rank, host), rank_files in _ranks_of(by_kind).items():
             if "kernel_trace" not in rank_files:
                 continue
             columns: list[tuple[Path, polars_csv.TraceColumns | None]]
@@ -285,8 +292,8 @@ class Rocprofv3CsvReader(Reader):
                 per_rank[key] = merge_stats(per_rank.get(key, {}), stats)
             if timeline is not None and kernels:
                 found.append(timeline)
-        rank_rows = tuple(ranks.rank_row(rank, host, stats) for (rank, host), stats in sorted(
-            per_rank.items(), key=lambda item: (item[0][1] or "", item[0][0])))
+        rank_rows = tuple(ranks.rank_row(rank, host, stats) for (rank, host), stats in sorted(per_rank.items(),
+                                                                                              key=_host_then_rank))
         return self._tables(by_kind, kernels, rank_rows, tuple(found), tuple(notes))
 
     def _read_slowly(self, by_kind: dict[str, list[Path]]) -> Tables:
@@ -294,8 +301,7 @@ class Rocprofv3CsvReader(Reader):
         kernels, rank_rows = kernel_trace(by_kind["kernel_trace"]) if "kernel_trace" in by_kind else ({}, ())
         try:
             found: tuple[RankTimeline, ...] = tuple(
-                t for (rank, host), rank_files in sorted(_ranks_of(by_kind).items(),
-                                                         key=lambda item: (item[0][1] or "", item[0][0]))
+                t for (rank, host), rank_files in _ranks_of(by_kind).items()
                 if "kernel_trace" in rank_files for t in (rank_timeline_of(rank, host, rank_files)[0],)
                 if t is not None) if kernels else ()
             notes: tuple[str, ...] = ()

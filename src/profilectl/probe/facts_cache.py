@@ -17,17 +17,11 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Iterable, TypeVar
 
+from profilectl.cache_folder import cache_dir, keep
+
 
 FORMAT = "1"  # bumped when an entry's layout or what it stands for changes
 T = TypeVar("T")
-
-
-def cache_dir() -> Path:
-    """rocprofv3_help.cache_dir (not imported: its option patterns compile at import)."""
-    explicit = os.environ.get("PROFILECTL_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "profilectl"
 
 
 def identity(path: str) -> str:
@@ -59,13 +53,7 @@ def remembered(kind: str, key_parts: list[str], compute: Callable[[], tuple[T, l
     answer, paths = compute()
     if not paths:
         return answer
-    try:
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        tmp = entry.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"answer": encode(answer), "witnesses": {p: identity(p) for p in paths}}))
-        os.replace(tmp, entry)
-    except OSError:
-        pass
+    keep(entry, json.dumps({"answer": encode(answer), "witnesses": {p: identity(p) for p in paths}}))
     return answer
 
 

@@ -14,9 +14,9 @@ import json
 import os
 from typing import Callable
 
+from profilectl.cache_folder import cache_dir, keep
 from profilectl.facts import Facts
 from profilectl.probe.machine import CommandResult
-from profilectl.probe.rocprofv3_help import cache_dir
 
 Lister = Callable[[list[str]], CommandResult]
 
@@ -45,14 +45,8 @@ def cached_lister(facts: Facts, run: Lister | None) -> Lister:
         if run is None:
             return CommandResult(argv, None, error="no cached listing")
         result = run(argv)
-        if result.ok and result.output.strip():
-            try:  # a cache that cannot be written costs one listing next time
-                folder.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_suffix(f".{os.getpid()}.tmp")
-                tmp.write_text(json.dumps({"returncode": result.returncode, "stdout": result.stdout,
-                                           "stderr": result.stderr, "argv": argv}))
-                os.replace(tmp, path)
-            except OSError:
-                pass
+        if result.ok and result.output.strip():  # a cache that cannot be written costs one listing next time
+            keep(path, json.dumps({"returncode": result.returncode, "stdout": result.stdout, "stderr": result.stderr,
+                                   "argv": argv}))
         return result
     return lister

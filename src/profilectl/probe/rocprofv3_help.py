@@ -13,9 +13,9 @@ import hashlib
 import os
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable
 
+from profilectl.cache_folder import cache_dir, keep
 from profilectl.probe.machine import CommandResult
 
 HELP_TIMEOUT_S = 30.0
@@ -82,13 +82,6 @@ def parse_help(text: str, source: str = "rocprofv3 --help") -> HelpFacts:
     return HelpFacts(options=options, choices=choices, multi_pass_pmc=multi, source=source)
 
 
-def cache_dir() -> Path:
-    explicit = os.environ.get("PROFILECTL_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "profilectl"
-
-
 def cache_key(tool_path: str) -> str | None:
     try:
         st = os.stat(tool_path)
@@ -105,7 +98,7 @@ def help_facts(tool_path: str, run: Callable[[list[str]], CommandResult]) -> Hel
     text = None
     if cached is not None:
         try:
-            text = cached.read_text()
+            text = cached.read_text(encoding="utf-8")
         except OSError:
             text = None
     if text is None:
@@ -113,13 +106,7 @@ def help_facts(tool_path: str, run: Callable[[list[str]], CommandResult]) -> Hel
         text = result.stdout if result.stdout.strip() else result.output
         if not text.strip() or "--" not in text:
             return None
-        if cached is not None:
-            try:  # a cache that cannot be written only costs a tool start next time
-                cached.parent.mkdir(parents=True, exist_ok=True)
-                tmp = cached.with_suffix(f".{os.getpid()}.tmp")
-                tmp.write_text(text)
-                os.replace(tmp, cached)
-            except OSError:
-                pass
+        if cached is not None:  # a cache that cannot be written only costs a tool start next time
+            keep(cached, text)
     facts = parse_help(text, f"{tool_path} --help")
     return facts if facts.options else None

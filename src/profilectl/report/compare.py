@@ -217,15 +217,15 @@ MAX_THRESHOLD_PERCENT = 1000.0  # beyond 11x slower a threshold gates nothing: a
 
 def parse_metric(text: str) -> str:
     """A metric name as --metric takes it; a kernel regex is compiled here so a bad one is a usage error."""
-    if text in ("gpu-time", "step-time", "wall-time"):
-        return text
     if text.startswith("kernel:") and text[len("kernel:"):]:
         try:
             re.compile(text[len("kernel:"):])
         except re.error as exc:
             raise UsageError(f"--metric {text}: not a regular expression: {exc}") from None
         return text
-    raise UsageError(f"--metric {text!r}: expected gpu-time, kernel:REGEX, step-time or wall-time")
+    if text in METRICS:
+        return text
+    raise UsageError(f"--metric {text!r}: expected {', '.join(METRICS[:-1])} or {METRICS[-1]}")
 
 
 def parse_threshold(text: str) -> float:

@@ -9,11 +9,10 @@ each; stdout gets the main table alone). Comparisons are rendered here.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 from profilectl.report import units
-from profilectl.report.renderers.machine import (KERNEL_COLUMNS, CsvTable, csv_text, main_csv_table,  # noqa: F401
-                                                 to_csv)
+from profilectl.report.renderers.machine import CsvTable, csv_text, main_csv_table, to_csv  # noqa: F401
 from profilectl.report.renderers.markdown import md_table
 
 if TYPE_CHECKING:  # annotations only
@@ -54,10 +53,6 @@ def to_markdown(summary: "Summary", top: int = 10) -> str:
     return markdown.render(build_document(summary), top)
 
 
-def _speedup(value: float | None) -> str:
-    return f"{value:.2f}×" if value else "-"
-
-
 def gate_value(value: float, unit: str) -> str:
     return units.duration_ns(value) if unit == "ns" else units.duration_s(value)
 
@@ -83,9 +78,16 @@ def gate_markdown(gate: Gate) -> list[str]:
 def timing_markdown(result: Comparison) -> list[str]:
     if not result.timing:
         return []
-    rows = [(d.stat, units.duration_s(d.a_s), units.duration_s(d.b_s), _speedup(d.speedup)) for d in result.timing]
+    rows = [(d.stat, units.duration_s(d.a_s), units.duration_s(d.b_s), units.speedup(d.speedup)) for d in result.timing]
     return [f"## Timing ({result.timing_runs_a} runs in A, {result.timing_runs_b} in B)", ""] + md_table(
         ("statistic", "A", "B", "speedup"), rows)
+
+
+def _matched_markdown(what: str, rows: Sequence[Any], top: int) -> list[str]:
+    """Names found in both runs (kernels, or operators of CPU-only traces), largest change first."""
+    return md_table((what, "calls A", "calls B", "total A", "total B", "speedup"),
+                    ((r.name, r.calls_a, r.calls_b, units.duration_ns(r.total_ns_a), units.duration_ns(r.total_ns_b),
+                      units.speedup(r.speedup)) for r in rows[:top]))
 
 
 def comparison_markdown(result: Comparison, top: int = 15) -> str:
@@ -95,22 +97,18 @@ def comparison_markdown(result: Comparison, top: int = 15) -> str:
     lines += timing_markdown(result)
     if result.kernels or result.only_in_a or result.only_in_b:
         lines += [f"GPU time {units.duration_ns(result.gpu_time_ns_a)} → {units.duration_ns(result.gpu_time_ns_b)}, "
-                  f"speedup {_speedup(result.speedup)}", ""]
-        lines += md_table(("kernel", "calls A", "calls B", "total A", "total B", "speedup"),
-                          ((r.name, r.calls_a, r.calls_b, units.duration_ns(r.total_ns_a), units.duration_ns(r.total_ns_b),
-                            _speedup(r.speedup)) for r in result.kernels[:top]))
+                  f"speedup {units.speedup(result.speedup)}", ""]
+        lines += _matched_markdown("kernel", result.kernels, top)
     elif not result.timing:  # CPU-only traces: their operators, or nothing to compare
         from profilectl.report.compare import nothing_line, operators_line
         if result.operators:
             lines += [operators_line(result), ""]
-            lines += md_table(("operator", "calls A", "calls B", "total A", "total B", "speedup"),
-                              ((r.name, r.calls_a, r.calls_b, units.duration_ns(r.total_ns_a),
-                                units.duration_ns(r.total_ns_b), _speedup(r.speedup)) for r in result.operators[:top]))
+            lines += _matched_markdown("operator", result.operators, top)
         else:
             lines += [nothing_line(), ""]
     if result.ranks:
         lines += ["## Per rank", ""] + md_table(("rank", "GPU time A", "GPU time B", "speedup"), (
-            (d.rank, units.duration_ns(d.total_ns_a), units.duration_ns(d.total_ns_b), _speedup(d.speedup))
+            (d.rank, units.duration_ns(d.total_ns_a), units.duration_ns(d.total_ns_b), units.speedup(d.speedup))
             for d in result.ranks))
     for label, only in (("Only in A", result.only_in_a), ("Only in B", result.only_in_b)):
         if only:

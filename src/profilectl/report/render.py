@@ -148,10 +148,6 @@ def runs_table(console: Console, listed: list[ListedRun], root: str) -> None:
     console.print(table)
 
 
-def _speedup(value: float | None) -> str:
-    return f"{value:.2f}×" if value else "-"
-
-
 def _matched_table(what: str, rows: Sequence[Any], top: int) -> Table:
     """Names found in both runs (kernels, or operators of CPU-only traces), largest change first."""
     table = Table(title=f"{what.capitalize()}s in both (largest change first)", title_justify="left")
@@ -160,7 +156,7 @@ def _matched_table(what: str, rows: Sequence[Any], top: int) -> Table:
         table.add_column(column, justify="right", no_wrap=True)
     for row in rows[:top]:
         table.add_row(_short(row.name), f"{row.calls_a:,}", f"{row.calls_b:,}", _ns(row.total_ns_a),
-                      _ns(row.total_ns_b), _speedup(row.speedup))
+                      _ns(row.total_ns_b), units.speedup(row.speedup))
     return table
 
 
@@ -180,11 +176,12 @@ def comparison(console: Console, result: Comparison, top: int = 15) -> None:
         for column in ("statistic", "A", "B", "speedup"):
             timing.add_column(column, justify="left" if column == "statistic" else "right")
         for stat in result.timing:
-            timing.add_row(stat.stat, units.duration_s(stat.a_s), units.duration_s(stat.b_s), _speedup(stat.speedup))
+            timing.add_row(stat.stat, units.duration_s(stat.a_s), units.duration_s(stat.b_s),
+                           units.speedup(stat.speedup))
         console.print(timing)
     if result.kernels or result.only_in_a or result.only_in_b:  # timing runs alone have no kernels to list
         console.print(f"GPU time {_ns(result.gpu_time_ns_a)} → {_ns(result.gpu_time_ns_b)} "
-                      f"(speedup {_speedup(result.speedup)}); {len(result.kernels)} kernels in both, "
+                      f"(speedup {units.speedup(result.speedup)}); {len(result.kernels)} kernels in both, "
                       f"{len(result.only_in_a)} only in A, {len(result.only_in_b)} only in B")
         console.print(_matched_table("kernel", result.kernels, top))
     elif not result.timing:  # no kernels, no timed runs: CPU-only traces compare by their operators
@@ -199,7 +196,7 @@ def comparison(console: Console, result: Comparison, top: int = 15) -> None:
         for column in ("rank", "GPU time A", "GPU time B", "speedup"):
             per_rank.add_column(column, justify="left" if column == "rank" else "right")
         for delta in result.ranks:
-            per_rank.add_row(delta.rank, _ns(delta.total_ns_a), _ns(delta.total_ns_b), _speedup(delta.speedup))
+            per_rank.add_row(delta.rank, _ns(delta.total_ns_a), _ns(delta.total_ns_b), units.speedup(delta.speedup))
         console.print(per_rank)
     for label, only_rows in (("Only in A", result.only_in_a), ("Only in B", result.only_in_b)):
         if only_rows:

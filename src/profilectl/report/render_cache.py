@@ -24,20 +24,14 @@ import sys
 from pathlib import Path
 from typing import Any, Iterator
 
-from profilectl import stamp
+from profilectl import cache_folder, stamp
+from profilectl.cache_folder import cache_dir
 
 FORMAT = "1"
 FORMATS = ("table", "json", "md", "html")
 ENVIRONMENT = ("COLUMNS", "LINES", "TERM", "COLORTERM", "NO_COLOR", "FORCE_COLOR", "TTY_COMPATIBLE",
                "TTY_INTERACTIVE", "JUPYTER_COLUMNS", "JUPYTER_LINES", "TZ", "LANG", "LC_ALL", "LC_CTYPE", "HOME")
 UNSETTLED = ("running", "abandoned")  # statuses that change without a file changing
-
-
-def cache_dir() -> Path:
-    explicit = os.environ.get("PROFILECTL_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "profilectl"
 
 
 class _NotKept(Exception):
@@ -116,14 +110,7 @@ def settled(summary: Any) -> bool:
 
 
 def keep(cache_key: str, text: str) -> None:
-    entry = _entry(cache_key)
-    try:
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        tmp = entry.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, entry)
-    except OSError:
-        pass
+    cache_folder.keep(_entry(cache_key), text)
 
 
 class _Captured(io.StringIO):

@@ -13,6 +13,7 @@ from html import escape
 from typing import Any
 
 from profilectl.report.document import Chart, Section
+from profilectl.report.units import si
 
 WIDTH, HEIGHT = 760, 460
 LEFT, RIGHT, TOP, BOTTOM = 78, 170, 20, 52  # margins: axis labels left/bottom, roof labels right
@@ -45,13 +46,6 @@ def _points(section: Section, chart: Chart) -> list[dict[str, Any]]:
 def _log_range(values: list[float]) -> tuple[float, float]:
     low, high = min(values), max(values)
     return 10 ** math.floor(math.log10(low)), 10 ** math.ceil(math.log10(high) + 1e-9)
-
-
-def _si(value: float, unit: str) -> str:
-    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if value >= scale:
-            return f"{value / scale:.3g} {prefix}{unit}"
-    return f"{value:.3g} {unit}"
 
 
 def roofline_svg(section: Section) -> str:
@@ -97,7 +91,7 @@ def roofline_svg(section: Section) -> str:
     for exponent in range(round(math.log10(ymin)), round(math.log10(ymax)) + 1):
         y = sy(10.0 ** exponent)
         out.append(f'<line x1="{LEFT}" y1="{y:.1f}" x2="{LEFT + plot_w}" y2="{y:.1f}" stroke="#eeeeee"/>')
-        out.append(f'<text x="{LEFT - 4}" y="{y + 4:.1f}" text-anchor="end">{_si(10.0 ** exponent, "")}</text>')
+        out.append(f'<text x="{LEFT - 4}" y="{y + 4:.1f}" text-anchor="end">{si(10.0 ** exponent, "")}</text>')
     out.append(f'<text x="{LEFT + plot_w / 2:.0f}" y="{HEIGHT - 14}" text-anchor="middle">'
                'arithmetic intensity (FLOP per HBM byte)</text>')
     out.append(f'<text transform="translate(16 {TOP + plot_h / 2:.0f}) rotate(-90)" text-anchor="middle">'
@@ -111,11 +105,11 @@ def roofline_svg(section: Section) -> str:
         out.append(f'<line class="roof roof-bandwidth" data-roof="{escape(roof["name"])}" x1="{sx(x_start):.1f}" '
                    f'y1="{sy(roof["value"] * x_start):.1f}" x2="{sx(x_end):.1f}" y2="{sy(roof["value"] * x_end):.1f}" '
                    f'stroke="{colour}" stroke-width="2"><title>{escape(roof["label"])}: '
-                   f'{_si(roof["value"], "B/s")} ({escape(roof["source"])})</title></line>')
+                   f'{si(roof["value"], "B/s")} ({escape(roof["source"])})</title></line>')
         label_x = x_start * 1.3  # at the left end, clear of the points further right
         where = "" if roof["name"] == "hbm" else " (against its own intensity)"
         out.append(f'<text x="{sx(label_x):.1f}" y="{sy(roof["value"] * label_x) - 6:.1f}" fill="{colour}">'
-                   f'{escape(roof["label"])} {_si(roof["value"], "B/s")}{where}</text>')
+                   f'{escape(roof["label"])} {si(roof["value"], "B/s")}{where}</text>')
     # compute roofs: flat from where the HBM roof meets them
     for roof in compute:
         ridge = roof["value"] / hbm if hbm else xmin
@@ -123,9 +117,9 @@ def roofline_svg(section: Section) -> str:
         out.append(f'<line class="roof roof-compute" data-roof="{escape(roof["name"])}" x1="{sx(max(ridge, xmin)):.1f}" '
                    f'y1="{y:.1f}" x2="{LEFT + plot_w}" y2="{y:.1f}" stroke="{COMPUTE_COLOUR}" stroke-width="2" '
                    f'stroke-dasharray="{"" if roof["label"] in used else "5 3"}"><title>{escape(roof["label"])}: '
-                   f'{_si(roof["value"], "FLOP/s")} ({escape(roof["source"])})</title></line>')
+                   f'{si(roof["value"], "FLOP/s")} ({escape(roof["source"])})</title></line>')
         out.append(f'<text x="{LEFT + plot_w + 4}" y="{y + 4:.1f}">{escape(roof["label"])} '
-                   f'{_si(roof["value"], "FLOP/s")}</text>')
+                   f'{si(roof["value"], "FLOP/s")}</text>')
     # points: biggest first so that small kernels stay visible on top
     placed_ids = {id(p) for p in placed}
     total = sum(p["size"] for p in points) or 1.0
@@ -136,7 +130,7 @@ def roofline_svg(section: Section) -> str:
         name = escape(point["label"])
         if id(point) in placed_ids:
             cx, cy = sx(point["x"]), sy(point["y"])
-            tip = f'{name}: {point["verdict"]}, {_si(point["y"], "FLOP/s")} at {point["x"]:.3g} FLOP/byte'
+            tip = f'{name}: {point["verdict"]}, {si(point["y"], "FLOP/s")} at {point["x"]:.3g} FLOP/byte'
             style = f'fill="{colour}" stroke="#000000" stroke-width="0.5"'
             kind = "kernel-point"
         else:  # no FLOP (or no bytes): no place on these axes, shown on the floor

@@ -27,9 +27,6 @@ SUMMARY_SCHEMA = 1
 AGGREGATION_WORDS = {"sum": "sum over dispatches", "mean": "mean weighted by dispatch duration",
                      "mean per dispatch": "mean over dispatches (no durations known)", "max": "max over dispatches",
                      "min": "min over dispatches", "derived": "derived from the aggregated counters"}
-# The name-statistics tables of a summary, in report order: (attribute, heading).
-SECTIONS = (("kernels", "Top kernels"), ("api", "API calls"), ("memory_copies", "Memory copies"),
-            ("operators", "Operators (CPU)"))
 
 
 @dataclass(frozen=True)

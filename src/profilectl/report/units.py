@@ -73,6 +73,19 @@ def percent(value: float | None, missing: str = MISSING) -> str:
     return f"{value:.1f} %"
 
 
+def speedup(value: float | None) -> str:
+    """A ratio of times, A over B (compare): '1.50×'; '-' where there is none."""
+    return f"{value:.2f}×" if value else "-"
+
+
+def si(value: float, unit: str) -> str:
+    """Decimal prefixes, as datasheets quote rates: si(1.2e15, 'FLOP/s') -> '1.2 PFLOP/s'."""
+    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g} {prefix}{unit}"
+    return f"{value:.3g} {unit}"
+
+
 def watts(value: float | None, missing: str = MISSING) -> str:
     return missing if value is None else f"{value:,.1f} W"
 

@@ -1,15 +1,12 @@
-"""A PowerSummary as people read it: one line for the run, one row per GPU (the terminal table and
-the Markdown report lay these out; JSON keeps the raw numbers)."""
+"""A PowerSummary as people read it: one line for the run and one for energy per step (the power
+section of the report, report/sections/power.py, adds its table per GPU; JSON keeps the raw numbers)."""
 
 from __future__ import annotations
 
 import statistics
 
 from profilectl.report import units
-from profilectl.telemetry.model import GpuPower, PowerSummary
-
-GPU_COLUMNS = ("GPU", "avg power", "peak power", "energy", "peak memory", "peak temp", "max SM clock", "mean util")
-
+from profilectl.telemetry.model import PowerSummary
 
 # the formatters live with every other unit of the reports (report/units.py)
 watts, joules, size = units.watts, units.joules, units.size
@@ -37,16 +34,6 @@ def power_line(power: PowerSummary) -> str:
             f"energy {energy}, peak memory {size(power.peak_memory_bytes)}"
             + (f" of {size(power.gpus[0].memory_total_bytes)}" if len(power.gpus) == 1 and
                power.gpus[0].memory_total_bytes else ""))
-
-
-def gpu_row(gpu: GpuPower) -> tuple[str, ...]:
-    memory = size(gpu.peak_memory_bytes)
-    if gpu.memory_total_bytes:
-        memory += f" / {size(gpu.memory_total_bytes)}"
-    return (str(gpu.gpu), watts(gpu.avg_power_w), watts(gpu.peak_power_w), joules(gpu.energy_j), memory,
-            units.MISSING if gpu.peak_temperature_c is None else f"{gpu.peak_temperature_c:.0f} °C",
-            units.MISSING if gpu.max_sm_clock_mhz is None else f"{gpu.max_sm_clock_mhz:,.0f} MHz",
-            units.MISSING if gpu.mean_utilization_pct is None else f"{gpu.mean_utilization_pct:.0f} %")
 
 
 def steps_line(power: PowerSummary) -> str | None:

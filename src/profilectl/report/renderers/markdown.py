@@ -33,10 +33,13 @@ def finding_lines(finding: Finding) -> list[str]:
     return lines + ([f"  - next: {_escape(finding.next_step)}"] if finding.next_step else [])
 
 
-def render(document: Document, top: int = 10) -> str:
-    lines = [f"# {document.title}", ""]
-    lines += [f"- **{label}**: {_escape(text)}" for label, text in document.metadata]
-    lines += [""] if document.metadata else []
+def render(document: Document, top: int = 10, header: bool = True) -> str:
+    """`header`: the title and metadata first (compare appends a section to its own page without)."""
+    lines: list[str] = []
+    if header:
+        lines += [f"# {document.title}", ""]
+        lines += [f"- **{label}**: {_escape(text)}" for label, text in document.metadata]
+        lines += [""] if document.metadata else []
     for section in document.sections:
         lines += [f"## {section.title}", ""]
         for finding in section.findings:

@@ -20,28 +20,28 @@ KERNEL_COLUMNS = (
     Column("carrying", "Carried by"),
     Column("main_precision", "Main precision"),
     Column("flop", "FLOP", "flop", "sum"),
-    Column("flop_per_s", "Achieved", "flop_per_s", "none"),
-    Column("intensity_hbm", "Intensity (HBM)", "flop_per_byte", "none"),
-    Column("intensity_l2", "Intensity (L2)", "flop_per_byte", "none"),
+    Column("flop_per_s", "Achieved", "flop_per_s"),
+    Column("intensity_hbm", "Intensity (HBM)", "flop_per_byte"),
+    Column("intensity_l2", "Intensity (L2)", "flop_per_byte"),
     Column("hbm_bytes", "HBM bytes", "bytes", "sum"),
-    Column("hbm_bytes_per_s", "HBM", "bytes_per_s", "none"),
-    Column("hbm_percent", "HBM % of peak", "percent", "none"),
+    Column("hbm_bytes_per_s", "HBM", "bytes_per_s"),
+    Column("hbm_percent", "HBM % of peak", "percent"),
     Column("l2_bytes", "L2 bytes", "bytes", "sum"),
-    Column("l2_bytes_per_s", "L2", "bytes_per_s", "none"),
-    Column("l2_percent", "L2 % of peak", "percent", "none"),
-    Column("lds_bytes_per_s", "LDS/shared", "bytes_per_s", "none"),
-    Column("compute_percent", "Compute % of peak", "percent", "none"),
-    Column("roof_percent", "% of roof", "percent", "none"),
-    Column("occupancy_percent", "Occupancy", "percent", "none"),
-    Column("waves", "Waves", "ratio", "none"),
+    Column("l2_bytes_per_s", "L2", "bytes_per_s"),
+    Column("l2_percent", "L2 % of peak", "percent"),
+    Column("lds_bytes_per_s", "LDS/shared", "bytes_per_s"),
+    Column("compute_percent", "Compute % of peak", "percent"),
+    Column("roof_percent", "% of roof", "percent"),
+    Column("occupancy_percent", "Occupancy", "percent"),
+    Column("waves", "Waves", "ratio"),
 )
 WORK_COLUMNS = (
     Column("kernel", "Kernel"),
     Column("precision", "Precision"),
     Column("operations", "Operations", "flop", "sum"),
-    Column("rate", "Achieved", "flop_per_s", "none"),
-    Column("peak", "Peak", "flop_per_s", "none"),
-    Column("percent", "% of peak", "percent", "none"),
+    Column("rate", "Achieved", "flop_per_s"),
+    Column("peak", "Peak", "flop_per_s"),
+    Column("percent", "% of peak", "percent"),
 )
 ROOF_COLUMNS = (
     Column("roof", "Roof"),
@@ -160,7 +160,7 @@ def roofline_section(summary: Any) -> Section | None:
 
 
 def compare_section(before: Any, after: Any) -> Section | None:
-    """compare: each kernel's movement under the roofline between two runs (for the lead to wire)."""
+    """compare: each kernel's movement under the roofline between two runs (commands.compare adds it)."""
     moves = roofline.compare(result_of(before), result_of(after))
     if not moves:
         return None
