@@ -190,9 +190,11 @@ def main() -> int:
         print(f"merge-trace --steps {args.window}: {wall:.2f} s, peak RSS {peak:.0f} MB, exit {code}, "
               f"{detail.get('bytes_written', 0) / 1e6:.1f} MB JSON ({detail.get('file_bytes', 0) / 1e6:.1f} MB gz), "
               f"{detail.get('events_written', 0):,} events, {detail.get('cut')}")
+        clock_host = int(detail["clock"].split()[0].removeprefix("node")) if detail else 0
         for o in detail.get("offsets", []):
-            print(f"  offset {o['host']}: {o['offset_ns'] / 1e3:+.3f} µs ({o['pairs']} pairs, spread "
-                  f"{o['spread_ns'] / 1e3:.1f} µs)")
+            truth = offsets[clock_host] - offsets[int(o["host"].removeprefix("node"))]
+            print(f"  offset {o['host']}: {o['offset_ns'] / 1e3:+.3f} µs, generated {truth:+.3f} µs: error "
+                  f"{o['offset_ns'] / 1e3 - truth:+.3f} µs ({o['pairs']} pairs, spread {o['spread_ns'] / 1e3:.1f} µs)")
         if not args.no_naive:
             naive = root / "naive.json"
             wall, peak, code, _ = timed([sys.executable, "-c", NAIVE, str(job), str(naive)])

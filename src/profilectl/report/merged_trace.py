@@ -42,6 +42,7 @@ from typing import Any, Callable, Iterator, Sequence
 import msgspec
 
 from profilectl.errors import FormatError, UsageError
+from profilectl.formats import chrome_stream
 
 DEFAULT_MAX_MB = 100
 SIZE_MARGIN = 0.97  # the estimate of an event's bytes is close, not exact: plan below the cap
@@ -141,7 +142,6 @@ _EXACT = None  # built on first need: ts kept as text where a double would lose 
 
 def _decode(buffer: bytes | bytearray) -> list[_Event]:
     """`[` + events + `]`; timestamps exact to the ns (chrome_stream's rule for large clocks)."""
-    from profilectl.formats import chrome_stream
     global _EXACT
     if chrome_stream.needs_exact(buffer):
         if _EXACT is None:
@@ -155,7 +155,7 @@ def iter_events(path: Path) -> Iterator[tuple[list[_Event], str]]:
     before the events array: kineto's baseTimeNanoseconds is there or after the array). A chunk cut
     at a false boundary (inside a string) is joined with the next one; a file that does not decode
     to its end is a FormatError naming it."""
-    from profilectl.formats import chrome_stream as cs
+    cs = chrome_stream
     with cs.open_stream(path) as fh:
         layout, first = cs.find_events(path, fh)
         gz = cs.is_gzip(path)
@@ -203,8 +203,12 @@ def _last(path: Path, data: bytes | bytearray) -> tuple[list[_Event], str]:
 
 
 def _ns(path: Path, event: _Event, value: Any, what: str) -> int:
-    from profilectl.formats.chrome_stream import _nanoseconds
-    return _nanoseconds(str(path), event, value, what)
+    """µs to integer ns, as chrome_stream reads them (its general path for text and odd values)."""
+    if type(value) is float:  # the common case, inline: the same arithmetic as chrome_stream's
+        whole = int(value)
+        if value - value == 0:
+            return whole * 1000 + round((value - whole) * 1000)
+    return chrome_stream._nanoseconds(str(path), event, value, what)  # noqa: SLF001
 
 
 # ---------------------------------------------------------------- pass 1: one rank's scan
@@ -246,12 +250,22 @@ class RankScan:
 _BASE = re.compile(r'"baseTimeNanoseconds"\s*:\s*(\d+)')
 
 
+_TIERS: dict[tuple[Any, Any, str], int] = {}  # names repeat: each (phase, category, name) is matched once
+
+
 def _tier(event: _Event, name: str) -> int:
-    if event.ph in FLOW_PHASES:
-        return FLOW
-    if event.ph == "X" and (STEP.match(name) or _is_collective(event, name)):
-        return KEPT
-    return GPU if event.cat in GPU_CATEGORIES else CPU
+    key = (event.ph, event.cat, name)
+    found = _TIERS.get(key)
+    if found is None:
+        if event.ph in FLOW_PHASES:
+            found = FLOW
+        elif event.ph == "X" and (STEP.match(name) or _is_collective(event, name)):
+            found = KEPT
+        else:
+            found = GPU if event.cat in GPU_CATEGORIES else CPU
+        if len(_TIERS) < 1 << 20:
+            _TIERS[key] = found
+    return found
 
 
 def _is_collective(event: _Event, name: str) -> bool:
@@ -489,6 +503,10 @@ class Cut:
     def drops(self, tier: int, bin_: int) -> bool:
         return tier < self.tier or (tier == self.tier and bin_ < self.bin)
 
+    def drops_event(self, tier: int, duration_ns: int) -> bool:
+        """drops() for one event: bin b < self.bin is a duration below the bin's floor."""
+        return tier < self.tier or (tier == self.tier and self.bin > 0 and duration_ns < bin_floor_ns(self.bin))
+
     def describe(self) -> str:
         if self.tier == FLOW and self.bin == 0:
             return "nothing dropped"
@@ -715,7 +733,7 @@ def _write_rank(s: RankScan, shift: int, pid: int, cut: Cut, emit: Callable[[dic
                 if t0 + dur < low or t0 > high:
                     continue
                 tier = _tier(event, name)
-                if tier != KEPT and cut.drops(tier, int(_bin(dur)) if dur else 0):
+                if tier != KEPT and cut.drops_event(tier, dur):
                     continue
                 step = STEP.match(name) if tier == KEPT else None
                 if step and s.window is not None and int(step.group(1)) not in s.window_steps:
