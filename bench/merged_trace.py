@@ -137,6 +137,48 @@ def write_job(root: Path, ranks: int = 8, hosts: int = 2, steps: int = 10, kerne
     return job, offsets
 
 
+ROCPROFV3_HEADER = ("Kind", "Agent_Id", "Queue_Id", "Stream_Id", "Thread_Id", "Dispatch_Id", "Kernel_Id", "Kernel_Name",
+                    "Correlation_Id", "Start_Timestamp", "End_Timestamp")  # ROCm 7.0's first columns, read by name
+
+
+def write_rocprofv3_folder(root: Path, ranks: int = 4, hosts: int = 2, steps: int = 6, kernels: int = 5,
+                           straggler: int | None = None, seed: int = 1,
+                           offsets_ns: list[int] | None = None) -> tuple[Path, list[int]]:
+    """rocprofv3's per-process kernel traces of a multi-rank job (`<host>/rank<R>-<pid>_kernel_trace.csv`,
+    profilectl's -o template under a launcher), ns timestamps on each host's clock; RCCL all-reduce
+    kernels that every rank leaves together, as in write_job."""
+    offsets = offsets_ns if offsets_ns is not None else [int(o * 1000) for o in host_offsets_us(hosts, seed)]
+    folder = root / "rocprofv3"
+    all_rng = random.Random(seed)
+    rows: dict[int, list[str]] = {r: [] for r in range(ranks)}
+    dispatch = 0
+    for step in range(steps):
+        start = int(step * STEP_US * 1000)
+        arrivals = [start + int(STEP_US * 700) + all_rng.randrange(0, 200_000) + (2_000_000 if r == straggler else 0)
+                    for r in range(ranks)]
+        leave = max(arrivals) + int(TRANSFER_US * 1000)
+        for rank in range(ranks):
+            rng = random.Random(seed * 7919 + step * 131 + rank)
+            clock = 1_550_151_853_000_000 + offsets[rank * hosts // ranks]
+            t = start + 50_000
+            for _ in range(kernels):
+                dispatch += 1
+                duration = rng.randrange(2_000, 60_000)
+                rows[rank].append(f'"KERNEL_DISPATCH","Agent 4",1,1,{1000 + rank},{dispatch},10,"{KERNEL}",{dispatch},'
+                                  f"{clock + t},{clock + t + duration}")
+                t += duration + 1_000
+            dispatch += 1
+            end = leave + rng.randrange(-2_000, 2_000)
+            rows[rank].append(f'"KERNEL_DISPATCH","Agent 4",2,2,{1000 + rank},{dispatch},11,"{NCCL}",{dispatch},'
+                              f"{clock + arrivals[rank]},{clock + end}")
+    for rank, lines in rows.items():
+        host = f"node{rank * hosts // ranks}"
+        (folder / host).mkdir(parents=True, exist_ok=True)
+        header = ",".join(f'"{h}"' for h in ROCPROFV3_HEADER)
+        (folder / host / f"rank{rank}-{1000 + rank}_kernel_trace.csv").write_text("\n".join([header, *lines]) + "\n")
+    return folder, offsets
+
+
 NAIVE = r"""
 import json, gzip, sys, pathlib
 job, out = pathlib.Path(sys.argv[1]), sys.argv[2]

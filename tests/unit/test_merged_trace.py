@@ -208,8 +208,8 @@ def test_run_directory_and_job_folder_are_read_like_the_bare_folder(tmp_path):
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert [r["rank"] for r in result["ranks"]] == [0, 1]
-    assert result["left_out"] == [{"rank": "2", "host": "vm", "reason": "no torch.profiler trace in vm-rank2/raw "
-                                                                        "(rank status: ok)"}]
+    assert result["left_out"] == [{"rank": "2", "host": "vm", "reason": "no torch.profiler trace or rocprofv3 "
+                                                                        "output in vm-rank2/raw (rank status: ok)"}]
 
 
 # ---------------------------------------------------------------- errors: one line, an exit code
@@ -245,3 +245,26 @@ def test_output_is_never_written_over_without_force(tmp_path):
     target.write_text("mine")
     done = run_cli(str(FIXTURES / "diagnosis/ddp"), "-o", str(target))
     assert done.returncode == 2 and target.read_text() == "mine" and "--force" in done.stderr
+
+
+def test_rocprofv3_per_process_traces_merge_with_their_host_clocks(tmp_path):
+    """rocprofv3 writes one output per process: its kernel traces, read through profilectl's own
+    reader, become the ranks' tracks; RCCL's all-reduce kernels align the hosts' clocks."""
+    folder, clocks = generator.write_rocprofv3_folder(tmp_path, ranks=4, hosts=2, straggler=1,
+                                                      offsets_ns=[0, 2_345_678_901])
+    out = tmp_path / "rocprofv3.json"
+    done = run_cli(str(folder), "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    document = load(out)
+    check_format(document)
+    assert sorted(processes(document).values()) == ["rank 0 (node0)", "rank 1 (node0)", "rank 2 (node1)",
+                                                    "rank 3 (node1)"]
+    offsets = {o["host"]: o["offset_ns"] for o in document["otherData"]["offsets"]}
+    # on node0's clock (rank 1, the straggler, runs there): node1's offset is node0's clock minus node1's
+    assert abs(offsets["node1"] - (clocks[0] - clocks[1])) < TOLERANCE_US * 1000 and offsets["node0"] == 0
+    assert document["otherData"]["straggler"]["rank"] == 1
+    ends: dict[int, list[float]] = {}
+    for e in document["traceEvents"]:
+        if e["name"].startswith("ncclDevKernel"):
+            ends.setdefault(round(e["ts"] / generator.STEP_US), []).append(e["ts"] + e["dur"])
+    assert len(ends) == 6 and all(len(v) == 4 and max(v) - min(v) < TOLERANCE_US for v in ends.values())

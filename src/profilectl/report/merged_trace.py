@@ -68,7 +68,10 @@ RETRIES = 2  # re-plans when the written file came out above the cap (the estima
 class RankInput:
     rank: int
     host: str
-    files: tuple[Path, ...]
+    files: tuple[Path, ...]  # torch.profiler Chrome traces, streamed
+    # other tools' per-process files (rocprofv3 CSV/JSON, rocpd): read through their readers'
+    # timelines, one rank at a time (kernels, copies, runtime calls, ProfilerStep markers)
+    timeline_files: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -94,29 +97,44 @@ def find_ranks(path: Path) -> tuple[list[RankInput], list[LeftOut]]:
         job = jobs.compose(path)
         for rank in job.ranks:
             raw = path / rank.run / "raw"
-            traces = [f for f in candidate_files(raw) if is_chrome_trace(f)] if raw.is_dir() else []
-            if traces:
-                found.append(RankInput(rank.rank, rank.host, tuple(traces)))
+            files = candidate_files(raw) if raw.is_dir() else []
+            traces = [f for f in files if is_chrome_trace(f)]
+            others = _timeline_files([f for f in files if f not in traces])
+            if traces or others:
+                found.append(RankInput(rank.rank, rank.host, tuple(traces), tuple(others)))
             else:
-                left.append(LeftOut(str(rank.rank), rank.host, f"no torch.profiler trace in {rank.run}/raw "
-                                                                f"(rank status: {rank.status})"))
+                left.append(LeftOut(str(rank.rank), rank.host, f"no torch.profiler trace or rocprofv3 output in "
+                                                                f"{rank.run}/raw (rank status: {rank.status})"))
         left += [LeftOut(str(r), None, "left no run in this folder") for r in jobs.missing_ranks(job)]
         return found, left
     folder = path / "raw" if (path / "manifest.json").is_file() and (path / "raw").is_dir() else path
     by_rank: dict[str, list[Path]] = {}
+    other_by_rank: dict[str, list[Path]] = {}
     hosts: dict[str, str | None] = {}
-    for file in candidate_files(folder):
-        if is_chrome_trace(file):
+    files = candidate_files(folder)
+    traces = [f for f in files if is_chrome_trace(f)]
+    for group, kept in ((traces, by_rank), (_timeline_files([f for f in files if f not in traces]), other_by_rank)):
+        for file in group:
             named, host = identity(file)
-            by_rank.setdefault(named, []).append(file)
+            kept.setdefault(named, []).append(file)
+            by_rank.setdefault(named, [])
             hosts.setdefault(named, host)
     numbered = sorted(int(r) for r in by_rank if r.isdigit())
     # files that name no rank (a process id, a bare name): numbered after the ranks
     unnamed = sorted(r for r in by_rank if not r.isdigit())
     numbers = {str(n): n for n in numbered}
     numbers.update({name: (numbered[-1] + 1 if numbered else 0) + i for i, name in enumerate(unnamed)})
-    return [RankInput(numbers[name], hosts[name] or "localhost", tuple(by_rank[name]))
-            for name in [str(n) for n in numbered] + unnamed], []
+    return [RankInput(numbers[name], hosts[name] or "localhost", tuple(by_rank[name]),
+                      tuple(other_by_rank.get(name, ()))) for name in [str(n) for n in numbered] + unnamed], []
+
+
+def _timeline_files(files: list[Path]) -> list[Path]:
+    """The files another tool's reader claims and whose tables carry timelines (rocprofv3's traces,
+    rocpd databases), as profilectl's readers recognise them."""
+    from profilectl.backends import READERS
+    from profilectl.formats.reader import claim
+    wanted = ("rocprofv3", "rocpd")
+    return [f for reader, group in claim(files, READERS) if reader.kind.startswith(wanted) for f in group]
 
 
 # ---------------------------------------------------------------- decoding
@@ -181,6 +199,47 @@ def iter_events(path: Path) -> Iterator[tuple[list[_Event], str]]:
             pending = None
             yield events, layout.head
     raise FormatError(f"{path}: not valid JSON (truncated?): the events array does not end")
+
+
+def rank_batches(rank: RankInput) -> Iterator[tuple[Path, list[_Event], str]]:
+    """Every event of a rank, in batches, with the file each came from and its document's head."""
+    for file in rank.files:
+        for events, head in iter_events(file):
+            yield file, events, head
+    if rank.timeline_files:
+        where = rank.timeline_files[0]
+        yield where, timeline_events(rank.timeline_files), ""
+
+
+def timeline_events(files: Sequence[Path]) -> list[_Event]:
+    """A process's rocprofv3 (or rocpd) files as trace events, through profilectl's own readers:
+    kernels and copies per queue/stream on the GPU, runtime calls and ProfilerStep markers on the
+    CPU (timestamps in ns, written as exact µs text)."""
+    from profilectl.analysis.timeline import COPY
+    from profilectl.backends import READERS
+    from profilectl.formats.reader import claim, read_groups
+    events = [_Event(ph="M", name="process_labels", pid=pid, tid=0, args=msgspec.Raw(b'{"labels":"%s"}' % pid.encode()))
+              for pid in ("CPU", "GPU")]
+    for t in read_groups(claim(list(files), READERS)).timelines:
+        names, streams = t.names, t.streams
+        for start, end, stream, kind, name in zip(t.start.tolist(), t.end.tolist(), t.stream.tolist(),
+                                                  t.kind.tolist(), t.name.tolist()):
+            events.append(_Event(ph="X", cat="gpu_memcpy" if kind == COPY else "kernel", name=names[name], pid="GPU",
+                                 tid=streams[stream], ts=_us_text(start), dur=_us_text(end - start)))
+        for start, end in zip(t.api_start.tolist(), t.api_end.tolist()):
+            events.append(_Event(ph="X", cat="cuda_runtime", name="runtime call", pid="CPU", tid="runtime calls",
+                                 ts=_us_text(start), dur=_us_text(end - start)))
+        for marker in t.markers:
+            events.append(_Event(ph="X", cat="gpu_user_annotation" if marker.on_gpu else "user_annotation",
+                                 name=marker.name, pid="GPU" if marker.on_gpu else "CPU", tid="markers",
+                                 ts=_us_text(marker.start), dur=_us_text(marker.end - marker.start)))
+    return events
+
+
+def _us_text(ns: int) -> str:
+    """Integer ns as µs text with three decimals: read back exactly (no double in between)."""
+    sign = "-" if ns < 0 else ""
+    return f"{sign}{abs(ns) // 1000}.{abs(ns) % 1000:03d}"
 
 
 def _last(path: Path, data: bytes | bytearray) -> tuple[list[_Event], str]:
@@ -297,38 +356,37 @@ def scan(rank: RankInput, steps: tuple[int, int] | None) -> RankScan:
     result = RankScan(rank)
     start, end, size = array("q"), array("q"), array("l")
     tier = bytearray()
-    for file in rank.files:
-        for events, head in iter_events(file):
-            if result.base_ns is None and (found := _BASE.search(head)):
-                result.base_ns = int(found.group(1))
-            for event in events:
-                name = event.name if isinstance(event.name, str) else str(event.name)
-                if event.ph == "M":
-                    _metadata(result, event)
-                    continue
-                if event.ts is None:
-                    continue
-                t0 = _ns(file, event, event.ts, "ts")
-                t1 = t0 + max(0, _ns(file, event, event.dur, "dur")) if event.ph == "X" and event.dur is not None \
-                    else t0
-                result.track(event.pid, event.tid)
-                if event.cat in GPU_CATEGORIES:
-                    result.gpu_pids.add(event.pid)
-                kind = _tier(event, name)
-                if kind == KEPT:
-                    step = STEP.match(name)
-                    if step:
-                        table = result.steps_gpu if event.cat in GPU_MARKER_CATEGORIES else result.steps_cpu
-                        have = table.get(int(step.group(1)))
-                        # torch may split a GPU-side step range per stream: one step spans its pieces
-                        table[int(step.group(1))] = (t0, t1) if have is None else (min(have[0], t0), max(have[1], t1))
-                    else:
-                        result.collectives.append(Collective(name, t0, t1, event.cat in ("kernel", "Kernel")))
-                start.append(t0)
-                end.append(t1)
-                tier.append(kind)
-                size.append(_size(event, name))
-                result.events += 1
+    for file, events, head in rank_batches(rank):
+        if result.base_ns is None and (found := _BASE.search(head)):
+            result.base_ns = int(found.group(1))
+        for event in events:
+            name = event.name if isinstance(event.name, str) else str(event.name)
+            if event.ph == "M":
+                _metadata(result, event)
+                continue
+            if event.ts is None:
+                continue
+            t0 = _ns(file, event, event.ts, "ts")
+            t1 = t0 + max(0, _ns(file, event, event.dur, "dur")) if event.ph == "X" and event.dur is not None \
+                else t0
+            result.track(event.pid, event.tid)
+            if event.cat in GPU_CATEGORIES:
+                result.gpu_pids.add(event.pid)
+            kind = _tier(event, name)
+            if kind == KEPT:
+                step = STEP.match(name)
+                if step:
+                    table = result.steps_gpu if event.cat in GPU_MARKER_CATEGORIES else result.steps_cpu
+                    have = table.get(int(step.group(1)))
+                    # torch may split a GPU-side step range per stream: one step spans its pieces
+                    table[int(step.group(1))] = (t0, t1) if have is None else (min(have[0], t0), max(have[1], t1))
+                else:
+                    result.collectives.append(Collective(name, t0, t1, event.cat in ("kernel", "Kernel")))
+            start.append(t0)
+            end.append(t1)
+            tier.append(kind)
+            size.append(_size(event, name))
+            result.events += 1
     result.window, result.window_steps = _window(result, steps)
     s, e = np.frombuffer(start, dtype=np.int64), np.frombuffer(end, dtype=np.int64)
     t, z = np.frombuffer(bytes(tier), dtype=np.int8), np.frombuffer(size, dtype=np.int64 if size.itemsize == 8 else
@@ -722,39 +780,38 @@ def _write_rank(s: RankScan, shift: int, pid: int, cut: Cut, emit: Callable[[dic
     """Pass 2 over one rank: its window's events, cut, shifted, on its own process track."""
     low, high = s.window if s.window is not None else (-(1 << 62), 1 << 62)
     kept = 0
-    for file in s.rank.files:
-        for events, _ in iter_events(file):
-            for event in events:
-                if event.ph == "M" or event.ts is None:
-                    continue
-                name = event.name if isinstance(event.name, str) else str(event.name)
-                t0 = _ns(file, event, event.ts, "ts")
-                dur = max(0, _ns(file, event, event.dur, "dur")) if event.ph == "X" and event.dur is not None else 0
-                if t0 + dur < low or t0 > high:
-                    continue
-                tier = _tier(event, name)
-                if tier != KEPT and cut.drops_event(tier, dur):
-                    continue
-                step = STEP.match(name) if tier == KEPT else None
-                if step and s.window is not None and int(step.group(1)) not in s.window_steps:
-                    continue  # a step outside the window that reaches into it (torch 2.11's GPU-side step 0 spans all)
-                out: dict[str, Any] = {"ph": event.ph, "name": name, "pid": pid,
-                                       "tid": s.tracks.get((event.pid, event.tid), 0), "ts": (t0 + shift) / 1000}
-                if event.cat is not None:
-                    out["cat"] = event.cat
-                if event.ph == "X":
-                    out["dur"] = dur / 1000
-                if event.id is not None:  # flow ids are per process in kineto: made unique per rank
-                    out["id"] = (s.rank.rank << 32) | event.id if isinstance(event.id, int) and 0 <= event.id < 1 << 32 \
-                        else f"r{s.rank.rank}:{event.id}"
-                if event.bp is not None:
-                    out["bp"] = event.bp
-                if event.s is not None:
-                    out["s"] = "p" if event.s == "g" else event.s  # a global instant would mark every rank
-                if event.args:
-                    out["args"] = event.args
-                emit(out)
-                kept += 1
+    for file, events, _ in rank_batches(s.rank):
+        for event in events:
+            if event.ph == "M" or event.ts is None:
+                continue
+            name = event.name if isinstance(event.name, str) else str(event.name)
+            t0 = _ns(file, event, event.ts, "ts")
+            dur = max(0, _ns(file, event, event.dur, "dur")) if event.ph == "X" and event.dur is not None else 0
+            if t0 + dur < low or t0 > high:
+                continue
+            tier = _tier(event, name)
+            if tier != KEPT and cut.drops_event(tier, dur):
+                continue
+            step = STEP.match(name) if tier == KEPT else None
+            if step and s.window is not None and int(step.group(1)) not in s.window_steps:
+                continue  # a step outside the window that reaches into it (torch 2.11's GPU-side step 0 spans all)
+            out: dict[str, Any] = {"ph": event.ph, "name": name, "pid": pid,
+                                   "tid": s.tracks.get((event.pid, event.tid), 0), "ts": (t0 + shift) / 1000}
+            if event.cat is not None:
+                out["cat"] = event.cat
+            if event.ph == "X":
+                out["dur"] = dur / 1000
+            if event.id is not None:  # flow ids are per process in kineto: made unique per rank
+                out["id"] = (s.rank.rank << 32) | event.id if isinstance(event.id, int) and 0 <= event.id < 1 << 32 \
+                    else f"r{s.rank.rank}:{event.id}"
+            if event.bp is not None:
+                out["bp"] = event.bp
+            if event.s is not None:
+                out["s"] = "p" if event.s == "g" else event.s  # a global instant would mark every rank
+            if event.args:
+                out["args"] = event.args
+            emit(out)
+            kept += 1
     return kept
 
 
