@@ -645,10 +645,12 @@ def merge(path: Path, output: Path, steps: tuple[int, int] | None = None, max_mb
     ranks, left = find_ranks(path)
     if not ranks:
         why = "; ".join(f"rank {x.rank}: {x.reason}" for x in left[:3])
-        raise FormatError(f"{path}: no rank's torch.profiler Chrome trace found" + (f" ({why})" if why else ""))
+        raise FormatError(f"{path}: no rank's torch.profiler trace or rocprofv3 output found"
+                          + (f" ({why})" if why else ""))
     if max_mb <= 0:
         raise UsageError(f"--max-mb must be more than 0, got {max_mb:g}")
     scans: list[RankScan] = []
+    seen: set[int] = set()  # the steps the traces have, for the error when none is in the window
     for rank in ranks:
         try:
             found = scan(rank, steps)
@@ -656,17 +658,17 @@ def merge(path: Path, output: Path, steps: tuple[int, int] | None = None, max_mb
             left.append(LeftOut(str(rank.rank), rank.host, f"unreadable: {exc}"))
             say(f"rank {rank.rank} ({rank.host}) left out: unreadable: {exc}")
             continue
+        have = sorted(set(found.steps_cpu) | set(found.steps_gpu))
+        seen.update(have)
         if steps is not None and found.window is None:
-            have = sorted(set(found.steps_cpu) | set(found.steps_gpu))
             left.append(LeftOut(str(rank.rank), rank.host, f"no step in {steps[0]}:{steps[1]} (its steps: "
                                 f"{_spans(have) or 'none'})"))
             continue
         scans.append(found)
     if not scans:
         if steps is not None and not any(x.reason.startswith("unreadable") for x in left):
-            have = sorted({n for x in left for n in _numbers(x.reason)})
             raise UsageError(f"--steps {steps[0]}:{steps[1]}: no rank has a step in that window (the traces' steps: "
-                             f"{_spans(have) or 'none'})")
+                             f"{_spans(sorted(seen)) or 'none'})")
         raise FormatError(f"{path}: no rank could be read: " + "; ".join(f"rank {x.rank}: {x.reason}" for x in left[:3]))
     offsets = estimate_offsets(scans)
     straggler = find_straggler(scans, offsets)
@@ -686,23 +688,13 @@ def merge(path: Path, output: Path, steps: tuple[int, int] | None = None, max_mb
     fixed = sum(s.kept_bytes for s in scans) + 400 * sum(len(s.tracks) + 2 for s in scans) + 16384
     cap = int(max_mb * 1_000_000)
     budget = int(cap * SIZE_MARGIN)
-    for attempt in range(RETRIES + 1):
+    for _ in range(RETRIES + 1):
         cut = plan_cut(histogram, fixed, budget)
         result = _write(scans, output, offsets, origin, cut, steps, left, straggler, clock_host, cap, histogram)
         if result.bytes_written <= cap or cut.tier == KEPT:
             return result
         budget = int(budget * cap / result.bytes_written * SIZE_MARGIN)  # the estimate was low: plan tighter
     return result
-
-
-def _numbers(text: str) -> list[int]:
-    inside = re.search(r"its steps: ([^)]*)\)", text)
-    numbers: list[int] = []
-    for part in (inside.group(1).split(", ") if inside else []):
-        a, _, b = part.partition("-")
-        if a.isdigit():
-            numbers += list(range(int(a), int(b or a) + 1))
-    return numbers
 
 
 def _spans(numbers: Sequence[int]) -> str:
@@ -824,9 +816,9 @@ def _rank_metadata(s: RankScan, pid: int, clock: str) -> list[dict[str, Any]]:
         {"ph": "M", "name": "process_labels", "pid": pid, "tid": 0, "args": {"labels": clock}}]
     for (src_pid, src_tid), tid in s.tracks.items():
         where = s.process_names.get(src_pid) or (f"pid {src_pid}" if src_pid not in ("", None) else "profiler")
-        thread = s.thread_names.get((src_pid, src_tid)) or (f"thread {src_tid}" if src_tid not in ("", None)
-                                                            else "events")
         on_gpu = src_pid in s.gpu_pids
+        thread = s.thread_names.get((src_pid, src_tid)) or (
+            f"{'stream' if on_gpu else 'thread'} {src_tid}" if src_tid not in ("", None) else "events")
         events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": f"{where} · {thread}"}})
         events.append({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid,
                        "args": {"sort_index": (1_000_000 if on_gpu else 0) + tid}})
@@ -838,7 +830,7 @@ def lines(result: MergedTrace) -> list[str]:
     shown = f"{result.output}: {len(result.ranks)} rank(s) as process tracks"
     if result.steps:
         shown += f", steps {result.steps[0]}:{result.steps[1]}"
-    out = [shown + f", {result.bytes_written / 1e6:.1f} MB of JSON ({result.file_bytes / 1e6:.1f} MB on disk; "
+    out = [shown + f", {result.bytes_written / 1e6:.3g} MB of JSON ({result.file_bytes / 1e6:.3g} MB on disk; "
            f"cap {result.cap_bytes / 1e6:g} MB)"]
     out.append(f"clock: {result.clock}; timestamps in µs since the window's earliest event")
     for o in result.offsets:
@@ -852,6 +844,9 @@ def lines(result: MergedTrace) -> list[str]:
                    f"a median {st.median_late_ns / 1e3:.1f} µs after the others")
     out.append(f"events: {result.events_written:,} of {result.events_in_window:,} in the window; {result.cut}"
                + (" (" + ", ".join(f"{n:,} {what}" for what, n in result.dropped.items()) + ")" if result.dropped else ""))
+    if result.bytes_written > result.cap_bytes:
+        out.append(f"above the cap: the step markers and collectives alone take more; choose fewer steps (--steps) "
+                   f"or a larger --max-mb")
     for x in result.left_out:
         out.append(f"rank {x.rank}{f' ({x.host})' if x.host else ''} left out: {x.reason}")
     return out
