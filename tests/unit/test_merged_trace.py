@@ -268,3 +268,16 @@ def test_rocprofv3_per_process_traces_merge_with_their_host_clocks(tmp_path):
         if e["name"].startswith("ncclDevKernel"):
             ends.setdefault(round(e["ts"] / generator.STEP_US), []).append(e["ts"] + e["dur"])
     assert len(ends) == 6 and all(len(v) == 4 and max(v) - min(v) < TOLERANCE_US for v in ends.values())
+
+
+def test_a_rank_without_the_window_is_named_and_the_others_kept(tmp_path):
+    job, _ = generator.write_job(tmp_path, ranks=2, hosts=1, steps=8, kernels=3)
+    for trace in job.rglob("*rank1-*.json.gz"):  # rank 1's profiler stopped after step 4
+        document = json.loads(gzip.decompress(trace.read_bytes()))
+        document["traceEvents"] = [e for e in document["traceEvents"] if e["ph"] == "M" or
+                                   e["ts"] < generator.MONOTONIC_US + 5 * generator.STEP_US]
+        trace.write_bytes(gzip.compress(json.dumps(document).encode()))
+    result = merged_trace.merge(job, tmp_path / "m.json", steps=(6, 8))
+    assert [r.rank for r in result.ranks] == [0]
+    assert [(x.rank, x.reason) for x in result.left_out] == [("1", "no step in 6:8 (its steps: 0-4)")]
+    assert "rank 1 (node0) left out: no step in 6:8" in "\n".join(merged_trace.lines(result))
