@@ -281,3 +281,25 @@ def test_a_rank_without_the_window_is_named_and_the_others_kept(tmp_path):
     assert [r.rank for r in result.ranks] == [0]
     assert [(x.rank, x.reason) for x in result.left_out] == [("1", "no step in 6:8 (its steps: 0-4)")]
     assert "rank 1 (node0) left out: no step in 6:8" in "\n".join(merged_trace.lines(result))
+
+
+def test_real_rocprofv3_files_merge(tmp_path):
+    """rocprofv3's documented kernel and copy traces (one process, default layout `<host>/<pid>_*.csv`)
+    and its JSON output: kernels on their queues' tracks, copies too, the format's rules kept."""
+    host = tmp_path / "in" / "gpu-node"
+    host.mkdir(parents=True)
+    for kind in ("kernel_trace", "memory_copy_trace"):
+        shutil.copy(FIXTURES / f"rocprofv3-docs/{kind}.csv", host / f"11_{kind}.csv")
+    done = run_cli(str(tmp_path / "in"), "-o", str(tmp_path / "csv.json"))
+    assert done.returncode == 0, done.stderr
+    document = load(tmp_path / "csv.json")
+    check_format(document)
+    assert list(processes(document).values()) == ["rank 0 (gpu-node)"]
+    kernels = [e for e in document["traceEvents"] if e.get("cat") == "kernel"]
+    assert "void addition_kernel<float>(float*, float const*, float const*, int, int)" in {e["name"] for e in kernels}
+    assert any(e.get("cat") == "gpu_memcpy" for e in document["traceEvents"])
+    tracks = {e["args"]["name"] for e in document["traceEvents"] if e["name"] == "thread_name"}
+    assert any(t.startswith("GPU · stream ") for t in tracks)
+    done = run_cli(str(FIXTURES / "rocprofv3-json"), "-o", str(tmp_path / "json.json"))
+    assert done.returncode == 0, done.stderr
+    check_format(load(tmp_path / "json.json"))

@@ -116,6 +116,8 @@ def find_ranks(path: Path) -> tuple[list[RankInput], list[LeftOut]]:
     for group, kept in ((traces, by_rank), (_timeline_files([f for f in files if f not in traces]), other_by_rank)):
         for file in group:
             named, host = identity(file)
+            if not named.isdigit():  # a process id is unique on its host only (rocprofv3's <host>/<pid>_*.csv)
+                named = f"{named} on {host}"
             kept.setdefault(named, []).append(file)
             by_rank.setdefault(named, [])
             hosts.setdefault(named, host)
@@ -133,8 +135,8 @@ def _timeline_files(files: list[Path]) -> list[Path]:
     rocpd databases), as profilectl's readers recognise them."""
     from profilectl.backends import READERS
     from profilectl.formats.reader import claim
-    wanted = ("rocprofv3", "rocpd")
-    return [f for reader, group in claim(files, READERS) if reader.kind.startswith(wanted) for f in group]
+    wanted = ("rocprofv3-csv", "rocprofv3-json", "rocpd")  # the kinds with timestamps (not stats, not samples)
+    return [f for reader, group in claim(files, READERS) if reader.kind in wanted for f in group]
 
 
 # ---------------------------------------------------------------- decoding
@@ -657,6 +659,9 @@ def merge(path: Path, output: Path, steps: tuple[int, int] | None = None, max_mb
         except FormatError as exc:  # one unreadable rank costs that rank only
             left.append(LeftOut(str(rank.rank), rank.host, f"unreadable: {exc}"))
             say(f"rank {rank.rank} ({rank.host}) left out: unreadable: {exc}")
+            continue
+        if not found.events:
+            left.append(LeftOut(str(rank.rank), rank.host, "no timed event in its files"))
             continue
         have = sorted(set(found.steps_cpu) | set(found.steps_gpu))
         seen.update(have)
