@@ -151,7 +151,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 def _merge_trace_options(merge: argparse.ArgumentParser) -> None:
     merge.add_argument("path", metavar="PATH", help="a SLURM job folder, a run directory, or a folder of per-rank "
-                       "torch.profiler traces (<host>-rank<R>-<pid>.pt.trace.json[.gz])")
+                       "torch.profiler traces (<host>-rank<R>-<pid>.pt.trace.json[.gz]) or rocprofv3 outputs "
+                       "(<host>/rank<R>-<pid>_kernel_trace.csv, <host>/<pid>_*)")
     merge.add_argument("--output", "-o", metavar="FILE", help="the merged trace (gzip when it ends in .gz; default "
                        "./<PATH's name>.merged.trace.json.gz)")
     merge.add_argument("--steps", metavar="A:B", help="only ProfilerStep#A to #B-1 of every rank (default: "
