@@ -303,3 +303,11 @@ def test_real_rocprofv3_files_merge(tmp_path):
     done = run_cli(str(FIXTURES / "rocprofv3-json"), "-o", str(tmp_path / "json.json"))
     assert done.returncode == 0, done.stderr
     check_format(load(tmp_path / "json.json"))
+
+
+def test_ranks_read_in_worker_processes_give_the_same_file(skewed_job, tmp_path):
+    job, _ = skewed_job
+    alone = merged_trace.merge(job, tmp_path / "one.json", steps=(2, 8), workers=1)
+    side_by_side = merged_trace.merge(job, tmp_path / "two.json", steps=(2, 8), workers=2)
+    assert (tmp_path / "one.json").read_bytes() == (tmp_path / "two.json").read_bytes()
+    assert alone.offsets == side_by_side.offsets and alone.events_written == side_by_side.events_written
