@@ -311,3 +311,12 @@ def test_ranks_read_in_worker_processes_give_the_same_file(skewed_job, tmp_path)
     side_by_side = merged_trace.merge(job, tmp_path / "two.json", steps=(2, 8), workers=2)
     assert (tmp_path / "one.json").read_bytes() == (tmp_path / "two.json").read_bytes()
     assert alone.offsets == side_by_side.offsets and alone.events_written == side_by_side.events_written
+
+
+def test_a_rank_s_own_trace_is_never_the_output(tmp_path):
+    for trace in (FIXTURES / "diagnosis/ddp").glob("*.json.gz"):
+        shutil.copy(trace, tmp_path)
+    own = next(tmp_path.glob("vm-rank0-*.json.gz"))
+    before = own.read_bytes()
+    done = run_cli(str(tmp_path), "-o", str(own), "--force")
+    assert done.returncode == 2 and "a rank's own file" in done.stderr and own.read_bytes() == before

@@ -659,6 +659,8 @@ def merge(path: Path, output: Path, steps: tuple[int, int] | None = None, max_mb
                           + (f" ({why})" if why else ""))
     if max_mb <= 0:
         raise UsageError(f"--max-mb must be more than 0, got {max_mb:g}")
+    if output.exists() and any(_same(output, f) for r in ranks for f in r.files + r.timeline_files):
+        raise UsageError(f"refusing to write {output}: it is a rank's own file that the merge reads")
     workers = _workers(ranks) if workers is None else max(1, workers)
     scans: list[RankScan] = []
     seen: set[int] = set()  # the steps the traces have, for the error when none is in the window
@@ -708,6 +710,13 @@ def merge(path: Path, output: Path, steps: tuple[int, int] | None = None, max_mb
             return result
         budget = int(budget * cap / result.bytes_written * SIZE_MARGIN)  # the estimate was low: plan tighter
     return result
+
+
+def _same(a: Path, b: Path) -> bool:
+    try:
+        return a.samefile(b)
+    except OSError:
+        return False
 
 
 def _scan_or_error(job: tuple[RankInput, tuple[int, int] | None]) -> RankScan | str:
