@@ -5,7 +5,7 @@ trace with a process track per rank.
 How it reads (memory does not follow the job's size):
 - Pass 1, one rank at a time, streamed in chunks (chrome_stream's chunker): the ProfilerStep#N
   ranges, the collectives (NCCL/RCCL kernels on the GPU; gloo/nccl/c10d operators on the CPU), the
-  track names, and for every event 21 bytes (start, end, tier, estimated size) from which the
+  track names, and for every event 25 bytes (start, end, tier, estimated size) from which the
   rank's window and a histogram of its in-window bytes by duration are kept; the arrays are
   dropped before the next rank is read. rocprofv3's files (CSV, JSON, rocpd) go through
   profilectl's own reader of them, one rank at a time, as the kernels, copies, runtime calls and
