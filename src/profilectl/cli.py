@@ -96,7 +96,8 @@ def _attach_and_ranks(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ranks", metavar="LIST", help="profile only these ranks of an mpirun/srun job, e.g. 0-3,8")
 
 
-COMMANDS = ("env-check", "profile", "counters", "trace", "ls", "report", "query", "compare", "docker", "cluster")
+COMMANDS = ("env-check", "profile", "counters", "trace", "ls", "report", "query", "compare", "docker", "cluster",
+            "merge-trace")
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -135,7 +136,24 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     command("docker", docker_help, _docker_options_of, usage=DOCKER_USAGE, description=docker_help + DOCKER_FORMS,
             formatter_class=argparse.RawDescriptionHelpFormatter)
     command("cluster", "the SLURM test cluster of docker/slurm: up, down, status, exec -- CMD", _cluster_options)
+    command("merge-trace", "one Perfetto/Chrome trace of a multi-rank job: a process track per rank, clocks aligned",
+            _merge_trace_options)
     return parser
+
+
+def _merge_trace_options(merge: argparse.ArgumentParser) -> None:
+    merge.add_argument("path", metavar="PATH", help="a SLURM job folder, a run directory, or a folder of per-rank "
+                       "torch.profiler traces (<host>-rank<R>-<pid>.pt.trace.json[.gz]) or rocprofv3 outputs "
+                       "(<host>/rank<R>-<pid>_kernel_trace.csv, <host>/<pid>_*)")
+    merge.add_argument("--output", "-o", metavar="FILE", help="the merged trace (gzip when it ends in .gz; default "
+                       "./<PATH's name>.merged.trace.json.gz)")
+    merge.add_argument("--steps", metavar="A:B", help="only ProfilerStep#A to #B-1 of every rank (default: "
+                       "the whole traces)")
+    merge.add_argument("--max-mb", type=float, default=100, metavar="N",
+                       help="at most N MB of JSON (default 100, which Perfetto UI opens comfortably): flow arrows, "
+                            "then the shortest CPU-side events, then the shortest GPU events are dropped, and said")
+    merge.add_argument("--force", action="store_true", help="let -o replace an existing file")
+    merge.add_argument("--json", action="store_true", help="print what was merged (offsets, drops) as JSON")
 
 
 def _env_check_options(env: argparse.ArgumentParser) -> None:
@@ -336,6 +354,8 @@ def main(argv: list[str] | None = None) -> int:
                                     fail_if_slower=args.fail_if_slower, metric=args.metric)
         if args.command == "docker":
             return commands.docker(args.service, args.service_args, args.vendor, args.build)
+        if args.command == "merge-trace":
+            return commands.merge_trace(args.path, args.output, args.steps, args.max_mb, args.force, args.json)
         if args.command == "cluster":
             return commands.cluster(args.action, args.workload)
     except errors.ProfilectlError as exc:

@@ -552,3 +552,20 @@ def compare(path_a: str, path_b: str, fmt: str, top: int, match: str = "exact", 
         say(export.gate_line(result.gate))
         return errors.SLOWER
     return errors.OK
+
+
+def merge_trace(path: str, output: str | None, steps: str | None, max_mb: float, force: bool, as_json: bool) -> int:
+    """One Chrome/Perfetto trace of a multi-rank job: a process track per rank, clocks aligned."""
+    from profilectl.report import merged_trace
+    from profilectl.request import parse_bounds
+    window = parse_bounds(steps=steps).steps if steps is not None else None
+    source = Path(path)
+    target = Path(output) if output else Path(f"{source.resolve().name}.merged.trace.json.gz")
+    check_output(target, force)
+    result = merged_trace.merge(source, target, steps=window, max_mb=max_mb, progress=say)
+    if as_json:
+        _print_json(result.to_dict())
+    else:
+        for line in merged_trace.lines(result):
+            sys.stdout.write(line + "\n")
+    return errors.OK
