@@ -1,0 +1,117 @@
+"""Traces of other tools read into the same tables (XLA/TSL traces of jax.profiler and TensorFlow),
+ROCTx ranges as user annotations, and user ranges as bounds of a report: every number checked
+against a hand computation on real files."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from profilectl.backends import READERS
+from profilectl.formats import jax_trace, roctx
+from profilectl.formats.reader import claim
+from profilectl.formats.rocprofv3 import Rocprofv3CsvReader
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+XLA_TRACE = FIXTURES / "xla-trace" / "aoberai.trace.json.gz"
+ADAM = "void tensorflow::functor::ApplyAdamKernel<float>"
+
+
+def test_an_xla_trace_goes_to_its_own_reader_not_to_the_torch_chrome_trace_reader():
+    (reader, files), = claim([XLA_TRACE], READERS)
+    assert reader.kind == "xla-trace" and files == [XLA_TRACE]
+    # a torch.profiler trace is not claimed: it names no profiler plane
+    assert not jax_trace.is_xla_trace(FIXTURES / "nvidia-h200" / "torch_profiler_trace.json")
+
+
+def test_kernels_copies_and_ops_of_a_real_xla_trace_equal_a_hand_count():
+    tables = jax_trace.read(XLA_TRACE)
+    adam, = (stats for name, stats in tables.kernels.items() if name.startswith(ADAM))
+    # by hand: the 18 ApplyAdamKernel events of "Stream #13(Compute)", their "dur" in µs as written
+    # (2.3050000000000002 ...) rounded to the ns: 2305 + 2721 + 3073 + 3297 + 3425 + 3457 + 3618 + 3681
+    # + 3745 + 3746 + 3970 + 4 x 4097 + 4098 + 4354 + 9860
+    assert (adam.calls, adam.total, adam.minimum, adam.maximum) == (18, 71_738, 2305, 9860)
+    # copies: the events of the Memcpy streams, by name
+    assert {name: (s.calls, s.total) for name, s in tables.memory_copies.items()} == {
+        "MemcpyH2D": (7, 160 + 352 + 480 + 800 + 864 + 1568 + 16486), "MemcpyD2H": (4, 992 + 1409 + 1472 + 1760)}
+    # every kernel of the compute stream is a kernel; the derived lines are not counted again
+    assert sum(s.calls for s in tables.kernels.values()) == 145
+    assert tables.operators["ResourceApplyAdam"].calls == 18  # the "TensorFlow Ops" line: one op per kernel
+    assert tables.operators["ResourceApplyAdam"].total == 71_738
+    timeline, = tables.timelines
+    assert len(timeline.start) == 145 + 11 and timeline.rank == "aoberai"
+    assert [m.name for m in timeline.markers] == ["step#0"] and timeline.markers[0].on_gpu
+    assert any("not CPU time" in note for note in tables.notes)
+
+
+def test_report_of_a_tensorboard_profile_folder_in_a_real_process(tmp_path):
+    run = tmp_path / "logs" / "plugins" / "profile" / "2021_06_16_00_30_02"
+    run.mkdir(parents=True)
+    (run / XLA_TRACE.name).write_bytes(XLA_TRACE.read_bytes())
+    done = subprocess.run([sys.executable, "-m", "profilectl", "report", str(tmp_path / "logs"), "--format", "json"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["source"]["kind"] == "xla-trace"
+    assert report["totals"]["dispatches"] == 145
+
+
+MARKERS = FIXTURES / "rocprofv3-docs" / "marker_api_trace.csv"
+
+
+def test_roctx_ranges_of_rocprofv3s_documented_marker_trace(tmp_path):
+    trace = tmp_path / "717_marker_api_trace.csv"
+    trace.write_bytes(MARKERS.read_bytes())
+    rows = {row.name: row for row in Rocprofv3CsvReader().read([trace]).annotations}
+    # the two roctxMark rows (start == end) are instants, not ranges
+    assert set(rows) == {"hipLaunchKernel", "hipMemcpy", "hipLaunchKernel range"}
+    launch, copy = rows["hipLaunchKernel"], rows["hipMemcpy"]
+    assert launch.total_ns == 1520113901491622 - 1520113899684965
+    assert copy.total_ns == 1520113901483408 - 1520113900141100
+    # hipMemcpy's range is nested in hipLaunchKernel's on thread 717: its own time is the rest
+    assert launch.self_ns == launch.total_ns - copy.total_ns
+    # the Start/Stop range (thread 0) belongs to the process: nothing nests in it
+    assert rows["hipLaunchKernel range"].self_ns == rows["hipLaunchKernel range"].total_ns
+    assert {row.rank for row in rows.values()} == {"pid 717"}
+    assert all(row.gpu_ns is None for row in rows.values())  # no HIP API trace: nothing to link
+
+
+def _csv(path: Path, header_of: Path, rows: list[list[object]]) -> Path:
+    """A file with the header of rocprofv3's documented sample and these rows."""
+    header = header_of.read_text().splitlines()[0]
+    path.write_text("\n".join([header] + [",".join(f'"{v}"' if isinstance(v, str) else str(v) for v in row)
+                                          for row in rows]) + "\n")
+    return path
+
+
+def test_gpu_time_under_a_roctx_range_is_what_its_thread_launched_inside_it(tmp_path):
+    docs = FIXTURES / "rocprofv3-docs"
+    _csv(tmp_path / "9_marker_api_trace.csv", MARKERS, [
+        ["MARKER_CORE_API", "outer", 9, 9, 1, 1000, 9000],
+        ["MARKER_CORE_API", "inner", 9, 9, 2, 2000, 4000],
+        ["MARKER_CORE_API", "other thread", 9, 10, 3, 1000, 9000],
+        ["MARKER_CORE_API", "whole process", 9, 0, 4, 0, 20000]])
+    _csv(tmp_path / "9_hip_api_trace.csv", docs / "hip_runtime_trace.csv", [
+        ["HIP_RUNTIME_API_EXT", "hipLaunchKernel", 9, 9, 11, 2500, 2600],   # inside inner (and outer)
+        ["HIP_RUNTIME_API_EXT", "hipLaunchKernel", 9, 9, 12, 5000, 5100],   # inside outer only
+        ["HIP_RUNTIME_API_EXT", "hipMemcpyAsync", 9, 10, 13, 5000, 5100],   # thread 10
+        ["HIP_RUNTIME_API_EXT", "hipLaunchKernel", 9, 9, 14, 9500, 9600]])  # after outer
+    kernel_row = ["KERNEL_DISPATCH", "Agent 4", 1, 1, 9, 1, 10, "k"]
+    _csv(tmp_path / "9_kernel_trace.csv", docs / "kernel_trace.csv", [
+        kernel_row + [11, 3000, 3300] + [0] * 11, kernel_row + [12, 6000, 6700] + [0] * 11,
+        kernel_row + [14, 9700, 9750] + [0] * 11])
+    _csv(tmp_path / "9_memory_copy_trace.csv", docs / "memory_copy_trace.csv", [
+        ["MEMORY_COPY", "MEMORY_COPY_HOST_TO_DEVICE", 0, "Agent 0", "Agent 4", 13, 5200, 5400]])
+    files = sorted(tmp_path.iterdir())
+    rows = {row.name: row for row in Rocprofv3CsvReader().read(files).annotations}
+    assert rows["inner"].gpu_ns == 300
+    assert rows["outer"].gpu_ns == 300 + 700 and rows["outer"].self_ns == 8000 - 2000
+    assert rows["other thread"].gpu_ns == 200
+    assert rows["whole process"].gpu_ns == 300 + 700 + 200 + 50
+
+
+def test_nested_ranges_of_one_name_count_each_call():
+    ranges = [roctx.Range("f", 1, 0, 100), roctx.Range("f", 1, 10, 30), roctx.Range("g", 1, 40, 50)]
+    row_f, row_g = roctx.annotation_rows("0", ranges, None)
+    assert (row_f.calls, row_f.total_ns, row_f.self_ns) == (2, 120, 100 - 20 - 10 + 20)
+    assert (row_g.calls, row_g.self_ns) == (1, 10)
