@@ -115,3 +115,23 @@ def test_nested_ranges_of_one_name_count_each_call():
     row_f, row_g = roctx.annotation_rows("0", ranges, None)
     assert (row_f.calls, row_f.total_ns, row_f.self_ns) == (2, 120, 100 - 20 - 10 + 20)
     assert (row_g.calls, row_g.self_ns) == (1, 10)
+
+
+JAX_CPU = FIXTURES / "xla-trace" / "jax-cpu" / "vm.trace.json.gz"
+
+
+def test_a_real_jax_profiler_trace_of_xla_cpu_gives_hlo_ops_and_step_annotations():
+    (reader, _), = claim([JAX_CPU], READERS)
+    assert reader.kind == "xla-trace"
+    tables = jax_trace.read(JAX_CPU)
+    assert not tables.kernels and not tables.timelines  # XLA:CPU: no device plane
+    # by hand: the three "ynn_fusion" events (args hlo_op) of the PjRt CPU client's thread
+    fusion = tables.operators["ynn_fusion"]
+    assert (fusion.calls, fusion.total) == (3, 605_351 + 295_701 + 194_006)
+    # StepTraceAnnotation("train", step_num=i) x 3 on the python thread; my_phase (a plain
+    # TraceAnnotation) nested in each is a TraceMe like any other: its time is not the step's own
+    train, = tables.annotations
+    assert (train.name, train.calls, train.total_ns) == ("train", 3, 814_551 + 493_826 + 314_439)
+    assert train.self_ns == (814_551 - 808_246) + (493_826 - 488_632) + (314_439 - 309_966)
+    assert train.gpu_ns is None
+    assert any("no GPU timeline" in note for note in tables.notes)

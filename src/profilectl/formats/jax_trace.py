@@ -37,13 +37,14 @@ from typing import TYPE_CHECKING, Any
 from profilectl.errors import FormatError
 from profilectl.formats import ranks
 from profilectl.formats.reader import Reader, first_bytes
-from profilectl.formats.tables import PER_DISPATCH, KernelStats, StatsByName, Tables
+from profilectl.formats.tables import PER_DISPATCH, AnnotationRow, KernelStats, StatsByName, Tables
 
 if TYPE_CHECKING:
     from profilectl.analysis.timeline import RankTimeline
 
 DEVICE_PREFIX = "/device:"
 API_PROCESS = "/host:CUPTI"
+HOST_PROCESS = "/host:CPU"
 STREAM_PREFIX = "Stream #"
 OPERATOR_LINES = ("XLA Ops", "XLA Modules", "TensorFlow Ops")
 STEP_LINE = "Steps"
@@ -131,6 +132,9 @@ def read(path: Path) -> Tables:
     api_end: list[int] = []
     api_correlation: list[int] = []
     steps: list[tuple[str, int, int]] = []
+    host_operators: dict[str, list[int]] = {}
+    host_steps: list[tuple[str, str, Any, int, int]] = []
+    host_events: list[tuple[Any, int, int]] = []
     for number, event in enumerate(events):
         if not isinstance(event, dict) or event.get("ph") != "X" or "dur" not in event:
             continue
@@ -158,6 +162,12 @@ def read(path: Path) -> Tables:
                 step = TRAILING_NUMBER.search(str(args.get("step_num", "")) or name)
                 if step and duration > 0:
                     steps.append((f"step#{step.group(1)}", start, start + duration))
+        elif process == HOST_PROCESS:
+            if "hlo_op" in args:  # XLA:CPU's thunk executor runs the op on this thread
+                host_operators.setdefault(name, []).append(duration)
+            if "step_num" in args:  # jax.profiler.StepTraceAnnotation
+                host_steps.append((name, str(args["step_num"]), event.get("tid"), start, start + duration))
+            host_events.append((event.get("tid"), start, start + duration))
         elif process == API_PROCESS:
             api.setdefault(name, []).append(duration)
             api_start.append(start)
@@ -166,7 +176,13 @@ def read(path: Path) -> Tables:
     host = host_of(path)
     rank = host
     kernel_stats = _stats(kernels)
-    operator_stats = _stats(operators)
+    # the device's op lines where the trace has them; else XLA:CPU's ops, timed on the host
+    on_device = bool(operators)
+    operator_stats = _stats(operators or host_operators)
+    annotations = _step_annotations(rank, host_steps, host_events)
+    # the device's Steps line where it has one; else the host's step annotations
+    steps_on_gpu = bool(steps)
+    steps = steps or [(f"{name}#{number}", a, b) for name, number, _, a, b in host_steps]
     timelines: tuple[RankTimeline, ...] = ()
     if gpu_start:
         from profilectl.analysis.timeline import Marker, rank_timeline
@@ -175,15 +191,39 @@ def read(path: Path) -> Tables:
                                    name=gpu_name, correlation=gpu_correlation if linked else None, names=list(names),
                                    streams=list(streams), api_start=api_start if linked else (),
                                    api_end=api_end if linked else (), api_correlation=api_correlation if linked else (),
-                                   markers=[Marker(n, a, b, True) for n, a, b in steps]),)
-    notes: tuple[str, ...] = (f"operators of {path.name}: device time of each XLA/TensorFlow op and module (the profiler's derived "
-             "lines), not CPU time; no self time",) if operator_stats else ()
+                                   markers=[Marker(n, a, b, steps_on_gpu) for n, a, b in steps]),)
+    notes: tuple[str, ...] = (
+        (f"operators of {path.name}: device time of each XLA/TensorFlow op and module (the profiler's derived "
+         "lines), not CPU time; no self time",) if on_device else
+        (f"operators of {path.name}: XLA:CPU's HLO ops, timed on the host threads that ran them",) if operator_stats
+        else ())
     notes += () if gpu_start else (f"no GPU timeline for {path.name}: its device planes hold no stream activity "
                                   "(a CPU/TPU-only profile, or the GPU tracer was off)",)
     return Tables(kernels=kernel_stats, kernel_detail=PER_DISPATCH if kernel_stats else 0,
-                  memory_copies=_stats(copies), api=_stats(api), operators=operator_stats,
+                  memory_copies=_stats(copies), api=_stats(api), operators=operator_stats, annotations=annotations,
                   ranks=(ranks.rank_row(rank, host, kernel_stats, operator_stats),),
                   trace_files=(str(path),), timelines=timelines, notes=notes)
+
+
+def _step_annotations(rank: str, steps: list[tuple[str, str, Any, int, int]], host_events: list[tuple[Any, int, int]]
+                      ) -> tuple[AnnotationRow, ...]:
+    """jax.profiler.StepTraceAnnotation ranges (a TraceMe with a step_num) as user annotations: calls and
+    total per name; self: the time no other recorded event of its thread covers."""
+    if not steps:
+        return ()
+    from profilectl.formats.roctx import Range, self_times
+    ranges = [Range("", hash(tid), a, b) for tid, a, b in host_events]
+    own = self_times(ranges)
+    by_interval = {(r.thread, r.start, r.end): own[i] for i, r in enumerate(ranges)}
+    rows: dict[str, list[int]] = {}
+    for name, _number, tid, a, b in steps:
+        row = rows.setdefault(name, [0, 0, 0, b - a, b - a])
+        row[0] += 1
+        row[1] += b - a
+        row[2] += by_interval.get((hash(tid), a, b), b - a)
+        row[3], row[4] = min(row[3], b - a), max(row[4], b - a)
+    return tuple(AnnotationRow(rank=rank, name=name, calls=n, total_ns=total, self_ns=own_ns, gpu_ns=None,
+                               min_ns=low, max_ns=high) for name, (n, total, own_ns, low, high) in rows.items())
 
 
 def _correlation(args: dict[str, Any]) -> int:

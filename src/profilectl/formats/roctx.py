@@ -73,7 +73,7 @@ def launches_of(api_paths: Iterable[Path], activity_paths: Iterable[Path]) -> La
     return Launches(thread, start, correlation, gpu_ns)
 
 
-def _self_times(ranges: list[Range]) -> list[int]:
+def self_times(ranges: list[Range]) -> list[int]:
     """Each range's total less the ranges directly nested inside it on the same thread (a stack per
     thread over ranges ordered by start, the longer first at equal starts)."""
     order = sorted(range(len(ranges)), key=lambda i: (ranges[i].thread, ranges[i].start, -ranges[i].end))
@@ -110,7 +110,7 @@ def _gpu_times(ranges: list[Range], launches: Launches) -> list[int]:
 
 def annotation_rows(rank: str, ranges: list[Range], launches: Launches | None) -> tuple[AnnotationRow, ...]:
     """One row per range name of one rank; gpu_ns None without launch calls to link."""
-    own = _self_times(ranges)
+    own = self_times(ranges)
     gpu = _gpu_times(ranges, launches) if launches is not None and len(launches.start) else None
     rows: dict[str, list[int]] = {}
     for i, r in enumerate(ranges):
