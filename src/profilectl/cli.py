@@ -75,8 +75,9 @@ def _bounds(p: argparse.ArgumentParser) -> None:
     group.add_argument("--launch-count", type=int, metavar="N", help="profile at most N launches after the skip")
     group.add_argument("--steps", metavar="A:B", help="profile training steps A to B-1 of a PyTorch workload "
                        "(a step ends at each optimizer.step() or profilectl.step())")
-    group.add_argument("--range", dest="nvtx_range", metavar="NAME", help="profile inside NVTX ranges of this name "
-                       "(Nsight Compute)")
+    group.add_argument("--range", dest="nvtx_range", metavar="NAME", help="profile inside ranges of this name: NVTX "
+                       "ranges (Nsight Compute); record_function ranges of a PyTorch workload (torch.profiler: one "
+                       "trace per range; rocprofv3 7.0+: --selected-regions)")
     group.add_argument("--profiler-args", metavar="ARGS", help="extra profiler options, appended as written")
 
 

@@ -7,6 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from cli_support import WORKLOAD, amd_machine, cli, json_run
+from test_launchers import SYSTEM_PYTHON, needs_torch
+
 from profilectl.backends import READERS
 from profilectl.formats import jax_trace, roctx
 from profilectl.formats.reader import claim
@@ -135,3 +138,58 @@ def test_a_real_jax_profiler_trace_of_xla_cpu_gives_hlo_ops_and_step_annotations
     assert train.self_ns == (814_551 - 808_246) + (493_826 - 488_632) + (314_439 - 309_966)
     assert train.gpu_ns is None
     assert any("no GPU timeline" in note for note in tables.notes)
+
+
+# ---------------------------------------------------------------- --range NAME when profiling
+RANGES_WORKLOAD = r"""
+import torch
+from torch.profiler import record_function
+x = torch.randn(64, 64)
+for step in range(5):
+    with record_function("data"):
+        y = x * 2
+    if step in (1, 3):
+        with record_function("fwd"):
+            z = torch.relu(y @ y)
+            with record_function("fwd"):  # nested in the first: the same window
+                z = z + 1
+    w = y.sum()
+"""
+
+
+@needs_torch
+def test_torch_profiler_runs_only_inside_the_named_record_function_ranges(machine, tmp_path):
+    script = tmp_path / "ranges.py"
+    script.write_text(RANGES_WORKLOAD)
+    result, run = json_run(machine, "trace", "--range", "fwd", "--", SYSTEM_PYTHON, str(script), timeout=300)
+    assert result["exit_code"] == 0, result
+    traces = sorted((run / "raw").glob("*.pt.trace.json"))
+    # one trace per outermost "fwd" range: steps 1 and 3
+    assert [t.name.split(".")[-4] for t in traces] == ["range1", "range2"]
+    for trace in traces:
+        doc = json.loads(trace.read_text())
+        events = doc["traceEvents"] if isinstance(doc, dict) else doc  # torch 1.13 without Kineto: a bare list
+        names = [e["name"] for e in events if e.get("ph") == "X"]
+        assert names.count("fwd") == 2 and "aten::mm" in names  # the range, its nested one, its work
+        assert "data" not in names  # outside the window
+
+
+def test_range_becomes_rocprofv3s_selected_regions_driven_by_the_hook(machine, tmp_path):
+    amd_machine(machine, tmp_path, rocm="7.0.2")
+    done = cli(machine, "trace", "--dry-run", "--json", "--range", "fwd", "--", *WORKLOAD)
+    assert done.returncode == 0, done.stderr
+    plan = json.loads(done.stdout)
+    argv, env = plan["phases"][0]["steps"][0]["argv"], plan["phases"][0]["environment"]
+    assert "--selected-regions" in argv
+    assert env["PROFILECTL_RANGE"] == "fwd" and env["PROFILECTL_STEP_ACTION"] == "roctx"
+    # a native program: rocprofv3 cannot select a ROCTx range by name
+    done = cli(machine, "trace", "--range", "fwd", "--", "/bin/true")
+    assert done.returncode == 2 and "selects no ROCTx range by name" in done.stderr, done.stderr
+    done = cli(machine, "trace", "--range", "fwd", "--steps", "1:3", "--", *WORKLOAD)
+    assert done.returncode == 2 and "--range with --steps" in done.stderr, done.stderr
+
+
+def test_rocprofv3_before_7_0_has_no_selected_regions_for_a_range(machine, tmp_path):
+    amd_machine(machine, tmp_path, rocm="6.4.1")
+    done = cli(machine, "trace", "--range", "fwd", "--", *WORKLOAD)
+    assert done.returncode == 2 and "--selected-regions" in done.stderr, done.stderr
