@@ -194,6 +194,17 @@ def _report_options(report: argparse.ArgumentParser) -> None:
     report.add_argument("--force", action="store_true",
                         help="let -o replace an existing file (never a run's own files or the report's input)")
     report.add_argument("--top", type=int, default=10, metavar="N", help="rows per table (default 10)")
+    _report_window_options(report)
+
+
+def _report_window_options(report: argparse.ArgumentParser) -> None:
+    window = report.add_mutually_exclusive_group()
+    window.add_argument("--range", dest="report_range", metavar="NAME",
+                        help="only what was launched inside the ranges of this name (record_function, "
+                             "user_annotation, ProfilerStep, ROCTx, a jax.profiler step annotation): kernels, copies "
+                             "and the timeline")
+    window.add_argument("--steps", dest="report_steps", metavar="A:B",
+                        help="only steps A to B-1 (ProfilerStep#N marks): kernels, copies and the timeline")
 
 
 def _query_options(query: argparse.ArgumentParser) -> None:
@@ -336,6 +347,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "ls":
             return commands.ls(args.traces_dir, args.json)
         if args.command == "report":
+            if args.report_range is not None or args.report_steps is not None:
+                return commands.report_window(args.path, args.format, args.output, args.top, args.force,
+                                              args.report_range, args.report_steps)
             return commands.report(args.path, args.format, args.output, args.top, args.force)
         if args.command == "query":
             return commands.query(args.path, args.sql, args.format)

@@ -10,8 +10,9 @@ from pathlib import Path
 from cli_support import WORKLOAD, amd_machine, cli, json_run
 from test_launchers import SYSTEM_PYTHON, needs_torch
 
+from profilectl.analysis.windows import WindowRequest, restrict
 from profilectl.backends import READERS
-from profilectl.formats import jax_trace, roctx
+from profilectl.formats import jax_trace, roctx, torch_trace
 from profilectl.formats.reader import claim
 from profilectl.formats.rocprofv3 import Rocprofv3CsvReader
 
@@ -193,3 +194,59 @@ def test_rocprofv3_before_7_0_has_no_selected_regions_for_a_range(machine, tmp_p
     amd_machine(machine, tmp_path, rocm="6.4.1")
     done = cli(machine, "trace", "--range", "fwd", "--", *WORKLOAD)
     assert done.returncode == 2 and "--selected-regions" in done.stderr, done.stderr
+
+
+# ---------------------------------------------------------------- report --range / --steps
+NS_TRACE = FIXTURES / "hta" / "ns_resolution_rank-0.pt.trace.json.gz"
+
+
+def test_a_range_window_holds_the_gpu_time_launched_inside_it():
+    tables = torch_trace.read(NS_TRACE)
+    rows = {row.name: row for row in tables.annotations}
+    forward = restrict(tables, WindowRequest(range_name="## forward ##"))
+    gpu = sum(s.total for s in forward.kernels.values()) + sum(s.total for s in forward.memory_copies.values())
+    # the forward ranges launch from the main thread only: the window's GPU time is the table's, to the ns
+    assert gpu == rows["## forward ##"].gpu_ns == 30_074_487
+    assert sum(s.calls for s in forward.kernels.values()) == 299
+    timeline, = forward.timelines
+    assert len(timeline.start) == 299 + sum(s.calls for s in forward.memory_copies.values())
+    # --steps 101:102 is ProfilerStep#101's window; a step mark by its name without the number selects every step
+    step = restrict(tables, WindowRequest(steps=(101, 102)))
+    by_name = restrict(tables, WindowRequest(range_name="ProfilerStep#101"))
+    assert {n: s.total for n, s in step.kernels.items()} == {n: s.total for n, s in by_name.kernels.items()}
+    every = restrict(tables, WindowRequest(range_name="ProfilerStep"))
+    assert sum(s.calls for s in every.kernels.values()) >= sum(s.calls for s in step.kernels.values())
+    assert any(note.startswith("--range ## forward ##:") for note in forward.notes)
+
+
+def _report(*args):
+    return subprocess.run([sys.executable, "-m", "profilectl", "report", *map(str, args)], capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_report_range_and_steps_in_a_real_process():
+    done = _report(NS_TRACE, "--range", "## forward ##", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["totals"]["dispatches"] == 299
+    assert any("window(s)" in note for note in report["notes"])
+    done = _report(NS_TRACE, "--range", "no such range")
+    assert done.returncode == 2 and done.stderr.strip().endswith("no range named 'no such range' in these traces")
+    assert len(done.stderr.strip().splitlines()) == 1
+    done = _report(NS_TRACE, "--steps", "5:2")
+    assert done.returncode == 2 and "the first step must come before the end" in done.stderr
+    done = _report(NS_TRACE, "--steps", "1:2", "--range", "x")
+    assert done.returncode == 2 and "not allowed with" in done.stderr
+    done = _report(XLA_TRACE, "--steps", "0:1", "--format", "json")  # the device's Steps line
+    assert done.returncode == 0 and json.loads(done.stdout)["totals"]["dispatches"] == 145
+
+
+def test_report_range_of_a_roctx_range(tmp_path):
+    test_gpu_time_under_a_roctx_range_is_what_its_thread_launched_inside_it(tmp_path)  # writes the files
+    done = _report(tmp_path, "--range", "inner", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    # inside "inner" [2000, 4000] the launch at 2500 (correlation 11): its kernel of 300 ns
+    assert (report["totals"]["dispatches"], report["totals"]["gpu_time_ns"]) == (1, 300)
+    done = _report(tmp_path, "--range", "whole process", "--format", "json")
+    assert json.loads(done.stdout)["totals"]["dispatches"] == 3
