@@ -250,3 +250,68 @@ def test_report_range_of_a_roctx_range(tmp_path):
     assert (report["totals"]["dispatches"], report["totals"]["gpu_time_ns"]) == (1, 300)
     done = _report(tmp_path, "--range", "whole process", "--format", "json")
     assert json.loads(done.stdout)["totals"]["dispatches"] == 3
+
+
+def _rocpd_with_markers(path: Path) -> Path:
+    """A database in rocpd's schema 3 layout (rocpd_tables.sql: regions, dispatches and copies with
+    start_id/end_id into rocpd_timestamp, a track per thread, an event per row with its category and
+    correlation id, a ROCTx message in the event's extdata), holding the same story as the CSV test."""
+    import sqlite3
+    guid = "g"
+    db = sqlite3.connect(path)
+    db.executescript("""
+        CREATE TABLE rocpd_string (id INTEGER PRIMARY KEY, guid TEXT, string TEXT);
+        CREATE TABLE rocpd_info_kernel_symbol (id INTEGER PRIMARY KEY, guid TEXT, display_name TEXT);
+        CREATE TABLE rocpd_timestamp (id INTEGER PRIMARY KEY, guid TEXT, value BIGINT);
+        CREATE TABLE rocpd_track (id INTEGER PRIMARY KEY, guid TEXT, tid INTEGER);
+        CREATE TABLE rocpd_event (id INTEGER PRIMARY KEY, guid TEXT, category_id INTEGER, correlation_id INTEGER,
+                                  extdata JSONB DEFAULT "{}" NOT NULL);
+        CREATE TABLE rocpd_region (id INTEGER PRIMARY KEY, guid TEXT, track_id INTEGER, name_id INTEGER,
+                                   start_id INTEGER, end_id INTEGER, event_id INTEGER);
+        CREATE TABLE rocpd_kernel_dispatch (id INTEGER PRIMARY KEY, guid TEXT, track_id INTEGER, kernel_id INTEGER,
+                                            start_id INTEGER, end_id INTEGER, event_id INTEGER);
+        CREATE TABLE rocpd_memory_copy (id INTEGER PRIMARY KEY, guid TEXT, track_id INTEGER, start_id INTEGER,
+                                        end_id INTEGER, name_id INTEGER, event_id INTEGER);
+    """)
+    strings = ["MARKER_CORE_API", "HIP_RUNTIME_API", "roctxRangePushA", "hipLaunchKernel", "MEMORY_COPY_HOST_TO_DEVICE",
+               "KERNEL_DISPATCH", "MEMORY_COPY"]
+    db.executemany("INSERT INTO rocpd_string VALUES (?, ?, ?)", [(i + 1, guid, s) for i, s in enumerate(strings)])
+    sid = {s: i + 1 for i, s in enumerate(strings)}
+    db.execute("INSERT INTO rocpd_info_kernel_symbol VALUES (1, ?, 'k')", (guid,))
+    db.executemany("INSERT INTO rocpd_track VALUES (?, ?, ?)", [(1, guid, 9), (2, guid, 10), (3, guid, 0)])
+    stamps: list[tuple[int, str, int]] = []
+
+    def stamp(value: int) -> int:
+        stamps.append((len(stamps) + 1, guid, value))
+        return len(stamps)
+    events, regions, kernels, copies = [], [], [], []
+    for track, message, a, b in ((1, "outer", 1000, 9000), (1, "inner", 2000, 4000), (2, "other thread", 1000, 9000)):
+        events.append((len(events) + 1, guid, sid["MARKER_CORE_API"], len(events) + 1, json.dumps({"message": message})))
+        regions.append((len(regions) + 1, guid, track, sid["roctxRangePushA"], stamp(a), stamp(b), len(events)))
+    for track, correlation, a, b in ((1, 11, 2500, 2600), (1, 12, 5000, 5100), (2, 13, 5000, 5100), (1, 14, 9500, 9600)):
+        events.append((len(events) + 1, guid, sid["HIP_RUNTIME_API"], correlation, "{}"))
+        regions.append((len(regions) + 1, guid, track, sid["hipLaunchKernel"], stamp(a), stamp(b), len(events)))
+    for correlation, a, b in ((11, 3000, 3300), (12, 6000, 6700), (14, 9700, 9750)):
+        events.append((len(events) + 1, guid, sid["KERNEL_DISPATCH"], correlation, "{}"))
+        kernels.append((len(kernels) + 1, guid, 3, 1, stamp(a), stamp(b), len(events)))
+    events.append((len(events) + 1, guid, sid["MEMORY_COPY"], 13, "{}"))
+    copies.append((1, guid, 3, stamp(5200), stamp(5400), sid["MEMORY_COPY_HOST_TO_DEVICE"], len(events)))
+    db.executemany("INSERT INTO rocpd_timestamp VALUES (?, ?, ?)", stamps)
+    db.executemany("INSERT INTO rocpd_event VALUES (?, ?, ?, ?, ?)", events)
+    db.executemany("INSERT INTO rocpd_region VALUES (?, ?, ?, ?, ?, ?, ?)", regions)
+    db.executemany("INSERT INTO rocpd_kernel_dispatch VALUES (?, ?, ?, ?, ?, ?, ?)", kernels)
+    db.executemany("INSERT INTO rocpd_memory_copy VALUES (?, ?, ?, ?, ?, ?, ?)", copies)
+    db.commit()
+    db.close()
+    return path
+
+
+def test_roctx_ranges_of_a_rocpd_database(tmp_path):
+    from profilectl.formats.rocpd import RocpdReader
+    path = _rocpd_with_markers(tmp_path / "9_results.db")
+    tables = RocpdReader().read_file(path)
+    rows = {row.name: row for row in tables.annotations}
+    assert set(rows) == {"outer", "inner", "other thread"}
+    assert (rows["outer"].total_ns, rows["outer"].self_ns, rows["outer"].gpu_ns) == (8000, 6000, 300 + 700)
+    assert rows["inner"].gpu_ns == 300 and rows["other thread"].gpu_ns == 200
+    assert sum(s.calls for s in tables.kernels.values()) == 3

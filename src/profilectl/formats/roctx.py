@@ -137,3 +137,58 @@ def rank_annotations(rank: str, files: dict[str, list[Path]]) -> tuple[Annotatio
     api = files.get("hip_api_trace", []) + files.get("hip_runtime_api_trace", [])
     launches = launches_of(api, files.get("kernel_trace", []) + files.get("memory_copy_trace", [])) if api else None
     return annotation_rows(rank, ranges, launches)
+
+
+# ---------------------------------------------------------------- rocpd databases
+# rocprofiler-sdk's rocpd schema (source/share/rocprofiler-sdk-rocpd/rocpd_tables.sql, marker_views.sql):
+# a ROCTx range is a rocpd_region whose rocpd_event's category string names a MARKER domain, its
+# message in the event's extdata ($.message); its thread is the region's track (rocpd_track.tid).
+# HIP API calls are regions of a HIP category with the event's correlation_id, which the kernel
+# dispatch's and the memory copy's events share.
+
+
+def rocpd_annotations(path: Path, rank: str) -> tuple[AnnotationRow, ...]:
+    """One rank's ROCTx ranges from a rocpd database; () where it holds none (or an older schema
+    without event categories)."""
+    import sqlite3
+    from profilectl.formats import rocpd
+    db = rocpd._connect(path)
+    try:
+        columns, events = rocpd._columns(db, "rocpd_region"), rocpd._columns(db, "rocpd_event")
+        if "event_id" not in columns or not {"category_id", "correlation_id"} <= events:
+            return ()
+        source, _ = rocpd._interval(db, "rocpd_region", "R")
+        start, end = ("TS.value", "TE.value") if "rocpd_timestamp" in source else ("R.start", 'R."end"')
+        thread = "R.tid" if "tid" in columns else "0"
+        if thread == "0" and "track_id" in columns and "tid" in rocpd._columns(db, "rocpd_track"):
+            source += " LEFT JOIN rocpd_track TR ON TR.id = R.track_id AND TR.guid = R.guid"
+            thread = "coalesce(TR.tid, 0)"
+        message = "json_extract(EV.extdata, '$.message')" if "extdata" in events else "NAME.string"
+        rows = db.execute(
+            f"SELECT {start}, {end}, {thread}, CAT.string, coalesce({message}, NAME.string), "
+            f"coalesce(EV.correlation_id, -1) FROM {source} "
+            "JOIN rocpd_event EV ON EV.id = R.event_id AND EV.guid = R.guid "
+            "JOIN rocpd_string CAT ON CAT.id = EV.category_id AND CAT.guid = EV.guid "
+            "LEFT JOIN rocpd_string NAME ON NAME.id = R.name_id AND NAME.guid = R.guid "
+            "WHERE CAT.string LIKE '%MARKER%' OR CAT.string LIKE 'HIP%'").fetchall()
+        ranges = [Range(str(text), int(tid), int(a), int(b)) for a, b, tid, category, text, _ in rows
+                  if "MARKER" in category and b > a]
+        if not ranges:
+            return ()
+        api = [(int(tid), int(a), int(c)) for a, b, tid, category, _, c in rows if category.startswith("HIP") and c >= 0]
+        gpu_ns: dict[int, int] = {}
+        for table in ("rocpd_kernel_dispatch", "rocpd_memory_copy"):
+            if "event_id" not in rocpd._columns(db, table):
+                continue
+            activity, duration = rocpd._interval(db, table, "K" if table.endswith("dispatch") else "M")
+            alias = "K" if table.endswith("dispatch") else "M"
+            for c, d in db.execute(f"SELECT EV.correlation_id, {duration} FROM {activity} JOIN rocpd_event EV "
+                                   f"ON EV.id = {alias}.event_id AND EV.guid = {alias}.guid "
+                                   "WHERE EV.correlation_id IS NOT NULL"):
+                gpu_ns[int(c)] = gpu_ns.get(int(c), 0) + int(d)
+    except sqlite3.DatabaseError:
+        return ()  # the tables stand without the annotations; rocpd's own reader reports a broken file
+    finally:
+        db.close()
+    launches = Launches([t for t, _, _ in api], [a for _, a, _ in api], [c for _, _, c in api], gpu_ns) if api else None
+    return annotation_rows(rank, ranges, launches)
