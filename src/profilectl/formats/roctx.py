@@ -4,7 +4,8 @@ same table as torch's record_function ranges (formats/tables.py AnnotationRow).
 rocprofv3 writes one row per range: roctxRangePush/Pop and roctxRangeStart/Stop rows carry the
 message in `Function`, the range's start and end, and the thread (`Thread_Id`; 0 for a
 Start/Stop range, which belongs to the process, not to a thread: rocprofiler-sdk's documented
-sample, fixtures/rocprofv3-docs/marker_api_trace.csv). A roctxMark is a row whose start equals its
+sample, fixtures/rocprofv3-docs/marker_api_trace.csv; its ROCTx guide, using-rocprofiler-sdk-roctx.rst:
+"Start and End ... can start and end on different threads"). A roctxMark is a row whose start equals its
 end: an instant, not a range, and left out of the table.
 
 Per rank and name: calls, total, self (total less the ranges nested directly inside it on its
