@@ -204,7 +204,11 @@ def _report_window_options(report: argparse.ArgumentParser) -> None:
                              "user_annotation, ProfilerStep, ROCTx, a jax.profiler step annotation): kernels, copies "
                              "and the timeline")
     window.add_argument("--steps", dest="report_steps", metavar="A:B",
-                        help="only steps A to B-1 (ProfilerStep#N marks): kernels, copies and the timeline")
+                        help="only steps A to B-1 (ProfilerStep#N marks, or those of --step-mark): kernels, copies "
+                             "and the timeline")
+    report.add_argument("--step-mark", dest="report_step_mark", metavar="NAME",
+                        help="the ranges of this name (a user annotation, ROCTx range ...) are the steps, numbered "
+                             "from 0 in time order: the per-step rows, the diagnosis and --steps follow them")
 
 
 def _query_options(query: argparse.ArgumentParser) -> None:
@@ -347,9 +351,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "ls":
             return commands.ls(args.traces_dir, args.json)
         if args.command == "report":
-            if args.report_range is not None or args.report_steps is not None:
+            if args.report_range is not None or args.report_steps is not None or args.report_step_mark is not None:
                 return commands.report_window(args.path, args.format, args.output, args.top, args.force,
-                                              args.report_range, args.report_steps)
+                                              args.report_range, args.report_steps, args.report_step_mark)
             return commands.report(args.path, args.format, args.output, args.top, args.force)
         if args.command == "query":
             return commands.query(args.path, args.sql, args.format)

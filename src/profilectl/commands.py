@@ -319,18 +319,22 @@ def report(path: str, fmt: str, output: str | None, top: int, force: bool = Fals
 
 
 def report_window(path: str, fmt: str, output: str | None, top: int, force: bool, range_name: str | None,
-                  steps: str | None) -> int:
-    """`report --range NAME` / `--steps A:B`: the report of what was launched inside those windows
-    (analysis/windows.py); read from the files each time, never from a cache."""
+                  steps: str | None, step_mark: str | None = None) -> int:
+    """`report --range NAME` / `--steps A:B`: the report of what was launched inside those windows;
+    `--step-mark NAME`: those ranges are the steps (analysis/windows.py). Read from the files each
+    time, never from a cache."""
     from profilectl.analysis.windows import WindowRequest, parse_steps
     if top < 1:
         raise errors.UsageError("--top must be at least 1")
-    if range_name is not None and not range_name.strip():
-        raise errors.UsageError("--range needs a range name")
+    for option, value in (("--range", range_name), ("--step-mark", step_mark)):
+        if value is not None and not value.strip():
+            raise errors.UsageError(f"{option} needs a range name")
     if fmt in ("parquet", "sqlite") or (output and fmt == "csv"):
-        raise errors.UsageError(f"report --range/--steps writes table, json, md, html or csv to stdout; not {fmt} files")
+        raise errors.UsageError(f"report --range/--steps/--step-mark writes table, json, md, html or csv to stdout; "
+                                f"not {fmt} files")
     try:
-        request = WindowRequest(range_name=range_name, steps=parse_steps(steps) if steps is not None else None)
+        request = WindowRequest(range_name=range_name, steps=parse_steps(steps) if steps is not None else None,
+                                step_mark=step_mark)
     except errors.FormatError as exc:
         raise errors.UsageError(str(exc)) from None
     _report(path, fmt, output, top, force, window=request)

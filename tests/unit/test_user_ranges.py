@@ -315,3 +315,18 @@ def test_roctx_ranges_of_a_rocpd_database(tmp_path):
     assert (rows["outer"].total_ns, rows["outer"].self_ns, rows["outer"].gpu_ns) == (8000, 6000, 300 + 700)
     assert rows["inner"].gpu_ns == 300 and rows["other thread"].gpu_ns == 200
     assert sum(s.calls for s in tables.kernels.values()) == 3
+
+
+def test_a_user_annotation_as_step_marks_in_a_real_process():
+    done = _report(NS_TRACE, "--step-mark", "## forward ##", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    walls = sorted(row["wall_ns"] for row in report["timeline"]["steps"])
+    rows = {row.name: row for row in torch_trace.read(NS_TRACE).annotations}
+    # the two "## forward ##" ranges are steps 0 and 1: their walls are the range's min and max
+    assert walls == [rows["## forward ##"].min_ns, rows["## forward ##"].max_ns]
+    # with --steps: one forward range. The trace's last launch call (…537,100,926 ns) comes before the
+    # second forward range begins (…537,598,726): every kernel of the forward ranges was launched in the first
+    first = json.loads(_report(NS_TRACE, "--step-mark", "## forward ##", "--steps", "0:1", "--format", "json").stdout)
+    second = json.loads(_report(NS_TRACE, "--step-mark", "## forward ##", "--steps", "1:2", "--format", "json").stdout)
+    assert (first["totals"]["dispatches"], second["totals"]["dispatches"]) == (299, 0)

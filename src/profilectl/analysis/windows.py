@@ -35,6 +35,7 @@ Windows = list[tuple[int, int]]
 class WindowRequest:
     range_name: str | None = None
     steps: tuple[int, int] | None = None  # [first, end)
+    step_mark: str | None = None  # the ranges of this name are the steps (their order numbers them)
 
     def describe(self) -> str:
         return f"--range {self.range_name}" if self.range_name is not None else \
@@ -55,7 +56,7 @@ def merged(windows: Windows) -> Windows:
     """Overlapping or nested windows joined, in time order."""
     out: Windows = []
     for start, end in sorted(w for w in windows if w[1] > w[0]):
-        if out and start <= out[-1][1]:
+        if out and start < out[-1][1]:  # touching windows (one step ends as the next begins) stay apart
             out[-1] = (out[-1][0], max(out[-1][1], end))
         else:
             out.append((start, end))
@@ -133,6 +134,24 @@ def restrict_timeline(t: "RankTimeline", windows: Windows) -> "RankTimeline":
                          markers=markers, host_activity=host)
 
 
+def with_step_marks(tables: "Tables", name: str, extra: dict[str, Windows] | None = None) -> "Tables":
+    """The ranges named `name` (outermost ones, in time order) as the steps of each rank:
+    `<name>#0`, `<name>#1` ... replace the trace's own step marks, for the per-step rows, the
+    diagnosis and `--steps A:B`."""
+    from profilectl.analysis.timeline import Marker
+    timelines = []
+    found = 0
+    for t in tables.timelines:
+        windows = merged(timeline_windows(t, WindowRequest(range_name=name)) + (extra or {}).get(t.rank, []))
+        found += len(windows)
+        markers = tuple(Marker(f"{name}#{i}", a, b, False) for i, (a, b) in enumerate(windows))
+        timelines.append(dataclasses.replace(t, markers=markers) if windows else t)
+    if not found:
+        raise FormatError(f"report --step-mark {name}: no range named {name!r} in these traces")
+    note = f"--step-mark {name}: the {found} range(s) of that name are the steps, numbered from 0 in time order"
+    return dataclasses.replace(tables, timelines=tuple(timelines), notes=tables.notes + (note,))
+
+
 def restrict(tables: "Tables", request: WindowRequest, extra: dict[str, Windows] | None = None) -> "Tables":
     """Tables whose kernels, copies, ranks and timelines are those of the windows; `extra`: windows
     per rank that the timelines do not carry (ROCTx ranges of a marker trace)."""
@@ -180,23 +199,23 @@ def restrict(tables: "Tables", request: WindowRequest, extra: dict[str, Windows]
                                notes=tables.notes + (note,))
 
 
-def roctx_windows(files: Sequence[str], request: WindowRequest) -> dict[str, Windows]:
+def roctx_windows(files: Sequence[str], name: str | None) -> dict[str, Windows]:
     """ROCTx ranges of that name in rocprofv3 marker traces, by rank (rocprofv3's rank names)."""
     from pathlib import Path
-    if request.range_name is None:
+    if name is None:
         return {}
     from profilectl.formats import roctx, rocprofv3
     by_kind: dict[str, list[Path]] = {}
-    for name in files:
-        kind = rocprofv3.kind_of(Path(name).name)
+    for file in files:
+        kind = rocprofv3.kind_of(Path(file).name)
         if kind is not None:
-            by_kind.setdefault(kind, []).append(Path(name))
+            by_kind.setdefault(kind, []).append(Path(file))
     if "marker_api_trace" not in by_kind:
         return {}
     out: dict[str, Windows] = {}
     for (rank, _host), rank_files in rocprofv3._ranks_of(by_kind).items():
         found = [(r.start, r.end) for r in roctx.ranges_of(rank_files.get("marker_api_trace", []))
-                 if _named(r.name, request.range_name)]
+                 if _named(r.name, name)]
         if found:
             out.setdefault(rank, []).extend(found)
     return out

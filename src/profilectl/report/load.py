@@ -117,7 +117,7 @@ def load_window(path: Path, request: "WindowRequest") -> Summary:
     """A run's or a folder's report restricted to windows (`report --range NAME`, `--steps A:B`:
     analysis/windows.py), read from its files each time (not cached)."""
     from profilectl import jobs
-    from profilectl.analysis.windows import restrict, roctx_windows
+    from profilectl.analysis.windows import restrict, roctx_windows, with_step_marks
     from profilectl.backends import READERS
     path = Path(path)
     if jobs.is_job_dir(path):
@@ -127,7 +127,10 @@ def load_window(path: Path, request: "WindowRequest") -> Summary:
     groups = recognised(path / "raw" if run else path, READERS)
     tables = read_groups(groups)
     files = tuple(f for s in tables.sources for f in s.files)
-    tables = restrict(tables, request, roctx_windows(files, request))
+    if request.step_mark is not None:
+        tables = with_step_marks(tables, request.step_mark, roctx_windows(files, request.step_mark))
+    if request.range_name is not None or request.steps is not None:
+        tables = restrict(tables, request, roctx_windows(files, request.range_name))
     result = build(tables, SourceInfo(kind="profilectl-run" if run else "+".join(s.kind for s in tables.sources),
                                       path=str(path), files=files),
                    perfetto_trace=tables.trace_files[0] if tables.trace_files else None)
