@@ -173,6 +173,8 @@ def test_torch_profiler_runs_only_inside_the_named_record_function_ranges(machin
         names = [e["name"] for e in events if e.get("ph") == "X"]
         assert names.count("fwd") == 2 and "aten::mm" in names  # the range, its nested one, its work
         assert "data" not in names  # outside the window
+    done = cli(machine, "trace", "--range", "never entered", "--", SYSTEM_PYTHON, str(script), timeout=300)
+    assert done.returncode != 0 and "a --range of that name" in done.stderr, done.stderr
 
 
 def test_range_becomes_rocprofv3s_selected_regions_driven_by_the_hook(machine, tmp_path):
