@@ -18,8 +18,8 @@ from profilectl.formats import polars_csv, ranks
 from profilectl.errors import FormatError
 from profilectl.formats.common import csv_header, number, read_csv
 from profilectl.formats.reader import Reader
-from profilectl.formats.tables import (PER_DISPATCH, AnnotationRow, CounterValue, KernelStats, RankRow, StatsByName, Tables,
-                                       merge_stats)
+from profilectl.formats.tables import (PER_DISPATCH, AnnotationRow, CounterValue, KernelStats, RankRow, StatsByName,
+                                       Tables, merge_stats)
 
 if TYPE_CHECKING:
     from profilectl.analysis.timeline import RankTimeline

@@ -176,7 +176,8 @@ def rocpd_annotations(path: Path, rank: str) -> tuple[AnnotationRow, ...]:
                   if "MARKER" in category and b > a]
         if not ranges:
             return ()
-        api = [(int(tid), int(a), int(c)) for a, b, tid, category, _, c in rows if category.startswith("HIP") and c >= 0]
+        api = [(int(tid), int(a), int(c)) for a, _b, tid, category, _, c in rows
+               if category.startswith("HIP") and c >= 0]
         gpu_ns: dict[int, int] = {}
         for table in ("rocpd_kernel_dispatch", "rocpd_memory_copy"):
             if "event_id" not in rocpd._columns(db, table):
