@@ -332,3 +332,15 @@ def test_a_user_annotation_as_step_marks_in_a_real_process():
     first = json.loads(_report(NS_TRACE, "--step-mark", "## forward ##", "--steps", "0:1", "--format", "json").stdout)
     second = json.loads(_report(NS_TRACE, "--step-mark", "## forward ##", "--steps", "1:2", "--format", "json").stdout)
     assert (first["totals"]["dispatches"], second["totals"]["dispatches"]) == (299, 0)
+
+
+def test_jax_profilers_perfetto_copy_beside_the_trace_is_not_read_twice():
+    folder = JAX_CPU.parent  # vm.trace.json.gz and perfetto_trace.json.gz of the same run
+    groups = claim(sorted(p for p in folder.iterdir() if p.name.endswith(".gz")), READERS)
+    assert [(reader.kind, sorted(f.name for f in files)) for reader, files in groups] == [
+        ("xla-trace", ["perfetto_trace.json.gz", "vm.trace.json.gz"])]
+    reader, files = groups[0]
+    tables = reader.read(files)
+    assert tables.operators["ynn_fusion"].calls == 3 and tables.annotations[0].calls == 3
+    alone = reader.read([folder / "perfetto_trace.json.gz"])  # by itself it is the trace
+    assert alone.operators["ynn_fusion"].calls == 3

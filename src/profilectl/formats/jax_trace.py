@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 from profilectl.errors import FormatError
 from profilectl.formats import ranks
 from profilectl.formats.reader import Reader, first_bytes
-from profilectl.formats.tables import PER_DISPATCH, AnnotationRow, KernelStats, StatsByName, Tables
+from profilectl.formats.tables import PER_DISPATCH, AnnotationRow, KernelStats, StatsByName, Tables, merge_all
 
 if TYPE_CHECKING:
     from profilectl.analysis.timeline import RankTimeline
@@ -52,6 +52,8 @@ COPY_NAME = re.compile(r"^(Memcpy|Memset|memcpy|memset)")
 COPY_STREAM = re.compile(r"\((Memcpy|Memset)", re.IGNORECASE)
 TRAILING_NUMBER = re.compile(r"(\d+)\s*$")
 SUFFIXES = (".trace.json.gz", ".trace.json")
+# jax.profiler.trace(create_perfetto_trace=True) writes the same events again beside <host>.trace.json.gz
+PERFETTO_COPY = "perfetto_trace.json.gz"
 
 
 def _ns(value: Any) -> int:
@@ -88,7 +90,8 @@ def _head(path: Path, size: int = 4096) -> bytes:
 def is_xla_trace(path: Path) -> bool:
     """`<host>.trace.json.gz` whose first events name the profiler's planes (a torch.profiler
     `.pt.trace.json.gz` names none: kineto's processes are pids)."""
-    if not path.name.endswith(SUFFIXES) or path.name.endswith((".pt.trace.json", ".pt.trace.json.gz")):
+    if path.name != PERFETTO_COPY and (not path.name.endswith(SUFFIXES)
+                                       or path.name.endswith((".pt.trace.json", ".pt.trace.json.gz"))):
         return False
     head = _head(path)
     return b'"process_name"' in head and (b'"/device:' in head or b'"/host:' in head)
@@ -248,3 +251,8 @@ class XlaTraceReader(Reader):
 
     def read_file(self, path: Path) -> Tables:
         return read(path)
+
+    def read(self, files: list[Path]) -> Tables:
+        """Each trace once: a perfetto_trace.json.gz beside a <host>.trace.json.gz is its copy."""
+        originals = {f.parent for f in files if f.name != PERFETTO_COPY}
+        return merge_all(read(f) for f in files if f.name != PERFETTO_COPY or f.parent not in originals)
