@@ -344,3 +344,19 @@ def test_jax_profilers_perfetto_copy_beside_the_trace_is_not_read_twice():
     assert tables.operators["ynn_fusion"].calls == 3 and tables.annotations[0].calls == 3
     alone = reader.read([folder / "perfetto_trace.json.gz"])  # by itself it is the trace
     assert alone.operators["ynn_fusion"].calls == 3
+
+
+def test_a_cut_or_malformed_xla_trace_is_one_line(tmp_path):
+    import pytest
+    from profilectl.errors import FormatError
+    cut = tmp_path / "host.trace.json.gz"
+    cut.write_bytes(XLA_TRACE.read_bytes()[:9000])
+    with pytest.raises(FormatError, match="host.trace.json.gz: cannot read"):
+        jax_trace.read(cut)
+    bad = tmp_path / "bad.trace.json"
+    bad.write_text(json.dumps({"traceEvents": [
+        {"ph": "M", "pid": 1, "name": "process_name", "args": {"name": "/device:GPU:0"}},
+        {"ph": "X", "pid": 1, "tid": 2, "ts": "abc", "dur": 1, "name": "k"}]}))
+    assert jax_trace.is_xla_trace(bad)
+    with pytest.raises(FormatError, match=r"bad.trace.json: event 1: not a time: 'abc'"):
+        jax_trace.read(bad)
