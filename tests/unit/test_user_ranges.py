@@ -360,3 +360,11 @@ def test_a_cut_or_malformed_xla_trace_is_one_line(tmp_path):
     assert jax_trace.is_xla_trace(bad)
     with pytest.raises(FormatError, match=r"bad.trace.json: event 1: not a time: 'abc'"):
         jax_trace.read(bad)
+
+
+def test_the_python_api_opens_a_trace_restricted_to_a_range():
+    import profilectl
+    run = profilectl.open(NS_TRACE, range_name="## forward ##")
+    assert sum(k.calls for k in run.summary.kernels) == 299
+    whole = profilectl.open(NS_TRACE)
+    assert sum(k.calls for k in whole.summary.kernels) > 299
