@@ -127,9 +127,17 @@ class Run:
         return html.render(self.document, 15)
 
 
-def open(path: str | Path) -> Run:  # noqa: A001  (profilectl.open, as the issue names it)
+def open(path: str | Path, *, range_name: str | None = None, steps: str | None = None,  # noqa: A001
+         step_mark: str | None = None) -> Run:
     """A run directory, a SLURM job directory, or any folder or file rocprofv3, rocprof, ncu or
-    torch.profiler wrote: the same reading as `profilectl report`."""
+    torch.profiler wrote: the same reading as `profilectl report` (profilectl.open, as the issue
+    names it). range_name / steps ("A:B") / step_mark: as `report --range / --steps / --step-mark`."""
+    if range_name is not None or steps is not None or step_mark is not None:
+        from profilectl.analysis.windows import WindowRequest, parse_steps
+        from profilectl.report.load import load_window
+        request = WindowRequest(range_name=range_name, steps=parse_steps(steps) if steps is not None else None,
+                                step_mark=step_mark)
+        return Run(Path(path), load_window(Path(path), request))
     from profilectl.report.load import load
     return Run(Path(path), load(Path(path)))
 

@@ -75,8 +75,9 @@ def _bounds(p: argparse.ArgumentParser) -> None:
     group.add_argument("--launch-count", type=int, metavar="N", help="profile at most N launches after the skip")
     group.add_argument("--steps", metavar="A:B", help="profile training steps A to B-1 of a PyTorch workload "
                        "(a step ends at each optimizer.step() or profilectl.step())")
-    group.add_argument("--range", dest="nvtx_range", metavar="NAME", help="profile inside NVTX ranges of this name "
-                       "(Nsight Compute)")
+    group.add_argument("--range", dest="nvtx_range", metavar="NAME", help="profile inside ranges of this name: NVTX "
+                       "ranges (Nsight Compute); record_function ranges of a PyTorch workload (torch.profiler: one "
+                       "trace per range; rocprofv3 7.0+: --selected-regions)")
     group.add_argument("--profiler-args", metavar="ARGS", help="extra profiler options, appended as written")
 
 
@@ -204,6 +205,21 @@ def _report_options(report: argparse.ArgumentParser) -> None:
     report.add_argument("--force", action="store_true",
                         help="let -o replace an existing file (never a run's own files or the report's input)")
     report.add_argument("--top", type=int, default=10, metavar="N", help="rows per table (default 10)")
+    _report_window_options(report)
+
+
+def _report_window_options(report: argparse.ArgumentParser) -> None:
+    window = report.add_mutually_exclusive_group()
+    window.add_argument("--range", dest="report_range", metavar="NAME",
+                        help="only what was launched inside the ranges of this name (record_function, "
+                             "user_annotation, ProfilerStep, ROCTx, a jax.profiler step annotation): kernels, copies "
+                             "and the timeline")
+    window.add_argument("--steps", dest="report_steps", metavar="A:B",
+                        help="only steps A to B-1 (ProfilerStep#N marks, or those of --step-mark): kernels, copies "
+                             "and the timeline")
+    report.add_argument("--step-mark", dest="report_step_mark", metavar="NAME",
+                        help="the ranges of this name (a user annotation, ROCTx range ...) are the steps, numbered "
+                             "from 0 in time order: the per-step rows, the diagnosis and --steps follow them")
 
 
 def _query_options(query: argparse.ArgumentParser) -> None:
@@ -346,6 +362,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "ls":
             return commands.ls(args.traces_dir, args.json)
         if args.command == "report":
+            if args.report_range is not None or args.report_steps is not None or args.report_step_mark is not None:
+                return commands.report_window(args.path, args.format, args.output, args.top, args.force,
+                                              args.report_range, args.report_steps, args.report_step_mark)
             return commands.report(args.path, args.format, args.output, args.top, args.force)
         if args.command == "query":
             return commands.query(args.path, args.sql, args.format)

@@ -310,12 +310,35 @@ def report(path: str, fmt: str, output: str | None, top: int, force: bool = Fals
     return errors.OK
 
 
-def _report(path: str, fmt: str, output: str | None, top: int, force: bool) -> Any:
+def report_window(path: str, fmt: str, output: str | None, top: int, force: bool, range_name: str | None,
+                  steps: str | None, step_mark: str | None = None) -> int:
+    """`report --range NAME` / `--steps A:B`: the report of what was launched inside those windows;
+    `--step-mark NAME`: those ranges are the steps (analysis/windows.py). Read from the files each
+    time, never from a cache."""
+    from profilectl.analysis.windows import WindowRequest, parse_steps
+    if top < 1:
+        raise errors.UsageError("--top must be at least 1")
+    for option, value in (("--range", range_name), ("--step-mark", step_mark)):
+        if value is not None and not value.strip():
+            raise errors.UsageError(f"{option} needs a range name")
+    if fmt in ("parquet", "sqlite") or (output and fmt == "csv"):
+        raise errors.UsageError(f"report --range/--steps/--step-mark writes table, json, md, html or csv to stdout; "
+                                f"not {fmt} files")
+    try:
+        request = WindowRequest(range_name=range_name, steps=parse_steps(steps) if steps is not None else None,
+                                step_mark=step_mark)
+    except errors.FormatError as exc:
+        raise errors.UsageError(str(exc)) from None
+    _report(path, fmt, output, top, force, window=request)
+    return errors.OK
+
+
+def _report(path: str, fmt: str, output: str | None, top: int, force: bool, window: Any = None) -> Any:
     """Print (or write to -o) one report of the formats that make one text; the summary it came from."""
     from profilectl.report import export, html, load
     if output:
         check_output(Path(output), force)
-    summary = _load(Path(path), quiet=fmt == "json")
+    summary = _load(Path(path), quiet=fmt == "json") if window is None else load.load_window(Path(path), window)
     if fmt == "csv":  # to stdout (-o was handled above): one CSV document, the main table; the others need files
         tables = export.csv_tables(summary)
         if len(tables) > 1:

@@ -357,7 +357,7 @@ def _verdict(plan: Plan, facts: Facts, phases: list[PhaseOutcome], interrupted: 
         why = main.read_error if main and main.read_error else "no kernels or records were written"
         if plan.request.bounds.any and not (main and main.read_error):
             why += " (the bounds may match nothing: check --kernel against the kernel names of a trace, " \
-                   "and that --steps falls inside the run)"
+                   "that --steps falls inside the run, and that the workload enters a --range of that name)"
         return "no-output", errors.PROFILER_FAILED, _with_collision(
             f"{main_backend} ran but produced no readable output: {why}", main_backend, stderr_text)
     if not main.tables.kernels and not main.tables.counters and _expects_kernels(plan, facts):

@@ -122,11 +122,11 @@ def test_parquet_and_sqlite_read_back_equal_the_json_report(fixtures, tmp_path):
     done = cli("report", source, "--format", "sqlite", "-o", str(database))
     assert done.returncode == 0, done.stderr
     files = sorted(p.stem for p in (tmp_path / "pq").glob("*.parquet"))
-    assert files == ["api", "counters", "hotspots", "hta_idle", "idle_causes", "idle_gaps", "kernels", "memory_copies",
+    assert files == ["annotations", "api", "counters", "hotspots", "hta_idle", "idle_causes", "idle_gaps", "kernels", "memory_copies",
                      "metadata", "timeline"]
     db = sqlite3.connect(database)
     db.row_factory = sqlite3.Row
-    for key in ("kernels", "api", "memory_copies", "counters", "hotspots", "idle_gaps"):
+    for key in ("kernels", "api", "memory_copies", "counters", "hotspots", "idle_gaps", "annotations"):
         expected = _rows_of(report, key)
         parquet = pl.read_parquet(tmp_path / "pq" / f"{key}.parquet").to_dicts()
         sql = [dict(r) for r in db.execute(f"SELECT * FROM {key}")]

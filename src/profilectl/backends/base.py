@@ -83,7 +83,17 @@ def rank_hook_env(job: Job, torch_out: Path | None = None, step_action: str | No
     if steps is not None:
         env["PROFILECTL_STEPS"] = f"{steps[0]}:{steps[1]}"
         env["PROFILECTL_STEP_ACTION"] = step_action or "torch"
+    env.update(range_hook_env(job, step_action))
     return env
+
+
+def range_hook_env(job: Job, step_action: str | None = None) -> dict[str, str]:
+    """--range NAME for a Python workload: the hook's window follows record_function ranges of that
+    name (torch-range: a torch.profiler per range; roctx / cuda-profiler: the tool's own window)."""
+    name = job.request.bounds.nvtx_range
+    if name is None:
+        return {}
+    return {"PROFILECTL_RANGE": name, "PROFILECTL_STEP_ACTION": step_action or "torch-range"}
 
 
 def unsupported(backend: str, option: str, why: str) -> UsageError:

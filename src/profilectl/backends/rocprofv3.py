@@ -296,7 +296,7 @@ class Rocprofv3(Backend):
         env = super().environment(job)
         if job.request.service == "trace":
             env.update(presets()[job.request.preset].get("env") or {})
-        if job.request.bounds.steps is not None:
+        if job.request.bounds.steps is not None or job.request.bounds.nvtx_range is not None:
             env.update(rank_hook_env(job, step_action="roctx"))  # --selected-regions follows roctx pause/resume
         return env
 
@@ -427,8 +427,23 @@ class Rocprofv3(Backend):
                 raise unsupported(self.name, "--steps", "steps are PyTorch training steps; this workload is not Python")
             argv.append("--selected-regions")
         if bounds.nvtx_range is not None:
-            raise unsupported(self.name, "--range", "it selects no ranges by name; use --steps or --kernel")
+            argv += self._range_bound(job, need)
         return argv
+
+    def _range_bound(self, job: Job, need: Callable[[str, str], None]) -> list[str]:
+        """--range NAME: rocprofv3 selects no range by name; in Python ranks profilectl's hook pauses and
+        resumes it (roctxProfilerPause/Resume, --selected-regions) at record_function ranges of that name."""
+        bounds = job.request.bounds
+        if bounds.steps is not None:
+            raise unsupported(self.name, "--range with --steps", "its one window is either the steps or the ranges")
+        if job.request.attach is not None:
+            raise unsupported(self.name, "--range with --attach", "the range hook is loaded when a process starts")
+        need("--selected-regions", "--range")
+        if not job.launch.python_ranks:
+            raise unsupported(self.name, "--range", "rocprofv3 selects no ROCTx range by name; profilectl opens its "
+                              "window at record_function ranges of Python ranks only (a native program can call "
+                              "roctxProfilerResume/Pause itself, with --profiler-args --selected-regions)")
+        return ["--selected-regions"]
 
     def list_counters(self, facts: Facts, run: Callable[[list[str]], CommandResult]) -> CounterListing:
         """From 7.0 `rocprofv3-avail list --pmc` (what -L itself runs); else, or when it fails,

@@ -4,7 +4,8 @@ The workload runs as the user wrote it, launcher included: profilectl's start-up
 (rank_startup/sitecustomize.py, on PYTHONPATH) starts torch.profiler in every rank the launcher
 starts (torchrun's workers, mpirun's or srun's tasks, or the one process of a plain run) once it
 imports torch, and each rank exports its own Chrome trace, named by host, rank and pid. --steps A:B
-becomes torch.profiler's schedule, stepped at each optimizer.step() (or profilectl.step()).
+becomes torch.profiler's schedule, stepped at each optimizer.step() (or profilectl.step()); --range
+NAME runs it inside each record_function range of that name instead (one trace per range).
 """
 
 from __future__ import annotations
@@ -66,11 +67,13 @@ class TorchProfiler(Backend):
     def steps(self, job: Job) -> tuple[Step, ...]:
         bounds = job.request.bounds
         for option, value in (("--kernel", bounds.kernel), ("--exclude-kernel", bounds.exclude_kernel),
-                              ("--launch-skip", bounds.launch_skip), ("--launch-count", bounds.launch_count),
-                              ("--range", bounds.nvtx_range)):
+                              ("--launch-skip", bounds.launch_skip), ("--launch-count", bounds.launch_count)):
             if value is not None:
                 raise unsupported("torch.profiler", option, "it records every kernel of the profiled steps; bound "
                                   "it with --steps, or use rocprofv3 / Nsight Compute")
+        if bounds.nvtx_range is not None and bounds.steps is not None:
+            raise unsupported("torch.profiler", "--range with --steps", "its window is either the steps or the "
+                              "record_function ranges; give one")
         if bounds.profiler_args:
             raise unsupported("torch.profiler", "--profiler-args", "it is started inside the workload, not as a "
                               "command")

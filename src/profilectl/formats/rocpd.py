@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from profilectl.errors import FormatError
 from profilectl.formats import ranks
 from profilectl.formats.reader import Reader, each_file, first_bytes
-from profilectl.formats.tables import PER_DISPATCH, CounterValue, KernelStats, Tables, merge_all
+from profilectl.formats.tables import PER_DISPATCH, AnnotationRow, CounterValue, KernelStats, Tables, merge_all
 
 if TYPE_CHECKING:
     import numpy as np
@@ -465,4 +465,10 @@ class RocpdReader(Reader):
         return Tables(kernels=kernels, kernel_detail=PER_DISPATCH if kernels else 0, api=rocpd_regions(path),
                       memory_copies=rocpd_memory_copies(path), counters=rocpd_counters(path), ranks=(rank,),
                       timelines=(timeline,) if timeline is not None else (),
-                      notes=() if kernels else (f"{path.name} holds zero kernel dispatches",))
+                      notes=() if kernels else (f"{path.name} holds zero kernel dispatches",),
+                      annotations=_roctx_annotations(path, rank_id))
+
+
+def _roctx_annotations(path: Path, rank: str) -> tuple[AnnotationRow, ...]:
+    from profilectl.formats.roctx import rocpd_annotations  # ROCTx ranges as user annotations
+    return rocpd_annotations(path, rank)

@@ -18,8 +18,8 @@ from profilectl.formats import polars_csv, ranks
 from profilectl.errors import FormatError
 from profilectl.formats.common import csv_header, number, read_csv
 from profilectl.formats.reader import Reader
-from profilectl.formats.tables import (PER_DISPATCH, CounterValue, KernelStats, RankRow, StatsByName, Tables,
-                                       merge_stats)
+from profilectl.formats.tables import (PER_DISPATCH, AnnotationRow, CounterValue, KernelStats, RankRow, StatsByName,
+                                       Tables, merge_stats)
 
 if TYPE_CHECKING:
     from profilectl.analysis.timeline import RankTimeline
@@ -319,7 +319,18 @@ class Rocprofv3CsvReader(Reader):
                       api=named_intervals(api, "Function") if api else {},
                       memory_copies=named_intervals(by_kind.get("memory_copy_trace", []), "Direction"),
                       counters=counter_collection(by_kind.get("counter_collection", [])),
-                      ranks=rank_rows if len(rank_rows) > 1 else (), notes=empty + notes, timelines=found)
+                      ranks=rank_rows if len(rank_rows) > 1 else (), notes=empty + notes, timelines=found,
+                      annotations=roctx_annotations(by_kind))
+
+
+def roctx_annotations(by_kind: dict[str, list[Path]]) -> tuple[AnnotationRow, ...]:
+    """ROCTx ranges of every rank as user annotations (formats/roctx.py)."""
+    if not by_kind.get("marker_api_trace"):
+        return ()
+    from profilectl.formats import roctx
+    return tuple(row for (rank, _host), files in sorted(_ranks_of(by_kind).items(), key=lambda item: (item[0][1] or "",
+                                                                                                       item[0][0]))
+                 for row in roctx.rank_annotations(rank, files))
 
 
 class PerfettoTraceReader(Reader):

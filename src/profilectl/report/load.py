@@ -21,6 +21,7 @@ from profilectl.runstate import run_state
 from profilectl.report.summary import RunMetadata, RunStory, SourceInfo, Summary, build
 
 if TYPE_CHECKING:
+    from profilectl.analysis.windows import WindowRequest
     from profilectl.jobs import JobManifest
 
 
@@ -110,6 +111,30 @@ def load(path: Path) -> Summary:
         raise FormatError(f"{path}: no records in it: {len(files)} {kinds} file(s) recognised, but they hold "
                           f"no kernels, calls, counters or timings (header only, or an empty trace?)")
     return dataclasses.replace(result, cache_hit=hit, metadata=files_metadata(result))
+
+
+def load_window(path: Path, request: "WindowRequest") -> Summary:
+    """A run's or a folder's report restricted to windows (`report --range NAME`, `--steps A:B`:
+    analysis/windows.py), read from its files each time (not cached)."""
+    from profilectl import jobs
+    from profilectl.analysis.windows import restrict, roctx_windows, with_step_marks
+    from profilectl.backends import READERS
+    path = Path(path)
+    if jobs.is_job_dir(path):
+        raise FormatError(f"{path}: report {request.describe()} reads a run or a folder of traces; report each "
+                          "rank's run of this job")
+    run = is_run_dir(path)
+    groups = recognised(path / "raw" if run else path, READERS)
+    tables = read_groups(groups)
+    files = tuple(f for s in tables.sources for f in s.files)
+    if request.step_mark is not None:
+        tables = with_step_marks(tables, request.step_mark, roctx_windows(files, request.step_mark))
+    if request.range_name is not None or request.steps is not None:
+        tables = restrict(tables, request, roctx_windows(files, request.range_name))
+    result = build(tables, SourceInfo(kind="profilectl-run" if run else "+".join(s.kind for s in tables.sources),
+                                      path=str(path), files=files),
+                   perfetto_trace=tables.trace_files[0] if tables.trace_files else None)
+    return dataclasses.replace(result, metadata=files_metadata(result))
 
 
 def has_records(summary: Summary) -> bool:

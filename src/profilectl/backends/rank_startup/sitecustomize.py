@@ -14,6 +14,10 @@ is a rank of this run, waits for `torch` to be imported and:
   drives: torch (torch.profiler's schedule), cuda-profiler (cudaProfilerStart/Stop, for
   `ncu --profile-from-start off`), roctx (roctxProfilerResume/Pause, for rocprofv3
   --selected-regions);
+- PROFILECTL_RANGE=NAME: the window is each record_function / torch.profiler.record_function range
+  of that name instead of steps (the outermost one where they nest): torch-range starts a
+  torch.profiler when one is entered and exports its trace, <host>-rank<R>-<pid>.range<K>.pt.trace.json,
+  when it is left; roctx and cuda-profiler switch rocprofv3's / ncu's window as for steps;
 - writes rank-<R>-<host>-<pid>.status.json (exit code or exception, when it failed or was stopped,
   and when each step ended) so a run knows which rank failed first and how long its steps took:
   into PROFILECTL_TORCH_OUT, or PROFILECTL_STATUS_OUT when only the steps are timed (the `profile`
@@ -143,6 +147,8 @@ class _RankProfiler:
         elif self.window.bounded and self.window.first == 0:
             self._window_on()
         _install_step_hook(torch, self.on_step)
+        if os.environ.get("PROFILECTL_RANGE"):
+            _install_range_hook(torch, self, os.environ["PROFILECTL_RANGE"])
 
     # ------------------------------------------------------------ steps
     def on_step(self):
@@ -342,6 +348,61 @@ def _install_step_hook(torch, callback):
             cls.step = stepped
 
     base.__init__ = init
+
+
+RANGE_WINDOWS_MAX = 100  # torch-range: traces per rank at most (a range entered every step would write thousands)
+
+
+def _install_range_hook(torch, rank_profiler, name):
+    """The profiling window follows the record_function ranges named `name`: on when the outermost
+    one is entered (before it, so the range itself is in the trace), off when it is left."""
+    cls = torch.autograd.profiler.record_function  # torch.profiler.record_function is this class
+    original_enter, original_exit = cls.__enter__, cls.__exit__
+    state = {"depth": 0, "busy": False}
+
+    def enter(self):
+        if getattr(self, "name", None) == name and not state["busy"]:
+            state["depth"] += 1
+            if state["depth"] == 1:
+                _range_switch(torch, rank_profiler, state, True)
+        return original_enter(self)
+
+    def exit_(self, *exc):
+        result = original_exit(self, *exc)
+        if getattr(self, "name", None) == name and not state["busy"] and state["depth"] > 0:
+            state["depth"] -= 1
+            if state["depth"] == 0:
+                _range_switch(torch, rank_profiler, state, False)
+        return result
+
+    cls.__enter__, cls.__exit__ = enter, exit_
+    atexit.register(lambda: state["depth"] and _range_switch(torch, rank_profiler, state, False))  # left open
+
+
+def _range_switch(torch, rank_profiler, state, on):
+    """One range window on or off: its own torch.profiler (torch-range), or the step window's switch."""
+    state["busy"] = True  # torch.profiler enters record_functions of its own meanwhile
+    try:
+        if rank_profiler.action != "torch-range":
+            (rank_profiler._window_on if on else rank_profiler._window_off)()
+        elif on and state.get("windows", 0) < RANGE_WINDOWS_MAX and rank_profiler.out_dir:
+            from torch.profiler import ProfilerActivity, profile
+            activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
+            state["profile"] = profile(activities=activities, record_shapes=False)
+            state["profile"].start()
+        elif not on and state.get("profile") is not None:
+            prof, state["profile"] = state["profile"], None
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()  # the range's kernels end inside the window
+            prof.stop()
+            state["windows"] = state.get("windows", 0) + 1
+            base = rank_profiler.trace_path()[:-len(".pt.trace.json")]
+            prof.export_chrome_trace(f"{base}.range{state['windows']}.pt.trace.json")
+            _debug(f"range window {state['windows']} exported")
+    except Exception as exc:  # the workload goes on without this window
+        sys.stderr.write(f"profilectl: rank {rank_profiler.rank}: range window: {exc}\n")
+    finally:
+        state["busy"] = False
 
 
 class _AfterTorchImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
