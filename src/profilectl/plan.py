@@ -354,9 +354,10 @@ def _counters_available(facts: Facts, choice: ServiceChoice) -> Verdict:
 def _tracing(facts: Facts, trace: ServiceChoice) -> Verdict:
     if trace.backend and BACKENDS[trace.backend].traces_gpu(facts):
         return Verdict(True, trace.reason, backend=trace.backend)
-    why = "no GPU found" if not facts.gpus else "no GPU tracer (rocprofv3, rocprof, or PyTorch with GPU support) found"
+    why = "no GPU found" if not facts.gpus else "no GPU tracer (rocprofv3, rocprof, PyTorch with GPU support, or nsys) found"
     return Verdict(False, f"{why}; trace falls back to {trace.backend}",
-                   "install ROCm's rocprofiler-sdk, or PyTorch built for your GPU", backend=trace.backend)
+                   "install ROCm's rocprofiler-sdk, PyTorch built for your GPU, or on NVIDIA Nsight Systems (nsys)",
+                   backend=trace.backend)
 
 
 def _attach(facts: Facts) -> Verdict:
