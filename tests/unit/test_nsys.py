@@ -312,3 +312,31 @@ def test_torchrun_workers_each_run_nsys(machine, tmp_path):
     assert all(c["argv"][-1] == str(script) for c in calls)
     names = sorted(p.name for p in (run / "raw").glob("*.nsys-rep"))
     assert [n.split("-rank")[1].split("-")[0] for n in names] == ["0", "1"], names
+
+
+STEPPING = """import json, sys, torch
+calls, done = [], [0]
+torch.cuda.nvtx.range_push = lambda name: calls.append(["push", name, done[0]])  # record what the hook marks
+torch.cuda.nvtx.range_pop = lambda: calls.append(["pop", done[0]])
+model = torch.nn.Linear(4, 4)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(6):
+    model(torch.randn(2, 4)).sum().backward()
+    optimizer.step()
+    done[0] += 1
+json.dump(calls, open(sys.argv[1], "w"))
+"""
+
+
+@needs_torchrun  # Debian's python3-torch (torchrun comes with it)
+def test_steps_open_the_nvtx_range_the_capture_waits_for_over_exactly_those_steps(machine, tmp_path):
+    nvidia(machine)
+    script, marks = tmp_path / "stepping.py", tmp_path / "marks.json"
+    script.write_text(STEPPING)
+    result, _ = json_run(machine, "trace", "--backend", "nsys", "--steps", "2:4", "--", "/usr/bin/python3", str(script),
+                         str(marks), extra_env=run_env(tmp_path), timeout=300)
+    assert result["status"] == "ok", result["message"]
+    (profile, _export) = logged(tmp_path)
+    assert "--nvtx-capture=profilectl.steps" in profile["argv"] and profile["env"]["PROFILECTL_STEP_ACTION"] == "nvtx"
+    # steps 2 and 3 (0-based): the range opens when step 1 has ended and closes when step 3 has
+    assert json.loads(marks.read_text()) == [["push", "profilectl.steps", 1], ["pop", 3]]
