@@ -28,11 +28,17 @@ from profilectl.formats.reader import Reader, each_file, first_bytes
 from profilectl.formats.tables import PER_DISPATCH, AnnotationRow, KernelStats, StatsByName, Tables, merge_all
 
 if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
     from profilectl.analysis.timeline import RankTimeline
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 EXPORT_TIMEOUT_S = 1800.0  # a report of millions of events takes minutes to export
 MEMSET = "Memset"
+MEMSET_KEY = -1_000_000  # a memset's name key among the StringIds ids (>= 0) and the copy kinds (-1 - kind)
+GPU_COLUMNS = ("global_pid", "start", "end", "device", "stream", "correlation", "kind", "key")
+FETCH_ROWS = 1 << 16  # rows per fetch: Python objects for one batch at a time
 
 
 @functools.lru_cache(maxsize=None)
@@ -143,13 +149,18 @@ def _columns(db: sqlite3.Connection, table: str) -> set[str]:
     return {row[1] for row in db.execute(f"PRAGMA table_info(`{table}`)")}
 
 
-def _duration(alias: str = "") -> str:
-    prefix = f"{alias}." if alias else ""
-    return f'({prefix}"end" - {prefix}start)'
+def _int_rows(path: Path, db: sqlite3.Connection, query: str) -> "NDArray[np.int64]":
+    """A query's integer columns as one int64 array (rows x columns): through Arrow (connectorx)
+    where installed, else sqlite3 in batches (formats/rocpd.py's column reader, the same values)."""
+    import numpy as np
+    from profilectl.formats.rocpd import _int_columns
+    width = len(db.execute(f"SELECT * FROM ({query}) LIMIT 0").description)
+    columns = _int_columns(path, db, query, width)
+    return np.column_stack(columns) if len(columns[0]) else np.zeros((0, width), dtype=np.int64)
 
 
-def _aggregates(duration: str) -> str:
-    return f"count(*), sum({duration}), sum(CAST({duration} AS REAL) * {duration}), min({duration}), max({duration})"
+def _pids(global_ids: "NDArray[np.int64]") -> "NDArray[np.int64]":
+    return (global_ids >> int(schema()["pid_shift"])) & int(schema()["pid_mask"])
 
 
 def _add(into: dict[int, StatsByName], pid: int, name: str, row: Iterable[Any]) -> None:
@@ -176,16 +187,31 @@ class _Export:
     def table(self, key: str) -> str:
         return f"`{self.facts[key]}`"
 
+    def grouped(self, key: str, alias: str, by: str) -> list[tuple[Any, ...]]:
+        """(by..., count, sum, sum of squares, min, max) of a table's intervals: SQLite's GROUP BY on
+        ids alone, cut into rowid ranges read side by side (formats/rocpd.py's grouping: the
+        activity tables have start/end like rocpd's), the names looked up after."""
+        from profilectl.formats.rocpd import _grouped
+        return _grouped(self.path, self.facts[key], alias, by)
+
+    def strings(self, ids: Iterable[int]) -> dict[int, str]:
+        wanted = sorted({int(i) for i in ids})
+        found: dict[int, str] = {}
+        for at in range(0, len(wanted), 500):
+            chunk = wanted[at:at + 500]
+            found.update({int(i): str(v) for i, v in self.db.execute(
+                f"SELECT id, value FROM {self.table('strings')} WHERE id IN ({','.join('?' * len(chunk))})", chunk)})
+        return found
+
     def kernels(self) -> dict[int, StatsByName]:
         if not self.has("kernels"):
             return {}
         name = "demangledName" if "demangledName" in _columns(self.db, self.facts["kernels"]) else "shortName"
+        rows = self.grouped("kernels", "K", f"K.globalPid, K.{name}")
+        names = self.strings(row[1] for row in rows)
         out: dict[int, StatsByName] = {}
-        rows = self.db.execute(
-            f"SELECT K.globalPid, S.value, {_aggregates(_duration('K'))} FROM {self.table('kernels')} K "
-            f"JOIN {self.table('strings')} S ON S.id = K.{name} GROUP BY K.globalPid, K.{name}")
         for global_pid, kernel, *sums in rows:
-            _add(out, _pid(global_pid), str(kernel), sums)
+            _add(out, _pid(global_pid), names.get(int(kernel), f"<string {kernel}>"), sums)
         return out
 
     def api(self) -> dict[int, StatsByName]:
@@ -193,14 +219,11 @@ class _Export:
         if not self.has("api"):
             return {}
         suffix = re.compile(self.facts["api_version_suffix"])
-        shift = int(self.facts["pid_shift"])
+        rows = self.grouped("api", "R", "R.globalTid, R.nameId")  # a process's threads merge below
+        names = self.strings(row[1] for row in rows)
         out: dict[int, StatsByName] = {}
-        rows = self.db.execute(
-            f"SELECT (R.globalTid >> {shift}) << {shift}, S.value, {_aggregates(_duration('R'))} "
-            f"FROM {self.table('api')} R JOIN {self.table('strings')} S ON S.id = R.nameId "
-            f"GROUP BY 1, R.nameId")
-        for global_pid, call, *sums in rows:
-            _add(out, _pid(global_pid), suffix.sub("", str(call)), sums)
+        for global_tid, call, *sums in rows:
+            _add(out, _pid(global_tid), suffix.sub("", names.get(int(call), f"<string {call}>")), sums)
         return out
 
     def copy_labels(self) -> dict[int, str]:
@@ -214,46 +237,44 @@ class _Export:
         out: dict[int, StatsByName] = {}
         if self.has("copies"):
             labels = self.copy_labels()
-            for global_pid, kind, *sums in self.db.execute(
-                    f"SELECT globalPid, copyKind, {_aggregates(_duration())} FROM {self.table('copies')} "
-                    "GROUP BY globalPid, copyKind"):
+            for global_pid, kind, *sums in self.grouped("copies", "M", "M.globalPid, M.copyKind"):
                 _add(out, _pid(global_pid), f"Memcpy {labels.get(int(kind), f'kind {kind}')}", sums)
         if self.has("memsets"):
-            for global_pid, *sums in self.db.execute(
-                    f"SELECT globalPid, {_aggregates(_duration())} FROM {self.table('memsets')} "
-                    "GROUP BY globalPid"):
+            for global_pid, *sums in self.grouped("memsets", "M", "M.globalPid"):
                 _add(out, _pid(global_pid), MEMSET, sums)
         return out
 
-    # -------------------------------------------------------------- rows for the timeline and NVTX
-    def gpu_rows(self) -> list[tuple[int, int, int, int, int, int, int, str]]:
-        """(pid, start, end, device, stream, correlation, kind, name) of every kernel, copy, memset."""
-        rows: list[tuple[int, int, int, int, int, int, int, str]] = []
+    # -------------------------------------------------------------- columns for the timeline and NVTX
+    def gpu_columns(self) -> tuple["NDArray[np.int64]", dict[int, str]]:
+        """Every kernel, copy and memset as rows of int64 columns GPU_COLUMNS (never a Python
+        object per row), and the names of their keys: a kernel's StringIds id, a copy's -1 - copyKind,
+        a memset's MEMSET_KEY."""
+        import numpy as np
+        parts, names = [], {}
+        common = 'globalPid, start, "end", deviceId, streamId, coalesce(correlationId, -1)'
         if self.has("kernels"):
             name = "demangledName" if "demangledName" in _columns(self.db, self.facts["kernels"]) else "shortName"
-            for g, a, b, dev, stream, corr, kernel in self.db.execute(
-                    f"SELECT K.globalPid, K.start, K.\"end\", K.deviceId, K.streamId, coalesce(K.correlationId, -1), "
-                    f"S.value FROM {self.table('kernels')} K JOIN {self.table('strings')} S ON S.id = K.{name}"):
-                rows.append((_pid(g), a, b, dev, stream, corr, 0, str(kernel)))
+            parts.append(_int_rows(self.path, self.db, f"SELECT {common}, 0, {name} FROM {self.table('kernels')}"))
         if self.has("copies"):
-            labels = self.copy_labels()
-            for g, a, b, dev, stream, corr, kind in self.db.execute(
-                    f"SELECT globalPid, start, \"end\", deviceId, streamId, coalesce(correlationId, -1), copyKind "
-                    f"FROM {self.table('copies')}"):
-                rows.append((_pid(g), a, b, dev, stream, corr, 1, f"Memcpy {labels.get(int(kind), f'kind {kind}')}"))
+            parts.append(_int_rows(self.path, self.db, f"SELECT {common}, 1, -1 - copyKind FROM {self.table('copies')}"))
+            names.update({-1 - kind: f"Memcpy {label}" for kind, label in self.copy_labels().items()})
         if self.has("memsets"):
-            for g, a, b, dev, stream, corr in self.db.execute(
-                    f"SELECT globalPid, start, \"end\", deviceId, streamId, coalesce(correlationId, -1) "
-                    f"FROM {self.table('memsets')}"):
-                rows.append((_pid(g), a, b, dev, stream, corr, 1, MEMSET))
-        return rows
+            parts.append(_int_rows(self.path, self.db, f"SELECT {common}, 1, {MEMSET_KEY} FROM {self.table('memsets')}"))
+            names[MEMSET_KEY] = MEMSET
+        rows = np.concatenate(parts) if parts else np.zeros((0, len(GPU_COLUMNS)), dtype=np.int64)
+        keys = np.unique(rows[:, GPU_COLUMNS.index("key")]).tolist()
+        names.update(self.strings(k for k in keys if k >= 0))
+        for k in keys:
+            names.setdefault(int(k), f"Memcpy kind {-1 - k}" if k < 0 else f"<string {k}>")
+        return rows, names
 
-    def api_rows(self) -> list[tuple[int, int, int, int, int]]:
-        """(pid, globalTid, start, end, correlation) of every CUDA API call."""
+    def api_columns(self) -> "NDArray[np.int64]":
+        """Every CUDA API call: globalTid, start, end, correlation id."""
+        import numpy as np
         if not self.has("api"):
-            return []
-        return [(_pid(t), int(t), a, b, corr) for t, a, b, corr in self.db.execute(
-            f"SELECT globalTid, start, \"end\", coalesce(correlationId, -1) FROM {self.table('api')}")]
+            return np.zeros((0, 4), dtype=np.int64)
+        return _int_rows(self.path, self.db, f'SELECT coalesce(globalTid, 0), start, "end", coalesce(correlationId, -1) '
+                                  f"FROM {self.table('api')}")
 
     def nvtx_rows(self) -> list[tuple[int, int, int, int, str, bool]]:
         """(pid, globalTid, start, end, name, nested) of every NVTX range that ended; `nested`: a
@@ -282,24 +303,33 @@ class _Export:
         self.db.close()
 
 
-def _annotations(rank: str, ranges: list[tuple[int, int, int, int, str, bool]],
-                 api: list[tuple[int, int, int, int, int]], gpu_ns_of: dict[int, int]) -> tuple[AnnotationRow, ...]:
+def _annotations(rank: str, ranges: list[tuple[int, int, int, int, str, bool]], api: "NDArray[np.int64]",
+                 gpu: "NDArray[np.int64]") -> tuple[AnnotationRow, ...]:
     """NVTX ranges of one process as the annotations table: calls, total, self (push/pop ranges
     nested on their thread: time not in a child range), GPU time of the kernels, copies and memsets
     launched by CUDA API calls that start inside the range on its thread (by correlation id)."""
     import numpy as np
-    linked = bool(api) and bool(gpu_ns_of)
-    # per thread: launch starts in order, and the cumulated GPU time they launched
+    col = GPU_COLUMNS.index
+    correlation = gpu[:, col("correlation")]
+    linked = bool(len(api)) and bool((correlation >= 0).any())
+    # each call's GPU time: the durations of the activity carrying its correlation id, added up
+    ids, inverse = np.unique(correlation, return_inverse=True)
+    per_id = np.bincount(inverse.reshape(-1), weights=gpu[:, col("end")] - gpu[:, col("start")],
+                         minlength=len(ids)).astype(np.int64)
+    call_gpu = np.zeros(len(api), dtype=np.int64)
+    if len(ids):
+        at = np.clip(np.searchsorted(ids, api[:, 3]), 0, len(ids) - 1)
+        hit = (ids[at] == api[:, 3]) & (api[:, 3] >= 0)
+        call_gpu[hit] = per_id[at[hit]]
     by_thread: dict[int, tuple[Any, Any]] = {}
-    for tid in {t for _, t, *_ in api}:
-        calls = sorted((a, gpu_ns_of.get(corr, 0)) for _, t, a, _, corr in api if t == tid)
-        starts = np.array([c[0] for c in calls], dtype=np.int64)
-        by_thread[tid] = (starts, np.concatenate([[0], np.cumsum([c[1] for c in calls], dtype=np.int64)]))
+    for tid in np.unique(api[:, 0]).tolist() if len(ranges) else []:
+        mine = api[:, 0] == tid
+        order = np.argsort(api[mine, 1], kind="stable")
+        by_thread[tid] = (api[mine, 1][order], np.concatenate([[0], np.cumsum(call_gpu[mine][order])]))
     child_ns = [0] * len(ranges)
-    order = sorted(range(len(ranges)), key=lambda i: (ranges[i][1], ranges[i][2], -ranges[i][3]))
     stack: list[int] = []
     thread = None
-    for i in order:
+    for i in sorted(range(len(ranges)), key=lambda i: (ranges[i][1], ranges[i][2], -ranges[i][3])):
         _, tid, start, end, _, nested = ranges[i]
         if not nested:
             continue
@@ -313,38 +343,42 @@ def _annotations(rank: str, ranges: list[tuple[int, int, int, int, str, bool]],
     sums: dict[str, list[int]] = {}
     for i, (_, tid, start, end, name, _) in enumerate(ranges):
         duration = end - start
-        gpu = 0
+        gpu_ns = 0
         if tid in by_thread:
             starts, cumulated = by_thread[tid]
             low, high = np.searchsorted(starts, start, "left"), np.searchsorted(starts, end, "left")
-            gpu = int(cumulated[high] - cumulated[low])
+            gpu_ns = int(cumulated[high] - cumulated[low])
         have = sums.setdefault(name, [0, 0, 0, 0, duration, duration])
         have[0] += 1
         have[1] += duration
         have[2] += duration - child_ns[i]
-        have[3] += gpu
+        have[3] += gpu_ns
         have[4], have[5] = min(have[4], duration), max(have[5], duration)
     return tuple(AnnotationRow(rank=rank, name=name, calls=n, total_ns=total, self_ns=own,
-                               gpu_ns=gpu if linked else None, min_ns=low, max_ns=high)
-                 for name, (n, total, own, gpu, low, high) in sums.items())
+                               gpu_ns=gpu_ns if linked else None, min_ns=low, max_ns=high)
+                 for name, (n, total, own, gpu_ns, low, high) in sums.items())
 
 
-def _timeline(rank: str, host: str | None, gpu: list[tuple[int, int, int, int, int, int, int, str]],
-              api: list[tuple[int, int, int, int, int]], ranges: list[tuple[int, int, int, int, str, bool]]
-              ) -> "RankTimeline | None":
+def _timeline(rank: str, host: str | None, gpu: "NDArray[np.int64]", names: dict[int, str], api: "NDArray[np.int64]",
+              ranges: list[tuple[int, int, int, int, str, bool]]) -> "RankTimeline | None":
+    """One process's kernels, copies and memsets (numpy columns, no Python object per row), its
+    launch calls and its step ranges (ProfilerStep#N and the like, from NVTX)."""
+    import numpy as np
     from profilectl.analysis.timeline import Marker, rank_timeline
     from profilectl.formats.rocprofv3 import STEP_NAME
-    if not gpu:
+    if not len(gpu):
         return None
-    names: dict[str, int] = {}
-    streams: dict[str, int] = {}
+    col = GPU_COLUMNS.index
+    keys, name_index = np.unique(gpu[:, col("key")], return_inverse=True)
+    stream_keys = (gpu[:, col("device")] << 32) | (gpu[:, col("stream")] & 0xFFFFFFFF)
+    streams, stream_index = np.unique(stream_keys, return_inverse=True)
+    linked = api[:, 3] >= 0
     return rank_timeline(
-        rank, host, start=[g[1] for g in gpu], end=[g[2] for g in gpu],
-        stream=[streams.setdefault(f"GPU {g[3]} stream {g[4]}", len(streams)) for g in gpu],
-        kind=bytes(g[6] for g in gpu), name=[names.setdefault(g[7], len(names)) for g in gpu],
-        correlation=[g[5] for g in gpu], names=list(names), streams=list(streams),
-        api_start=[a[2] for a in api if a[4] >= 0], api_end=[a[3] for a in api if a[4] >= 0],
-        api_correlation=[a[4] for a in api if a[4] >= 0],
+        rank, host, start=gpu[:, col("start")], end=gpu[:, col("end")], stream=stream_index.reshape(-1).astype(np.int32),
+        kind=gpu[:, col("kind")].astype(np.int8), name=name_index.reshape(-1).astype(np.int32),
+        correlation=gpu[:, col("correlation")], names=[names[int(k)] for k in keys.tolist()],
+        streams=[f"GPU {int(k) >> 32} stream {int(k) & 0xFFFFFFFF}" for k in streams.tolist()],
+        api_start=api[linked, 1], api_end=api[linked, 2], api_correlation=api[linked, 3],
         markers=[Marker(r[4], r[2], r[3], False) for r in ranges if r[3] > r[2] and STEP_NAME.match(r[4])])
 
 
@@ -353,29 +387,25 @@ def read_export(path: Path, rank_hint: str | None = None, host: str | None = Non
     export = _Export(path)
     try:
         kernels, api, copies = export.kernels(), export.api(), export.copies()
-        gpu, calls, ranges = export.gpu_rows(), export.api_rows(), export.nvtx_rows()
+        (gpu, names), calls, ranges = export.gpu_columns(), export.api_columns(), export.nvtx_rows()
     except sqlite3.DatabaseError as exc:
         raise FormatError(f"{path}: not a readable Nsight Systems export ({exc})") from None
     finally:
         export.close()
     file_rank, file_host = ranks.identity(path)
     host = host or file_host
+    gpu_pid, call_pid = _pids(gpu[:, GPU_COLUMNS.index("global_pid")]), _pids(calls[:, 0])
     pids = sorted(set(kernels) | set(api) | set(copies) | {r[0] for r in ranges})
     parts = []
     for pid in pids:
         rank = (rank_hint or file_rank) if len(pids) == 1 else f"pid {pid}"
-        mine_gpu = [g for g in gpu if g[0] == pid]
-        mine_api = [a for a in calls if a[0] == pid]
+        mine_gpu, mine_api = gpu[gpu_pid == pid], calls[call_pid == pid]
         mine_ranges = [r for r in ranges if r[0] == pid]
-        gpu_ns_of: dict[int, int] = {}
-        for g in mine_gpu:
-            if g[5] >= 0:
-                gpu_ns_of[g[5]] = gpu_ns_of.get(g[5], 0) + g[2] - g[1]
         process_kernels = kernels.get(pid, {})
-        timeline = _timeline(rank, host, mine_gpu, mine_api, mine_ranges)
+        timeline = _timeline(rank, host, mine_gpu, names, mine_api, mine_ranges)
         parts.append(Tables(kernels=process_kernels, kernel_detail=PER_DISPATCH if process_kernels else 0,
                             api=api.get(pid, {}), memory_copies=copies.get(pid, {}),
-                            annotations=_annotations(rank, mine_ranges, mine_api, gpu_ns_of),
+                            annotations=_annotations(rank, mine_ranges, mine_api, mine_gpu),
                             ranks=(ranks.rank_row(rank, host, process_kernels),),
                             timelines=(timeline,) if timeline is not None else ()))
     tables = merge_all(parts)
