@@ -340,3 +340,32 @@ def test_steps_open_the_nvtx_range_the_capture_waits_for_over_exactly_those_step
     assert "--nvtx-capture=profilectl.steps" in profile["argv"] and profile["env"]["PROFILECTL_STEP_ACTION"] == "nvtx"
     # steps 2 and 3 (0-based): the range opens when step 1 has ended and closes when step 3 has
     assert json.loads(marks.read_text()) == [["push", "profilectl.steps", 1], ["pop", 3]]
+
+
+def test_a_report_of_several_processes_gives_one_rank_row_and_timeline_each(tmp_path):
+    """nsys follows the children of what it starts (a launcher wrapped whole, a program that forks):
+    each process is its own rank, named by its pid."""
+    from profilectl.backends import READERS
+    from profilectl.formats.reader import read_path
+    path = tmp_path / "two-processes.sqlite"
+    shutil.copyfile(VECTORADD, path)
+    db = sqlite3.connect(path)
+    other = (1 << 48) + (4242 << 24)  # the serialized globalPid of pid 4242 (VM id 1, as in the fixture)
+    db.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET globalPid = ? WHERE correlationId IN (125, 126)", (other,))
+    db.commit()
+    db.close()
+    tables = read_path(path, READERS)
+    rows = {r.rank: (r.dispatches, round(r.total_ns)) for r in tables.ranks}
+    assert rows == {"pid 200206": (2, 22_560 + 29_055), "pid 4242": (2, 33_984 + 31_071)}
+    assert sorted(t.rank for t in tables.timelines) == ["pid 200206", "pid 4242"]
+    assert tables.kernels["vecAdd(double *, double *, double *, int)"].calls == 4  # the table of the whole run
+
+
+def test_python_m_torch_distributed_run_with_a_module_runs_python_m_in_each_worker(machine):
+    nvidia(machine)
+    plan = dry_plan(machine, "--backend", "nsys", "--", sys.executable, "-m", "torch.distributed.run",
+                    "--nproc_per_node", "2", "-m", "trainer.main", "--lr", "0.1")
+    argv = plan["phases"][0]["steps"][0]["argv"]
+    at = next(i for i, a in enumerate(argv) if Path(a).name == "nsys")
+    assert argv[:at] == [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--no_python"]
+    assert argv[-5:-3] == [sys.executable, "-m"] and argv[-3:] == ["trainer.main", "--lr", "0.1"]

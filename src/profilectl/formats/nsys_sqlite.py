@@ -390,6 +390,10 @@ def read_export(path: Path, rank_hint: str | None = None, host: str | None = Non
         (gpu, names), calls, ranges = export.gpu_columns(), export.api_columns(), export.nvtx_rows()
     except sqlite3.DatabaseError as exc:
         raise FormatError(f"{path}: not a readable Nsight Systems export ({exc})") from None
+    except Exception as exc:  # connectorx's own errors: a file SQLite itself cannot read either
+        if type(exc).__module__.split(".")[0] not in ("connectorx", "pyarrow"):
+            raise
+        raise FormatError(f"{path}: not a readable Nsight Systems export ({exc})") from None
     finally:
         export.close()
     file_rank, file_host = ranks.identity(path)
