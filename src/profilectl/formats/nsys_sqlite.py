@@ -101,6 +101,20 @@ def export_version(path: Path) -> str | None:
 
 
 # ------------------------------------------------------------------ .nsys-rep -> .sqlite
+def find_nsys() -> str | None:
+    """nsys on PATH, else where Nsight Systems installs itself (nsys.yaml `install_paths`, newest
+    release folder first): the probe looks there too, so a run traced by it is read by it."""
+    import glob
+    found = shutil.which("nsys")
+    if found:
+        return found
+    for pattern in tool_facts().get("install_paths") or ():
+        for candidate in sorted(glob.glob(str(pattern)), reverse=True):
+            if os.access(candidate, os.X_OK):
+                return candidate
+    return None
+
+
 def export_argv(nsys: str, report: Path, output: Path) -> list[str]:
     return [nsys, *tool_facts()["export"]["argv"], str(output), str(report)]
 
@@ -116,7 +130,7 @@ def exported(report: Path, into: Path, nsys: str | None = None) -> tuple[Path, l
             return beside, None
     except OSError:
         pass
-    nsys = nsys or shutil.which("nsys")
+    nsys = nsys or find_nsys()
     if nsys is None:
         raise UnavailableError(
             f"{report}: a .nsys-rep report is read through `nsys export --type sqlite` and nsys is not on PATH: "
