@@ -25,7 +25,7 @@ After SERVICE, the same forms as `docker compose -f docker-compose.profiling.yml
   profilectl docker counters counters --set memory_bound -- ./app
                                                           a profilectl command line, run as written
 """
-BACKEND_HELP = "force one backend (rocprofv3, rocprof, ncu, torch, timing) instead of the best available"
+BACKEND_HELP = "force one backend (rocprofv3, rocprof, ncu, torch, nsys, timing) instead of the best available"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -76,8 +76,9 @@ def _bounds(p: argparse.ArgumentParser) -> None:
     group.add_argument("--steps", metavar="A:B", help="profile training steps A to B-1 of a PyTorch workload "
                        "(a step ends at each optimizer.step() or profilectl.step())")
     group.add_argument("--range", dest="nvtx_range", metavar="NAME", help="profile inside ranges of this name: NVTX "
-                       "ranges (Nsight Compute); record_function ranges of a PyTorch workload (torch.profiler: one "
-                       "trace per range; rocprofv3 7.0+: --selected-regions)")
+                       "ranges (Nsight Compute; Nsight Systems: from the first such range to its end); "
+                       "record_function ranges of a PyTorch workload (torch.profiler: one trace per range; "
+                       "rocprofv3 7.0+: --selected-regions)")
     group.add_argument("--profiler-args", metavar="ARGS", help="extra profiler options, appended as written")
 
 

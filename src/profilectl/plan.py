@@ -207,6 +207,7 @@ def make_plan(request: Request, facts: Facts, run_dir: Path, list_counters: List
         counters, counter_notes = resolve_counters(request, facts, chosen, list_counters)
         notes += counter_notes
     notes += chosen.plan_notes(request, facts)
+    notes += _program_tracer_note(request, chosen, fallbacks)
     extras = []
     for extra in SERVICE_EXTRAS.get(request.service, ()):
         extra_backend = BACKENDS[extra]
@@ -307,8 +308,37 @@ def assess(facts: Facts) -> Assessment:
         "pc_sampling": _pc_sampling(facts),
         "timing": Verdict(True, "wall-clock timing needs no profiler", backend="timing"),
         "attach": _attach(facts),
+        "program_tracing": _program_tracing(facts),
     }
     return Assessment(capabilities=capabilities, services=services)
+
+
+NON_PYTHON_PROGRAM = ("./cuda_program",)  # env-check's stand-in for a CUDA C++ binary, JAX or Julia program
+NSYS_MISSING = ("trace of a non-Python program on NVIDIA needs Nsight Systems (nsys), not found on PATH; "
+                "falling back to {backend}")
+
+
+def _program_tracer_note(request: Request, chosen: Backend, fallbacks: tuple[Fallback, ...]) -> list[str]:
+    """Why a trace fell back to timing where Nsight Systems would have traced the program."""
+    missing = next((f for f in fallbacks if f.backend == "nsys" and f.cause == "nsys-missing"), None)
+    if request.service != "trace" or chosen.name != "timing" or missing is None:
+        return []
+    return [NSYS_MISSING.format(backend=chosen.name) + (f". Fix: {missing.fix}" if missing.fix else "")]
+
+
+def _program_tracing(facts: Facts) -> Verdict:
+    """Could `trace` follow a program that is not a PyTorch Python process (a CUDA C++ binary, JAX,
+    Julia)? rocprofv3 on AMD, Nsight Systems on NVIDIA."""
+    request = Request(service="trace", workload=NON_PYTHON_PROGRAM)
+    backend, verdict, fallbacks = choose("trace", facts, request)
+    if backend is not None and backend.traces_gpu(facts):
+        return Verdict(True, verdict.reason, backend=backend.name)
+    nsys = next((f for f in fallbacks if f.backend == "nsys"), None)
+    if facts.first_gpu("nvidia") is not None and nsys is not None and nsys.cause == "nsys-missing":
+        return Verdict(False, NSYS_MISSING.format(backend=backend.name if backend else "nothing"), nsys.fix,
+                       backend=backend.name if backend else None, cause=nsys.cause)
+    return Verdict(False, f"{_most_relevant(fallbacks, facts).reason}; trace falls back to "
+                   f"{backend.name if backend else 'nothing'}", backend=backend.name if backend else None)
 
 
 def _counters_available(facts: Facts, choice: ServiceChoice) -> Verdict:
@@ -324,9 +354,10 @@ def _counters_available(facts: Facts, choice: ServiceChoice) -> Verdict:
 def _tracing(facts: Facts, trace: ServiceChoice) -> Verdict:
     if trace.backend and BACKENDS[trace.backend].traces_gpu(facts):
         return Verdict(True, trace.reason, backend=trace.backend)
-    why = "no GPU found" if not facts.gpus else "no GPU tracer (rocprofv3, rocprof, or PyTorch with GPU support) found"
+    why = "no GPU found" if not facts.gpus else "no GPU tracer (rocprofv3, rocprof, PyTorch with GPU support, or nsys) found"
     return Verdict(False, f"{why}; trace falls back to {trace.backend}",
-                   "install ROCm's rocprofiler-sdk, or PyTorch built for your GPU", backend=trace.backend)
+                   "install ROCm's rocprofiler-sdk, PyTorch built for your GPU, or on NVIDIA Nsight Systems (nsys)",
+                   backend=trace.backend)
 
 
 def _attach(facts: Facts) -> Verdict:

@@ -277,7 +277,7 @@ def test_env_check_json_has_stable_keys(machine):
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert set(report) >= {"schema_version", "host", "gpus", "rocm", "tools", "torch", "capabilities", "services"}
-    assert set(report["capabilities"]) == {"tracing", "counters", "pc_sampling", "timing", "attach"}
+    assert set(report["capabilities"]) == {"tracing", "counters", "pc_sampling", "timing", "attach", "program_tracing"}
     assert set(report["capabilities"]["counters"]) >= {"available", "reason", "fix", "backend"}
 
 

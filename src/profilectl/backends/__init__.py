@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from profilectl.backends.base import Backend, Job, Step, StepResult
 from profilectl.backends.ncu import NsightCompute
+from profilectl.backends.nsys import NsightSystems
 from profilectl.backends.rocprof_legacy import LegacyRocprof
 from profilectl.backends.rocprofv3 import Rocprofv3
 from profilectl.backends.timing import Timing
@@ -12,12 +13,14 @@ from profilectl.formats.jax_trace import XlaTraceReader
 from profilectl.formats.reader import Reader
 
 BACKENDS: dict[str, Backend] = {b.name: b for b in
-                                (Rocprofv3(), LegacyRocprof(), NsightCompute(), TorchProfiler(), Timing())}
+                                (Rocprofv3(), LegacyRocprof(), NsightCompute(), TorchProfiler(), NsightSystems(),
+                                 Timing())}
 
 # Best first. The plan takes the first available backend and records why each earlier one was not.
 SERVICE_ORDER: dict[str, tuple[str, ...]] = {
     "counters": ("rocprofv3", "rocprof", "ncu"),
-    "trace": ("rocprofv3", "rocprof", "torch", "timing"),
+    # nsys after torch: a PyTorch process gets torch.profiler's operators; any other CUDA program nsys
+    "trace": ("rocprofv3", "rocprof", "torch", "nsys", "timing"),
     "profile": ("timing",),
 }
 

@@ -207,6 +207,7 @@ def _search_path(machine: Machine, rocm_root: str | None) -> str:
     if rocm_root:
         extra.append(str(machine.file(f"{rocm_root}/bin")))
     extra += [str(p) for p in machine.glob("/opt/nvidia/nsight-compute/*")]
+    extra += [str(p) for p in machine.glob("/opt/nvidia/nsight-systems/*/bin")]  # Nsight Systems' own installer
     extra.append(str(machine.file("/usr/local/cuda/bin")))
     return os.pathsep.join([machine.path] + extra)
 
@@ -248,6 +249,8 @@ def _version_line(name: str, output: str) -> str:
         if name == "ncu" and "version" in low:
             return line.split("ersion", 1)[1]
         if name == "rocprofv3" and "rocprofiler-sdk" in low and "version" in low:
+            return line.split("ersion", 1)[1]
+        if name == "nsys" and "nsight systems version" in low:  # "NVIDIA Nsight Systems version 2024.5.1.113-..."
             return line.split("ersion", 1)[1]
     return output
 

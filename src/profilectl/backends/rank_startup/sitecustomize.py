@@ -13,7 +13,8 @@ is a rank of this run, waits for `torch` to be imported and:
   profilectl.step() for loops without an optimizer); PROFILECTL_STEP_ACTION says what the window
   drives: torch (torch.profiler's schedule), cuda-profiler (cudaProfilerStart/Stop, for
   `ncu --profile-from-start off`), roctx (roctxProfilerResume/Pause, for rocprofv3
-  --selected-regions);
+  --selected-regions), nvtx (an NVTX range named PROFILECTL_NVTX_STEPS over the window, for
+  `nsys --capture-range=nvtx`);
 - PROFILECTL_RANGE=NAME: the window is each record_function / torch.profiler.record_function range
   of that name instead of steps (the outermost one where they nest): torch-range starts a
   torch.profiler when one is entered and exports its trace, <host>-rank<R>-<pid>.range<K>.pt.trace.json,
@@ -176,6 +177,8 @@ class _RankProfiler:
             self.torch.cuda.cudart().cudaProfilerStart()
         elif self.action == "roctx":
             _roctx("roctxProfilerResume")
+        elif self.action == "nvtx":  # Nsight Systems captures this NVTX range (--capture-range=nvtx)
+            _nvtx(self.torch, "range_push", os.environ.get("PROFILECTL_NVTX_STEPS", "profilectl.steps"))
 
     def _window_off(self):
         if not self.active:
@@ -187,6 +190,10 @@ class _RankProfiler:
             self.torch.cuda.cudart().cudaProfilerStop()
         elif self.action == "roctx":
             _roctx("roctxProfilerPause")
+        elif self.action == "nvtx":
+            if self.torch.cuda.is_available():  # the window's last kernels end inside the range
+                self.torch.cuda.synchronize()
+            _nvtx(self.torch, "range_pop")
 
     # ------------------------------------------------------------ the end
     def trace_path(self):
@@ -247,6 +254,16 @@ class _RankProfiler:
                 os.replace(path + ".tmp", path)  # a reader never sees half a file
             except OSError:
                 pass
+
+
+def _nvtx(torch, function, *args):
+    """torch.cuda.nvtx's range_push/range_pop; a torch built without NVTX (a CPU build) leaves the
+    step window unmarked, said once on stderr, and the workload runs on."""
+    try:
+        getattr(torch.cuda.nvtx, function)(*args)
+    except Exception as exc:
+        if function == "range_push":
+            sys.stderr.write(f"profilectl: no NVTX in this PyTorch ({exc}): the --steps window is not marked\n")
 
 
 def _roctx(function):
