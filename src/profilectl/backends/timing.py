@@ -6,7 +6,7 @@ timing.json and as a Chrome trace, so even a timing-only run opens in Perfetto.
 How many runs: `--repeat N` (and `--warmup N`) as given; without them the repeats are sized to the
 workload, as benchmarking tools do (hyperfine's time budget, timeit's autorange): the first run is
 the warm-up and measures the workload, then as many timed runs follow as fit the time budget
-(REPEAT_SIZING). A first run too long for even the fewest repeats is the one measurement: a
+(RepeatSizing, repeat_sizing). A first run too long for even the fewest repeats is the one measurement: a
 training job runs once, its steps' times separate its warm-up steps from the steady ones.
 """
 
@@ -52,7 +52,24 @@ class RepeatSizing:
                 f"{self.long_run_s:.1f} s is the only one (--repeat N to choose)")
 
 
-REPEAT_SIZING = RepeatSizing()
+def in_job_step() -> bool:
+    """profilectl runs as one task of a SLURM job step (jobs.SlurmTask.from_env's condition, without
+    its look-ups): each rank sizes nothing on its own."""
+    env = os.environ
+    return env.get("PROFILECTL_NO_JOB") != "1" and all(env.get(k) for k in ("SLURM_JOB_ID", "SLURM_PROCID",
+                                                                              "SLURM_STEP_ID"))
+
+
+BUDGET_ENV = "PROFILECTL_REPEAT_BUDGET_S"  # the time budget of sized repeats, in seconds (default 10)
+
+
+def repeat_sizing() -> RepeatSizing:
+    """The sizing rule, with $PROFILECTL_REPEAT_BUDGET_S as its budget when set (a positive number)."""
+    try:
+        budget = float(os.environ.get(BUDGET_ENV) or RepeatSizing.budget_s)
+    except ValueError:
+        budget = RepeatSizing.budget_s
+    return RepeatSizing(budget_s=budget if 0 < budget < float("inf") else RepeatSizing.budget_s)
 
 
 class Timing(Backend):
@@ -74,6 +91,10 @@ class Timing(Backend):
                               "it times whole runs of the workload; no GPU profiler is available here")
         if request.service == "trace":
             return (self._run(job, 1, "run 1/1"),)
+        if request.repeat is None and in_job_step():  # every rank must run the same count: one run
+            warmup = request.warmup or 0
+            return tuple([self._warmup(job, i + 1, f"warmup {i + 1}/{warmup}") for i in range(warmup)]
+                         + [self._run(job, 1, "run 1/1")])
         warmup = 1 if request.warmup is None else request.warmup
         if request.repeat is None:  # sized after the first run (sized_steps): only that run is planned here
             first = "(also sizes the repeats)"
@@ -98,18 +119,22 @@ class Timing(Backend):
 
     def plan_notes(self, request: Request, facts: Facts) -> list[str]:
         notes = super().plan_notes(request, facts)
-        if request.service == "profile" and request.repeat is None:
-            notes.append(REPEAT_SIZING.describe())
+        if request.service == "profile" and request.repeat is None and in_job_step():
+            notes.append("one timed run: in a SLURM job step every rank runs its own profilectl, and counts sized "
+                         "apart could differ and leave a rank waiting for the others (--repeat N for more)")
+        elif request.service == "profile" and request.repeat is None:
+            notes.append(repeat_sizing().describe())
         return notes
 
     def sized_steps(self, job: Job, done: list[StepResult]) -> SizedRuns | None:
         """The timed runs that follow the first run(s) when the repeats are sized to the workload."""
         request = job.request
-        if request.service != "profile" or request.repeat is not None or not done:
+        if request.service != "profile" or request.repeat is not None or not done or in_job_step():
             return None
+        sizing = repeat_sizing()
         first_s = done[-1].seconds
         timed = sum(1 for r in done if r.timed)
-        runs = REPEAT_SIZING.runs(first_s)
+        runs = sizing.runs(first_s)
         if runs == 0 and timed == 0 and request.warmup is None:
             # A long job: its one run (the default warm-up) is the measurement. Its step marks move to
             # a timed run's folder, where the step-time reader looks.
@@ -117,13 +142,13 @@ class Timing(Backend):
             if warm.is_dir() and not run.exists():
                 os.rename(warm, run)
             return SizedRuns((), first_is_run=True, note=(
-                f"one run: the first took {first_s:.1f} s, over {REPEAT_SIZING.long_run_s:.1f} s, so it is the "
+                f"one run: the first took {first_s:.1f} s, over {sizing.long_run_s:.1f} s, so it is the "
                 f"measurement (warm-up steps apart in the step times); --repeat N runs more"))
         total = max(runs, 1)
         steps = tuple(self._run(job, i, f"run {i}/{total}") for i in range(timed + 1, total + 1))
         return SizedRuns(steps, note=f"{total} timed run(s): the first run took {first_s:.2f} s; about "
-                                     f"{REPEAT_SIZING.budget_s:g} s of timed runs ({REPEAT_SIZING.min_runs} to "
-                                     f"{REPEAT_SIZING.max_runs}); --repeat N to choose")
+                                     f"{sizing.budget_s:g} s of timed runs ({sizing.min_runs} to "
+                                     f"{sizing.max_runs}); --repeat N to choose")
 
     def environment(self, job: Job) -> dict[str, str]:
         """A Python workload's steps are timed too: profilectl's start-up hook notes when each
