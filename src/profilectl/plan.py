@@ -18,8 +18,7 @@ from typing import Any, Callable
 
 from profilectl import countersets
 from profilectl.backends import BACKENDS, SERVICE_ORDER, Backend, Job, Step, StepResult
-from profilectl.backends.base import SizedRuns
-from profilectl.backends.base import NO_VENDOR_GPU
+from profilectl.backends.base import NO_VENDOR_GPU, SizedRuns
 from profilectl.backends.rocprofv3 import presets
 from profilectl.countersets import CounterPlan
 from profilectl.envreport import Assessment, Fallback, ServiceChoice
