@@ -195,6 +195,9 @@ def test_profile_of_a_long_torch_job_leaves_the_torch_pass_out_unless_asked(mach
     assert result["status"] == "ok", result["message"]
     assert labels(result) == ["run 1/1 (the first run; no warm-up)"]
     assert any(n.startswith("no torch pass: one more run") for n in result["manifest"]["notes"])
+    # the one run's step marks moved to the timed run's folder: its steps are read as the run's
+    assert (run / "raw/steps/run-1").is_dir() and not (run / "raw/steps/warmup-1").exists()
+    assert result["summary"]["step_time"]["runs"] == 1
     result, run = json_run(machine, "profile", "--torch-pass", "always", "--", *workload, extra_env=budget,
                            timeout=300)
     assert result["status"] == "ok", result["message"]
