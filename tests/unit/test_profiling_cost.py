@@ -213,3 +213,12 @@ def test_a_slurm_task_runs_once_so_every_rank_runs_the_same_count(machine, tmp_p
     assert result["status"] == "ok", result["message"]
     assert labels(result) == ["run 1/1"] and (tmp_path / "runs.txt").read_text() == "x"
     assert any("in a SLURM job step every rank" in n for n in result["manifest"]["notes"])
+
+
+@pytest.mark.parametrize("first_s, runs", [(0.001, 30), (0.1, 30), (0.5, 20), (1.0, 10), (3.0, 3), (3.3, 3),
+                                           (3.4, 0), (14.4, 0)])
+def test_repeat_sizing_like_a_benchmarking_tool(first_s, runs, monkeypatch):
+    """Many runs for a short program, one for a training job (0: the first run is the measurement)."""
+    monkeypatch.delenv("PROFILECTL_REPEAT_BUDGET_S", raising=False)
+    from profilectl.backends.timing import repeat_sizing
+    assert repeat_sizing().runs(first_s) == runs
