@@ -3,7 +3,8 @@
 d_model 768, vocabulary 50257), bf16 autocast, AdamW; one rank or DDP under torchrun (NCCL).
 
     transformer_train.py [--steps 20] [--layers 12] [--width 768] [--batch 8] [--seq 512]
-Prints the steady-state step time (steps after the first 3) on rank 0.
+Prints the steady-state step time (steps after the first 3) and the whole loop's time (`loop=S`,
+every step, from the first step's start to the last one's end) on rank 0.
 """
 import argparse
 import os
@@ -53,6 +54,7 @@ optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
 params = sum(p.numel() for p in model.parameters())
 tokens = torch.randint(0, args.vocab, (args.batch, args.seq), device=device)
 times = []
+loop_started = time.perf_counter()
 for step in range(args.steps):
     started = time.perf_counter()
     with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
@@ -64,9 +66,10 @@ for step in range(args.steps):
     if device.type == "cuda":
         torch.cuda.synchronize()
     times.append(time.perf_counter() - started)
+loop_s = time.perf_counter() - loop_started
 if rank == 0:
     steady = times[3:] or times
     print(f"transformer_train: {params / 1e6:.0f} M parameters, {args.steps} steps, steady step "
-          f"{1000 * sum(steady) / len(steady):.1f} ms, loss {loss.item():.3f}", flush=True)
+          f"{1000 * sum(steady) / len(steady):.1f} ms, loss {loss.item():.3f}, loop={loop_s:.4f}s", flush=True)
 if distributed:
     dist.destroy_process_group()

@@ -33,6 +33,15 @@ class _Parser(argparse.ArgumentParser):
         self.exit(errors.USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
+def _repeat(text: str) -> int | None:
+    """--repeat N (at least 1) or auto (None: sized to the workload)."""
+    if text.strip().lower() == "auto":
+        return None
+    if not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a number of runs (1 or more) or auto, got {text!r}")
+    return int(text)
+
+
 def _seconds(text: str) -> float:
     """A positive, finite number of seconds (`nan` and `inf` would disable the timeout)."""
     try:
@@ -74,7 +83,8 @@ def _bounds(p: argparse.ArgumentParser) -> None:
                        "per kernel for rocprofv3, in total for ncu)")
     group.add_argument("--launch-count", type=int, metavar="N", help="profile at most N launches after the skip")
     group.add_argument("--steps", metavar="A:B", help="profile training steps A to B-1 of a PyTorch workload "
-                       "(a step ends at each optimizer.step() or profilectl.step())")
+                       "(a step ends at each optimizer.step() or profilectl.step()); `all`: every step "
+                       "(torch.profiler's trace records the first 5 steps by default)")
     group.add_argument("--range", dest="nvtx_range", metavar="NAME", help="profile inside ranges of this name: NVTX "
                        "ranges (Nsight Compute; Nsight Systems: from the first such range to its end); "
                        "record_function ranges of a PyTorch workload (torch.profiler: one trace per range; "
@@ -124,8 +134,14 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     profile_help = "time the workload (and torch.profiler tables for PyTorch); always available"
     if (profile := command("profile", profile_help)):
         _measuring(profile)
-        profile.add_argument("--repeat", type=int, default=5, metavar="N", help="timed runs (default 5)")
-        profile.add_argument("--warmup", type=int, default=1, metavar="N", help="untimed warm-up runs (default 1)")
+        profile.add_argument("--repeat", type=_repeat, default=None, metavar="N|auto",
+                             help="timed runs (default auto: sized to the workload after a first run, about 10 s "
+                                  "of runs, 3 to 30; a first run over 3.3 s is the only one)")
+        profile.add_argument("--warmup", type=int, default=None, metavar="N",
+                             help="untimed warm-up runs (default 1: with --repeat auto, the run that sizes it)")
+        profile.add_argument("--torch-pass", choices=("auto", "always", "never"), default="auto",
+                             help="the extra torch.profiler run of a PyTorch workload (operator tables): auto "
+                                  "(default) when one more run costs at most 25%% of the timed runs, always, never")
     if (counters := command("counters", "hardware counters per kernel (rocprofv3, rocprof, ncu)")):
         _counters_options(_measuring(counters))
     if (trace := command("trace", "a Perfetto-ready trace and top-kernels table")):
@@ -340,7 +356,7 @@ def _attach_of(args: argparse.Namespace) -> dict[str, object]:
 def measure_options(args: argparse.Namespace) -> dict[str, Any]:
     """The options of a measuring command (profile, counters, trace) as commands.prepare takes them:
     the CLI and the Python API (profilectl.run) parse the same words into the same request."""
-    extra = {"profile": lambda: {"repeat": args.repeat, "warmup": args.warmup},
+    extra = {"profile": lambda: {"repeat": args.repeat, "warmup": args.warmup, "torch_pass": args.torch_pass},
              "counters": lambda: {"counter_set": args.counter_set, "fallback": args.fallback,
                                   "clock_control": args.clock_control, "bounds": _bounds_of(args),
                                   "include_collectives": args.include_collectives, **_attach_of(args)},

@@ -113,12 +113,13 @@ def env_check(as_json: bool, deep: bool, require: str | None, root: str | None, 
 
 def measure(service: str, workload: list[str], *, backend: str | None, dry_run: bool, timeout: float | None,
             as_json: bool, traces_dir: str | None, env_items: list[str], serialize: bool,
-            repeat: int = 5, warmup: int = 1, counter_set: str = "basic", fallback: bool = False,
+            repeat: int | None = None, warmup: int | None = None, counter_set: str = "basic", fallback: bool = False,
             preset: str = "lightweight", clock_control: str = "base", bounds: dict[str, Any] | None = None,
             include_collectives: bool = False, sample: bool = True, attach: int | None = None,
-            duration: float | None = None, ranks: str | None = None, redact: bool = True) -> int:
+            duration: float | None = None, ranks: str | None = None, redact: bool = True,
+            torch_pass: str = "auto") -> int:
     prepared = prepare(service, workload, backend=backend, timeout=timeout, traces_dir=traces_dir,
-                       env_items=env_items, serialize=serialize, repeat=repeat, warmup=warmup,
+                       env_items=env_items, serialize=serialize, repeat=repeat, warmup=warmup, torch_pass=torch_pass,
                        counter_set=counter_set, fallback=fallback, preset=preset, clock_control=clock_control,
                        bounds=bounds, include_collectives=include_collectives, sample=sample, dry_run=dry_run,
                        attach=attach, duration=duration, ranks=ranks, redact=redact)
@@ -166,7 +167,8 @@ class Prepared(NamedTuple):
 
 
 def prepare(service: str, workload: list[str], *, backend: str | None, timeout: float | None,
-            traces_dir: str | None, env_items: list[str], serialize: bool, repeat: int = 5, warmup: int = 1,
+            traces_dir: str | None, env_items: list[str], serialize: bool, repeat: int | None = None,
+            warmup: int | None = None, torch_pass: str = "auto",
             counter_set: str = "basic", fallback: bool = False, preset: str = "lightweight",
             clock_control: str = "base", bounds: dict[str, Any] | None = None, include_collectives: bool = False,
             sample: bool = True, dry_run: bool = False, attach: int | None = None, duration: float | None = None,
@@ -194,7 +196,8 @@ def prepare(service: str, workload: list[str], *, backend: str | None, timeout: 
         argv, source = resolve_workload(workload, prefer_hip)
     request = Request(service=service, workload=tuple(argv), workload_source=source, backend=backend,
                       counter_set=counter_set, preset=preset, fallback=fallback, timeout_s=timeout,
-                      serialize=serialize, repeat=repeat, warmup=warmup, env_overrides=env_overrides,
+                      serialize=serialize, repeat=repeat, warmup=warmup, torch_pass=torch_pass,
+                      env_overrides=env_overrides,
                       clock_control=clock_control, bounds=parse_bounds(**(bounds or {})),
                       include_collectives=include_collectives, sample=sample, attach=target,
                       ranks=parse_ranks(ranks), redact=redact)

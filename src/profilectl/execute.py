@@ -21,7 +21,7 @@ from typing import Any, BinaryIO, Iterable
 from profilectl import __version__, errors, ownership, runs
 from profilectl.analysis import failures
 from profilectl.backends import torch_profiler
-from profilectl.backends import BACKENDS, StepResult
+from profilectl.backends import BACKENDS, Step, StepResult
 from profilectl.envreport import EnvReport
 from profilectl.facts import Facts
 from profilectl.errors import FormatError
@@ -29,7 +29,7 @@ from profilectl.files import write_atomic, write_json_atomic
 from profilectl.formats.tables import Tables, merge_all
 from profilectl.launchers import LAUNCHERS
 from profilectl.manifest import MANIFEST_SCHEMA, Controller, Manifest, PhaseRecord, StepRecord
-from profilectl.plan import Plan, relocate
+from profilectl.plan import Plan, cheap_enough, relocate, sized_steps
 from profilectl.probe.diagnose import diagnose
 from profilectl.probe.machine import CommandResult, Machine
 from profilectl.report import summary as summaries
@@ -200,6 +200,7 @@ def _run_and_read(plan: Plan, facts: Facts, run_dir: Path, runner: Runner, sampl
     signal, a full disk, a bug in profilectl) becomes an _Ending, so a final manifest is written."""
     phases: list[PhaseOutcome] = []
     results: list[StepResult] = []
+    sizing_notes: list[str] = []  # how the repeats were sized, and a `when: cheap` phase left out
     empty = Summary(source=SourceInfo(kind="profilectl-run", path=str(run_dir)))
     writing = "the run's files"  # what a full disk interrupted, for the message
     try:
@@ -211,12 +212,19 @@ def _run_and_read(plan: Plan, facts: Facts, run_dir: Path, runner: Runner, sampl
                 raw.mkdir(parents=True, exist_ok=True)
                 for relative, text in phase.input_files.items():
                     (run_dir / relative).write_text(text)
-                phase_results = []
-                for step in phase.steps:
-                    phase_results.append(runner.run(step, phase.environment))
-                    results.append(phase_results[-1])
-                    if phase_results[-1].returncode not in (0, None):
-                        break  # a failing workload fails again: its first failure is the answer
+                worth, why_not = cheap_enough(phase, results)
+                if not worth:
+                    sizing_notes.append(why_not)
+                    continue
+                phase_results = _run_steps(runner, phase.steps, phase.environment, results)
+                if all(r.returncode == 0 for r in phase_results) and \
+                        (sized := sized_steps(plan, phase, facts, phase_results)) is not None:
+                    sizing_notes.append(sized.note)
+                    if sized.first_is_run:  # a long job: its one run was the measurement, not a warm-up
+                        last = dataclasses.replace(phase_results[-1], timed=True, warmup=False,
+                                                   label="run 1/1 (the first run; no warm-up)")
+                        phase_results[-1] = results[-1] = last
+                    phase_results += _run_steps(runner, sized.steps, phase.environment, results)
                 failed = next((r for r in phase_results if r.returncode not in (0, None)), None)
                 returncode = failed.returncode if failed else (None if any(r.returncode is None for r in phase_results) else 0)
                 writing = f"{phase.backend}'s records in {phase.raw_dir}/"
@@ -243,7 +251,7 @@ def _run_and_read(plan: Plan, facts: Facts, run_dir: Path, runner: Runner, sampl
                 status, exit_code = "disk-full", errors.DISK_FULL
                 message = _disk_full_message(run_dir, "the tables and summary (none kept: `profilectl report` "
                                                       "reads raw/ instead)", results)
-            notes = tuple(p.read_error for p in phases if p.read_error) + _runner_notes(runner)
+            notes = tuple(sizing_notes) + tuple(p.read_error for p in phases if p.read_error) + _runner_notes(runner)
             if runner.write_error:
                 path, write_error = runner.write_error
                 notes += (f"{path.name} is incomplete: {write_error.strerror or write_error}",)
@@ -262,6 +270,18 @@ def _run_and_read(plan: Plan, facts: Facts, run_dir: Path, runner: Runner, sampl
         return _Ending("disk-full", errors.DISK_FULL, message, dataclasses.replace(empty, status="disk-full"), results)
     except BaseException as exc:  # noqa: B036 - recorded in the manifest, then re-raised
         return _crashed(exc, empty, results)
+
+
+def _run_steps(runner: Runner, steps: Iterable[Step], environment: dict[str, str],
+               results: list[StepResult]) -> list[StepResult]:
+    """The steps in turn, each result also appended to `results`; a failure ends them."""
+    done = []
+    for step in steps:
+        done.append(runner.run(step, environment))
+        results.append(done[-1])
+        if done[-1].returncode not in (0, None):
+            break  # a failing workload fails again: its first failure is the answer
+    return done
 
 
 def _runner_notes(runner: Runner) -> tuple[str, ...]:

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from profilectl import countersets
-from profilectl.backends import BACKENDS, SERVICE_ORDER, Backend, Job, Step
-from profilectl.backends.base import NO_VENDOR_GPU
+from profilectl.backends import BACKENDS, SERVICE_ORDER, Backend, Job, Step, StepResult
+from profilectl.backends.base import NO_VENDOR_GPU, SizedRuns
 from profilectl.backends.rocprofv3 import presets
 from profilectl.countersets import CounterPlan
 from profilectl.envreport import Assessment, Fallback, ServiceChoice
@@ -32,6 +32,11 @@ from profilectl.telemetry.plan import plan_sampling
 PLAN_SCHEMA = 1
 # Extra phases a service adds when their backend is available (profile: torch tables for PyTorch).
 SERVICE_EXTRAS = {"profile": ("torch",)}
+# profile's torch.profiler phase (--torch-pass): auto runs it when cheap, always and never as said.
+TORCH_PASS_CHOICES = ("auto", "always", "never")
+# "Cheap": one more run (the torch pass is one profiled run of the workload) costs at most this share
+# of the time the timed runs already took: 1 warm-up + 5 runs is 17 %, a 14 s training job run once 100 %.
+CHEAP_SHARE = 0.25
 
 ListCounters = Callable[[list[str]], CommandResult]  # runs a tool's counter-listing command
 
@@ -43,6 +48,8 @@ class Phase:
     steps: tuple[Step, ...]
     environment: dict[str, str]
     input_files: dict[str, str] = field(default_factory=dict)  # path relative to the run dir -> text
+    # "always", or "cheap": runs only when one more run costs at most CHEAP_SHARE of the steps before it
+    when: str = "always"
 
 
 @dataclass(frozen=True)
@@ -140,8 +147,10 @@ def validate_request(request: Request) -> None:
     """Mistakes in the request are usage errors (exit 2), found before the machine is judged."""
     if request.timeout_s is not None and not (0 < request.timeout_s < float("inf")):
         raise UsageError("--timeout must be a positive number of seconds")
-    if request.repeat < 1 or request.warmup < 0:
-        raise UsageError("--repeat must be at least 1 and --warmup at least 0")
+    if (request.repeat is not None and request.repeat < 1) or (request.warmup is not None and request.warmup < 0):
+        raise UsageError("--repeat must be at least 1 (or auto) and --warmup at least 0")
+    if request.torch_pass not in TORCH_PASS_CHOICES:
+        raise UsageError(f"--torch-pass must be one of {', '.join(TORCH_PASS_CHOICES)}, got {request.torch_pass!r}")
     if request.service == "trace":
         known = presets()
         if request.preset not in known:
@@ -212,9 +221,13 @@ def make_plan(request: Request, facts: Facts, run_dir: Path, list_counters: List
     for extra in SERVICE_EXTRAS.get(request.service, ()):
         extra_backend = BACKENDS[extra]
         extra_verdict = extra_backend.available(facts, request)
-        if extra_verdict.available and extra_backend is not chosen:
+        if request.torch_pass == "never":
+            notes.append(f"no {extra} phase: --torch-pass never")
+        elif extra_verdict.available and extra_backend is not chosen:
             extras.append(extra_backend)
-            notes.append(f"also {extra}: {extra_verdict.reason}")
+            when = "" if request.torch_pass == "always" else \
+                f" (when cheap: one more run at most {CHEAP_SHARE:.0%} of the timed runs' time; --torch-pass always)"
+            notes.append(f"also {extra}{when}: {extra_verdict.reason}")
         else:
             notes.append(f"no {extra} phase: {extra_verdict.reason}")
     sampling, sampling_note = plan_sampling(request.sample, facts, {**os.environ, **request.env_overrides})
@@ -242,8 +255,31 @@ def _phases(plan: Plan, facts: Facts, main: Backend, extras: list[Backend], run_
     """Each phase's commands for this run directory (re-rendered, not re-decided, by `relocate`)."""
     request = dataclasses.replace(plan.request, service=plan.ran_as)
     phases = [_phase(main, request, facts, run_dir, "raw", plan.counter_set)]
-    phases += [_phase(extra, request, facts, run_dir, f"raw/{extra.name}", None) for extra in extras]
+    when = "always" if request.torch_pass == "always" else "cheap"  # an extra phase is never the service's point
+    phases += [dataclasses.replace(_phase(extra, request, facts, run_dir, f"raw/{extra.name}", None), when=when)
+               for extra in extras]
     return tuple(phases)
+
+
+def sized_steps(plan: Plan, phase: Phase, facts: Facts, done: list[StepResult]) -> SizedRuns | None:
+    """The runs the phase's backend adds now that its planned steps measured the workload (profile's
+    repeats sized to the workload); None when the plan's steps were all."""
+    request = dataclasses.replace(plan.request, service=plan.ran_as)
+    job = Job(request=request, facts=facts, raw_dir=Path(plan.run_dir) / phase.raw_dir, counters=plan.counter_set)
+    return BACKENDS[phase.backend].sized_steps(job, done)
+
+
+def cheap_enough(phase: Phase, done: list[StepResult]) -> tuple[bool, str]:
+    """Whether a `when: cheap` phase runs after these steps, and the note that says why (or why not)."""
+    if phase.when != "cheap":
+        return True, ""
+    timed = sorted(r.seconds for r in done if r.timed and r.returncode == 0)
+    spent = sum(r.seconds for r in done)
+    one_run = timed[len(timed) // 2] if timed else spent
+    if timed and one_run <= CHEAP_SHARE * spent:
+        return True, ""
+    return False, (f"no {phase.backend} pass: one more run (~{one_run:.1f} s) would add more than {CHEAP_SHARE:.0%} "
+                   f"to the {spent:.1f} s of timed runs; --torch-pass always runs it")
 
 
 def _phase(backend: Backend, request: Request, facts: Facts, run_dir: Path, raw: str,

@@ -33,10 +33,13 @@ class Bounds:
     steps: tuple[int, int] | None = None  # steps A..B-1 of a PyTorch training loop
     nvtx_range: str | None = None  # an NVTX range name
     profiler_args: tuple[str, ...] = ()  # appended to the profiler's argv as written
+    # `--steps all`: torch.profiler records every step (by default a trace records the first steps only)
+    all_steps: bool = False
 
     @property
     def any(self) -> bool:
-        return any(getattr(self, f.name) not in (None, ()) for f in dataclasses.fields(self))
+        """A bound is set (`--steps all` is none: it asks for everything)."""
+        return any(getattr(self, f.name) not in (None, ()) for f in dataclasses.fields(self) if f.name != "all_steps")
 
     @property
     def launch_window(self) -> bool:
@@ -67,8 +70,9 @@ class Request:
     fallback: bool = False
     timeout_s: float | None = None
     serialize: bool = False
-    repeat: int = 5
-    warmup: int = 1
+    repeat: int | None = None  # timed runs of `profile`; None: sized to the workload (backends/timing.py)
+    warmup: int | None = None  # untimed runs first; None: one (with a sized repeat, the run that sizes it)
+    torch_pass: str = "auto"  # profile's torch.profiler phase: auto (when cheap), always, never
     env_overrides: dict[str, str] = field(default_factory=dict)
     # Nsight Compute: base locks the clocks to base during replay (ncu's default: repeatable counter
     # values; kernels run longer than in a trace), none leaves them as the GPU sets them.
@@ -142,10 +146,11 @@ def parse_bounds(kernel: str | None = None, exclude_kernel: str | None = None, l
     if launch_count is not None and launch_count < 1:
         raise UsageError("--launch-count must be at least 1")
     window = None
-    if steps is not None:
+    every_step = steps is not None and steps.strip().lower() == "all"
+    if steps is not None and not every_step:
         match = re.fullmatch(r"\s*(\d+)\s*:\s*(\d+)\s*", steps)
         if not match:
-            raise UsageError(f"--steps expects A:B (steps A to B-1, counted from 0), got {steps!r}")
+            raise UsageError(f"--steps expects A:B (steps A to B-1, counted from 0) or all, got {steps!r}")
         first, last = int(match.group(1)), int(match.group(2))
         if first >= last:
             raise UsageError(f"--steps {steps}: the first step must come before the end (A < B)")
@@ -157,7 +162,7 @@ def parse_bounds(kernel: str | None = None, exclude_kernel: str | None = None, l
     except ValueError as exc:
         raise UsageError(f"--profiler-args is not a valid command line: {exc}") from None
     return Bounds(kernel=kernel, exclude_kernel=exclude_kernel, launch_skip=launch_skip, launch_count=launch_count,
-                  steps=window, nvtx_range=nvtx_range, profiler_args=extra)
+                  steps=window, nvtx_range=nvtx_range, profiler_args=extra, all_steps=every_step)
 
 
 def parse_ranks(spec: str | None) -> tuple[int, ...]:

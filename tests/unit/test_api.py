@@ -211,7 +211,7 @@ def test_a_real_torchrun_job_per_rank_operators_that_grew_equal_compare(machine)
     from test_launchers import DDP, torchrun
     runs = []
     for steps in ("2", "6"):
-        result, run = json_run(machine, "trace", "--", *torchrun(), DDP, "--steps", steps, timeout=300)
+        result, run = json_run(machine, "trace", "--steps", "all", "--", *torchrun(), DDP, "--steps", steps, timeout=300)
         assert result["status"] == "ok", result["message"]
         runs.append(profilectl.open(run))
     base, new = runs

@@ -135,9 +135,10 @@ def test_report_of_a_run_uses_its_stored_summary(machine, tmp_path):
     summary = report_json(run)
     assert summary["run"]["service"] == "counters" and summary["run"]["backend"] == "timing"
     assert any("no GPU found" in f["reason"] for f in summary["run"]["fallbacks"])
-    assert summary["timing"]["runs"] == 5
+    runs = summary["timing"]["runs"]  # sized to the workload: a short program runs 3 to 30 times
+    assert 3 <= runs <= 30
     table = cli("report", str(run))
-    assert "fell back from counters" in table.stdout and "Timing (5 runs)" in table.stdout
+    assert "fell back from counters" in table.stdout and f"Timing ({runs} runs)" in table.stdout
 
 
 def start_manifest(service="trace", backend="rocprofv3", **extra):

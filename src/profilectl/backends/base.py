@@ -53,6 +53,14 @@ class StepResult:
 
 
 @dataclass(frozen=True)
+class SizedRuns:
+    """The runs a backend adds once the first run(s) measured the workload (profile's sized repeats)."""
+    steps: tuple[Step, ...]
+    first_is_run: bool = False  # the last run done (a warm-up) counts as the one timed run
+    note: str = ""
+
+
+@dataclass(frozen=True)
 class Job:
     """Everything a backend needs to write its commands, decided by the plan."""
     request: Request
@@ -139,6 +147,10 @@ class Backend(ABC):
 
     def record(self, raw_dir: Path, results: list[StepResult]) -> None:
         """Write files that come from the run itself rather than from a tool (timing)."""
+
+    def sized_steps(self, job: Job, done: list[StepResult]) -> SizedRuns | None:
+        """Runs to add once the planned steps measured the workload (None: the plan's steps are all)."""
+        return None
 
     def read(self, raw_dir: Path) -> Tables:
         """The tables of this backend's files under raw_dir (empty Tables when it wrote none)."""

@@ -6,11 +6,20 @@ starts (torchrun's workers, mpirun's or srun's tasks, or the one process of a pl
 imports torch, and each rank exports its own Chrome trace, named by host, rank and pid. --steps A:B
 becomes torch.profiler's schedule, stepped at each optimizer.step() (or profilectl.step()); --range
 NAME runs it inside each record_function range of that name instead (one trace per range).
+
+What it costs (bench/overhead.py, docs/validation.md): every profiled step runs slower, and the
+trace is written at the end. So without --steps the trace covers the start-up and the first
+FIRST_STEPS steps, the rest of the loop runs unprofiled (`--steps all`: every step), torch.profiler's
+optional records (shapes, stacks, memory, flops, modules, accumulated events) stay off, and the
+trace is exported once the workload ended, never inside its loop. The options go to the start-up
+hook as PROFILECTL_TORCH_OPTIONS (JSON), shown by --dry-run; `--env PROFILECTL_TORCH_OPTIONS=...`
+replaces them (e.g. '{"record_shapes": true, "with_stack": true}').
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import shutil
 from pathlib import Path
@@ -24,6 +33,20 @@ from profilectl.launchers import interpreter
 from profilectl.probe import sources
 from profilectl.probe.machine import Machine
 from profilectl.request import Request
+
+
+# Without --steps, the trace records from the start through this many steps: start-up, the warm-up
+# steps and a steady state, at the cost of these steps only (measured: bench/overhead.py).
+FIRST_STEPS = 5
+OPTIONS_ENV = "PROFILECTL_TORCH_OPTIONS"
+
+
+def profiler_options(request: Request) -> dict[str, object]:
+    """torch.profiler's switches as the start-up hook applies them: each optional record off (each
+    costs time in every operator, or a pass over every event at the stop), and the default window."""
+    return {"record_shapes": False, "with_stack": False, "profile_memory": False, "with_flops": False,
+            "with_modules": False, "acc_events": False,
+            "first_steps": None if request.bounds.all_steps or request.bounds.steps else FIRST_STEPS}
 
 
 def workload_torch(facts: Facts, request: Request) -> Torch:
@@ -82,7 +105,16 @@ class TorchProfiler(Backend):
     def environment(self, job: Job) -> dict[str, str]:
         env = super().environment(job)
         env.update(rank_hook_env(job, torch_out=Path(job.raw_dir)))
+        env[OPTIONS_ENV] = json.dumps(profiler_options(job.request), separators=(",", ":"))
         return env
+
+    def plan_notes(self, request: Request, facts: Facts) -> list[str]:
+        notes = super().plan_notes(request, facts)
+        if not (request.bounds.steps or request.bounds.all_steps):
+            notes.append(f"torch.profiler records the start-up and the first {FIRST_STEPS} steps, then the loop runs "
+                         f"unprofiled (a workload without steps is recorded to its end); --steps all records every "
+                         f"step, --steps A:B a window")
+        return notes
 
     def record(self, raw_dir: Path, results: list[StepResult]) -> None:
         copy_workload_traces(raw_dir)

@@ -9,6 +9,12 @@ is a rank of this run, waits for `torch` to be imported and:
 - PROFILECTL_TORCH_OUT set: runs torch.profiler and exports a Chrome trace per rank,
   <host>-rank<R>-<pid>.pt.trace.json, at exit (also on SIGTERM: a launcher stopping the other
   ranks after one failed still gets their partial traces);
+- PROFILECTL_TORCH_OPTIONS (JSON, built by the torch backend and shown by --dry-run): torch.profiler's
+  own switches (record_shapes, with_stack, profile_memory, with_flops, with_modules, acc_events: all
+  off unless asked, each costs time in every profiled op or at the stop) and `first_steps`: without
+  PROFILECTL_STEPS, record from the start to the end of that many steps, then run the rest of the
+  loop unprofiled (a workload that never steps is recorded to its end); null records every step.
+  The trace is exported once the workload has ended (atexit), never inside its loop;
 - PROFILECTL_STEPS=A:B: profiles only steps A..B-1 (a step ends at each optimizer.step(), or at
   profilectl.step() for loops without an optimizer); PROFILECTL_STEP_ACTION says what the window
   drives: torch (torch.profiler's schedule), cuda-profiler (cudaProfilerStart/Stop, for
@@ -114,6 +120,9 @@ class _RankProfiler:
         self.signal = None
         self.own_profiler_step = None  # the step at which the workload started its own torch.profiler
         self.own_traces = []  # where the workload exported its own traces
+        self.options = _torch_options()
+        self.ready = None  # the torch.profiler whose window closed: exported at exit, off the loop's path
+        self.costs = {"start_s": 0.0, "steps_s": 0.0, "stop_s": 0.0, "export_s": 0.0}  # the profiler's own time
 
     # ------------------------------------------------------------ starting
     def start(self, torch):
@@ -128,22 +137,29 @@ class _RankProfiler:
             activities = [ProfilerActivity.CPU]
             if torch.cuda.is_available():  # ROCm builds report their GPUs through the CUDA API too
                 activities.append(ProfilerActivity.CUDA)
-            kwargs = {"activities": activities, "record_shapes": False}
+            accepted = _parameters(profile)
+            kwargs = {"activities": activities}
+            for name in PROFILE_SWITCHES:  # what torch.profiler takes, as the backend set it (default off)
+                if name in accepted:
+                    kwargs[name] = bool(self.options.get(name, False))
+            # The window's trace is kept, not exported, until the workload ends: an export inside the
+            # loop stops the workload for as long as writing the trace takes.
+            kwargs["on_trace_ready"] = self._keep
             if self.window.bounded:
                 # One warm-up step before the window when there is one: torch.profiler skews (and
                 # shifts by a step) a window that starts without it.
                 first = self.window.first
                 active = (self.window.last - first) if self.window.last else 1 << 30
                 kwargs["schedule"] = schedule(wait=max(first - 1, 0), warmup=1 if first else 0, active=active, repeat=1)
-                kwargs["on_trace_ready"] = self._export
             else:
-                # Recording all along, through a schedule: torch marks ProfilerStep#N ranges only
-                # when it has one, and the per-step breakdown (and HTA) read those.
-                kwargs["schedule"] = _record_always(ProfilerAction.RECORD)
-                if "acc_events" in _parameters(profile):  # torch >= 2.4 warns of cycles otherwise
-                    kwargs["acc_events"] = True
+                # Recording from the start, through a schedule: torch marks ProfilerStep#N ranges only
+                # when it has one, and the per-step breakdown (and HTA) read those. Bounded to the
+                # first steps unless every step was asked for.
+                kwargs["schedule"] = _first_steps(ProfilerAction, self.options.get("first_steps"))
             self.profiler = self.mine = profile(**kwargs)
+            started = time.perf_counter()
             self.profiler.start()
+            self.costs["start_s"] = time.perf_counter() - started
             _watch_own_profiler(torch, self)
         elif self.window.bounded and self.window.first == 0:
             self._window_on()
@@ -158,7 +174,9 @@ class _RankProfiler:
             self.step_ends_ns.append(time.perf_counter_ns())
         _debug(f"step {self.window.step} ended")
         if self.profiler is not None and self.action == "torch":
-            self.profiler.step()
+            started = time.perf_counter()
+            self.profiler.step()  # the step that closes the window stops the profiler: its cost counts here
+            self.costs["steps_s"] += time.perf_counter() - started
             return
         if not self.window.bounded:
             return
@@ -199,6 +217,10 @@ class _RankProfiler:
     def trace_path(self):
         return os.path.join(self.out_dir, f"{self.host}-rank{self.rank}-{self.pid}.pt.trace.json")
 
+    def _keep(self, prof):
+        """torch.profiler's on_trace_ready: the window closed; the export waits for the workload's end."""
+        self.ready = prof
+
     def _export(self, prof):
         if self.exported:
             return
@@ -208,7 +230,9 @@ class _RankProfiler:
                 self.torch.cuda.synchronize()
         except Exception:
             pass
+        started = time.perf_counter()
         prof.export_chrome_trace(self.trace_path())
+        self.costs["export_s"] += time.perf_counter() - started
 
     def yield_to_workload(self):
         """The workload starts torch.profiler itself: stop ours first (Kineto runs one profiler per
@@ -221,7 +245,7 @@ class _RankProfiler:
         try:
             ours.stop()
             if not self.exported:
-                self._export(ours)
+                self._export(self.ready or ours)
         except Exception as exc:
             sys.stderr.write(f"profilectl: rank {self.rank}: could not stop its torch.profiler for the workload's: "
                              f"{exc}\n")
@@ -232,9 +256,11 @@ class _RankProfiler:
         self.finishing = True
         if self.profiler is not None:
             try:
+                started = time.perf_counter()
                 self.profiler.stop()  # an unfinished schedule window still exports what it has
+                self.costs["stop_s"] = time.perf_counter() - started
                 if not self.exported:
-                    self._export(self.profiler)
+                    self._export(self.ready or self.profiler)
             except Exception as exc:
                 sys.stderr.write(f"profilectl: rank {self.rank}: could not export the torch trace: {exc}\n")
         self._window_off()
@@ -245,7 +271,8 @@ class _RankProfiler:
                       "error": self.error, "trace": os.path.basename(self.trace_path()) if self.exported else None,
                       "steps": self.window.step, "step_ends_ns": self.step_ends_ns,
                       "ended_unix_ns": time.time_ns(), "failed_unix_ns": self.failed_unix_ns, "signal": self.signal,
-                      "own_profiler_step": self.own_profiler_step, "own_traces": self.own_traces}
+                      "own_profiler_step": self.own_profiler_step, "own_traces": self.own_traces,
+                      "profiler_costs_s": {k: round(v, 6) for k, v in self.costs.items()} if self.mine else None}
             path = os.path.join(self.status_dir, f"rank-{self.rank}-{self.host}-{self.pid}.status.json")
             try:
                 os.makedirs(self.status_dir, exist_ok=True)
@@ -284,9 +311,26 @@ def _parameters(function):
         return {}
 
 
-def _record_always(action):
+# torch.profiler's switches the backend may turn on (PROFILECTL_TORCH_OPTIONS); each is off unless set.
+PROFILE_SWITCHES = ("record_shapes", "with_stack", "profile_memory", "with_flops", "with_modules", "acc_events")
+
+
+def _torch_options():
+    try:
+        options = json.loads(os.environ.get("PROFILECTL_TORCH_OPTIONS") or "{}")
+    except ValueError:
+        sys.stderr.write("profilectl: PROFILECTL_TORCH_OPTIONS is not JSON; torch.profiler's defaults used\n")
+        return {}
+    return options if isinstance(options, dict) else {}
+
+
+def _first_steps(action, count):
+    """Record from the start; with a count, the window closes at the end of step `count` (the rest of
+    the loop runs unprofiled), and a workload that never steps is recorded to its end."""
     def schedule(step):
-        return action
+        if not count or step < count - 1:
+            return action.RECORD
+        return action.RECORD_AND_SAVE if step == count - 1 else action.NONE
     return schedule
 
 
