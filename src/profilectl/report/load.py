@@ -22,20 +22,66 @@ from profilectl.report.summary import RunMetadata, RunStory, SourceInfo, Summary
 
 if TYPE_CHECKING:
     from profilectl.jobs import JobManifest
+    from profilectl.report.partials import RankResult
 
 
 def is_run_dir(path: Path) -> bool:
     return path.is_dir() and (path / "manifest.json").is_file()
 
 
-def load_job(path: Path) -> Summary:
-    """A SLURM job directory: every rank's raw files read together (merged tables), one per-rank
-    row per rank directory (its status from its manifest, or `lost`), and the job's story."""
+def load_job(path: Path, raw: bool = False) -> Summary:
+    """A SLURM job directory, merged from its ranks' partials (report/partials.py: one small file per
+    rank, made where the rank ran; a stale or missing one is rebuilt from that rank's raw files and
+    stored back), one per-rank row per rank directory (its status from its manifest, or `lost`),
+    and the job's story. `raw`: read every rank's raw files instead (the same numbers, slower)."""
     from profilectl import jobs
+    job = jobs.compose(path)
+    if raw:
+        result, hit = _job_from_raw(path, job)
+        notes: tuple[str, ...] = ()
+    else:
+        result, notes = _job_from_partials(path, job)
+        hit = False
+    story = dataclasses.replace(result, job=job, cache_hit=hit, metadata=job_metadata(path, job),
+                                notes=result.notes + notes)
+    # the ranks' statuses can change without a file of theirs changing (a lost node): always live
+    live = {str(r.rank): r.status for r in job.ranks}
+    return dataclasses.replace(story, ranks=tuple(dataclasses.replace(r, status=live.get(r.rank, r.status))
+                                                  for r in story.ranks))
+
+
+def _job_from_partials(path: Path, job: "JobManifest") -> tuple[Summary, tuple[str, ...]]:
+    """O(ranks) small reads; each rank's raw files only where its partial is stale or missing."""
+    from profilectl.report import partials
+    results = [partials.for_rank(path, rank) for rank in job.ranks]
+    return job_summary(path, job, results)
+
+
+def job_summary(path: Path, job: "JobManifest", results: "list[RankResult]") -> tuple[Summary, tuple[str, ...]]:
+    """The job's summary from its ranks' partials, with their statuses as the job says now, and the
+    notes that name the ranks rebuilt, read from partials only, or missing."""
+    import msgspec
+
+    from profilectl.report import partials
+    statuses = {r.rank: r.status for r in job.ranks}
+    used = [msgspec.structs.replace(r.partial, ranks=tuple(dataclasses.replace(row, status=statuses.get(r.rank.rank,
+                                                                                                        row.status))
+                                                            for row in r.partial.ranks))
+            for r in results if r.partial is not None]
+    summary = partials.summary_of(path, used)
+    rebuilt = [r for r in results if r.how == "rebuilt"]
+    notes = tuple(r.note for r in results if r.note)
+    if rebuilt:
+        notes += (f"{len(rebuilt)} of {len(results)} rank(s) read from raw files (no fresh partial): "
+                  + ", ".join(str(r.rank.rank) for r in rebuilt[:20]) + (" ..." if len(rebuilt) > 20 else ""),)
+    return summary, notes
+
+
+def _job_from_raw(path: Path, job: "JobManifest") -> tuple[Summary, bool]:
+    """Every rank's raw files read together (merged tables), cached per set of files."""
     from profilectl.backends import READERS
     from profilectl.formats.ranks import rank_row
     from profilectl.formats.tables import Tables, merge_all
-    job = jobs.compose(path)
     files = [f for rank in job.ranks for f in (path / rank.run / "raw").rglob("*") if f.is_file()]
 
     def summarise() -> Summary:
@@ -48,19 +94,15 @@ def load_job(path: Path) -> Summary:
         return build(merged, SourceInfo(kind="profilectl-job", path=str(path)),
                      perfetto_trace=merged.trace_files[0] if merged.trace_files else None)
 
-    result, hit = cache.cached(path, files + [path / rank.run / "manifest.json" for rank in job.ranks], summarise)
-    story = dataclasses.replace(result, job=job, cache_hit=hit, metadata=job_metadata(path, job))
-    # the ranks' statuses can change without a file of theirs changing (a lost node): always live
-    live = {str(r.rank): r.status for r in job.ranks}
-    return dataclasses.replace(story, ranks=tuple(dataclasses.replace(r, status=live.get(r.rank, r.status))
-                                                  for r in story.ranks))
+    return cache.cached(path, files + [path / rank.run / "manifest.json" for rank in job.ranks], summarise)
 
 
-def load(path: Path) -> Summary:
+def load(path: Path, raw: bool = False) -> Summary:
+    """`raw`: a job directory is read from every rank's raw files, not from their partials."""
     path = Path(path)
     from profilectl import jobs
     if jobs.is_job_dir(path):
-        return load_job(path)
+        return load_job(path, raw=raw)
     if is_run_dir(path):
         manifest = Manifest.read(path)
         stored = path / "summary.json"
