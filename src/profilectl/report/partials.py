@@ -206,7 +206,7 @@ def of_tables(tables: Tables, folder: Path, files: tuple[FileIdentity, ...], ran
     from profilectl.analysis.reduce import reduce_timelines
     reductions = reduce_timelines(tables.timelines) if tables.timelines else ()
     return Partial(
-        schema_version=SCHEMA, producer=__version__, made_on=socket.gethostname(),
+        schema_version=SCHEMA, producer=__version__, made_on=local_host(),
         made_at=datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z"),
         seconds=round(seconds + 0.0, 6), folder=str(folder), byteorder=sys.byteorder, files=files,
         rank=None if rank is None else RankIdentity(rank=rank.rank, host=rank.host, run=rank.run, status=rank.status,
@@ -365,7 +365,7 @@ def on_this_node(job_dir: Path) -> list[Partial]:
     for rank in job.ranks:
         result = for_rank(job_dir, rank)
         if result.partial is not None:
-            out.append(dataclasses.replace(result.partial, rank=RankIdentity(
+            out.append(msgspec.structs.replace(result.partial, rank=RankIdentity(
                 rank=rank.rank, host=rank.host, run=rank.run, status=rank.status, exit_code=rank.exit_code,
                 message=rank.message)))
     return out
