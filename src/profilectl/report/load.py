@@ -22,7 +22,9 @@ from profilectl.report.summary import RunMetadata, RunStory, SourceInfo, Summary
 
 if TYPE_CHECKING:
     from profilectl.jobs import JobManifest
-    from profilectl.report.partials import RankResult
+    from collections.abc import Iterable, Iterator
+
+    from profilectl.report.partials import Partial, RankResult
 
 
 def is_run_dir(path: Path) -> bool:
@@ -51,30 +53,40 @@ def load_job(path: Path, raw: bool = False) -> Summary:
 
 
 def _job_from_partials(path: Path, job: "JobManifest") -> tuple[Summary, tuple[str, ...]]:
-    """O(ranks) small reads; each rank's raw files only where its partial is stale or missing."""
+    """O(ranks) small reads, one rank at a time (each partial is folded in and dropped); a rank's raw
+    files are read only where its partial is stale or missing."""
     from profilectl.report import partials
-    results = [partials.for_rank(path, rank) for rank in job.ranks]
-    return job_summary(path, job, results)
+    return job_summary(path, job, (partials.for_rank(path, rank) for rank in job.ranks))
 
 
-def job_summary(path: Path, job: "JobManifest", results: "list[RankResult]") -> tuple[Summary, tuple[str, ...]]:
+def job_summary(path: Path, job: "JobManifest", results: "Iterable[RankResult]") -> tuple[Summary, tuple[str, ...]]:
     """The job's summary from its ranks' partials, with their statuses as the job says now, and the
     notes that name the ranks rebuilt, read from partials only, or missing."""
     import msgspec
 
     from profilectl.report import partials
     statuses = {r.rank: r.status for r in job.ranks}
-    used = [msgspec.structs.replace(r.partial, ranks=tuple(dataclasses.replace(row, status=statuses.get(r.rank.rank,
-                                                                                                        row.status))
-                                                            for row in r.partial.ranks))
-            for r in results if r.partial is not None]
-    summary = partials.summary_of(path, used)
-    rebuilt = [r for r in results if r.how == "rebuilt"]
-    notes = tuple(r.note for r in results if r.note)
+    notes: list[str] = []
+    rebuilt: list[int] = []
+    seen = 0
+
+    def used() -> "Iterator[Partial]":
+        nonlocal seen
+        for result in results:
+            seen += 1
+            if result.note:
+                notes.append(result.note)
+            if result.how == "rebuilt":
+                rebuilt.append(result.rank.rank)
+            if result.partial is not None:
+                status = statuses.get(result.rank.rank)
+                yield msgspec.structs.replace(result.partial, ranks=tuple(
+                    dataclasses.replace(row, status=status or row.status) for row in result.partial.ranks))
+    summary = partials.summary_of(path, used())
     if rebuilt:
-        notes += (f"{len(rebuilt)} of {len(results)} rank(s) read from raw files (no fresh partial): "
-                  + ", ".join(str(r.rank.rank) for r in rebuilt[:20]) + (" ..." if len(rebuilt) > 20 else ""),)
-    return summary, notes
+        notes.append(f"{len(rebuilt)} of {seen} rank(s) read from raw files (no fresh partial): "
+                     + ", ".join(map(str, rebuilt[:20])) + (" ..." if len(rebuilt) > 20 else ""))
+    return summary, tuple(notes)
 
 
 def _job_from_raw(path: Path, job: "JobManifest") -> tuple[Summary, bool]:

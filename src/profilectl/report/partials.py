@@ -28,7 +28,7 @@ import socket
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable
 
 import msgspec
 
@@ -325,20 +325,20 @@ def for_rank(job_dir: Path, rank: "JobRank", write_back: bool = True) -> RankRes
 
 
 def merged_tables(partials: Iterable[Partial]) -> tuple[Tables, tuple[RankReduction, ...] | None]:
-    """The ranks' Tables merged in the order given (the raw read's order: the same floats), and
-    their timeline reductions (None when no rank's files had timestamps)."""
-    from profilectl.formats.tables import merge_all
+    """The ranks' Tables merged in the order given (the raw read's order, merge_all's fold: the same
+    floats), and their timeline reductions (None when no rank's files had timestamps). One partial
+    at a time: each is folded in and let go."""
+    merged = Tables()
     reductions: list[RankReduction] = []
     had = False
-    parts = []
     for partial in partials:
-        parts.append(partial.tables())
+        merged = merged.merge(partial.tables())
         reductions += partial.rank_reductions()
         had = had or partial.had_timelines
-    return merge_all(parts), (tuple(reductions) if had else None)
+    return merged, (tuple(reductions) if had else None)
 
 
-def summary_of(job_dir: Path, partials: Sequence[Partial]) -> Any:
+def summary_of(job_dir: Path, partials: Iterable[Partial]) -> Any:
     """The job's Summary from its ranks' partials (load_job's raw read, without the raw files)."""
     from profilectl.report.summary import SourceInfo, build
     merged, reduced = merged_tables(partials)
