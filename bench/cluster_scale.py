@@ -15,9 +15,10 @@ and prints wall time and the child's peak memory (max RSS) side by side, and che
 reports hold the same numbers (everything but the time the job view was composed and the notes).
 Targets (issue 24): at 1,024 ranks, from partials in <= 5 s and <= 512 MB on this machine.
 
---formats measures the partial's file format: the same rank's partial as MessagePack (msgspec,
-what partials.py writes), and its columnar part (the four name-statistics tables and the busy
-blocks) as Parquet and as Arrow IPC through polars: size, write and read time per file.
+--formats measures the partial's file format: the same rank's partial as JSON (what partials.py
+writes: msgspec, or the standard library where msgspec is missing) and as MessagePack, and its
+columnar part alone (the four name-statistics tables and the busy blocks) as Parquet and as Arrow
+IPC through polars: size, write and read time per file.
 
     bench/cluster_scale.py [--ranks 8,64,1024] [--repeat 2] [--steps 4] [--workdir DIR] [--formats]
 """
@@ -25,6 +26,7 @@ blocks) as Parquet and as Arrow IPC through polars: size, write and read time pe
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import os
 import shutil
@@ -48,12 +50,9 @@ def manifest() -> dict:
             "exit_code": 0, "status": "ok"}
 
 
-def generate(job: Path, ranks: int, steps: int) -> float:
-    """The job folder and every rank's partial; returns the seconds the partials took, all ranks."""
+def generate(job: Path, ranks: int, steps: int) -> None:
+    """The job folder: every rank's manifest and raw trace."""
     import gen_trace
-
-    from profilectl import jobs
-    from profilectl.report import partials
     job.mkdir(parents=True)
     for rank in range(ranks):
         rank_dir = job / f"node{rank // RANKS_PER_HOST + 1:04d}-rank{rank}"
@@ -61,8 +60,15 @@ def generate(job: Path, ranks: int, steps: int) -> float:
         (rank_dir / "manifest.json").write_text(json.dumps(manifest()))
         gen_trace.write_chrome(rank_dir / "raw" / f"node-rank{rank}-{1000 + rank}.pt.trace.json.gz",
                                steps * EVENTS_PER_STEP, seed=rank + 1, compress=True)
+
+
+def make_partials(job: Path) -> float:
+    """Every rank's partial, as each rank writes it when it ends where it ran; the seconds they took,
+    all ranks added (on a cluster the nodes make theirs at once)."""
+    from profilectl import jobs
+    from profilectl.report import partials
     reduce_s = 0.0
-    for rank in jobs.compose(job).ranks:  # what each rank does as it ends, where it ran
+    for rank in jobs.compose(job).ranks:
         partial = partials.make(job / rank.run / "raw", rank)
         partials.write(job / rank.run, partial)
         reduce_s += partial.seconds
@@ -98,14 +104,20 @@ def scale(sizes: list[int], repeat: int, steps: int, workdir: Path) -> int:
     failed = False
     for ranks in sizes:
         job = workdir / f"20261125T100000Z-trace-job{ranks}.0"
-        if not (job / "job.ready").is_file():
+        from profilectl.report import partials
+        if not (job / "traces.ready").is_file():
             shutil.rmtree(job, ignore_errors=True)
             started = time.perf_counter()
-            reduce_s = generate(job, ranks, steps)
-            (job / "job.ready").write_text(json.dumps({"reduce_s": reduce_s}))
+            generate(job, ranks, steps)
+            (job / "traces.ready").write_text("")
             print(f"{ranks} ranks: generated in {time.perf_counter() - started:.1f} s "
                   f"({sum(f.stat().st_size for f in job.rglob('*.gz')) / 2**20:.1f} MiB of traces)", flush=True)
-        reduce_s = json.loads((job / "job.ready").read_text())["reduce_s"]
+        ready = job / f"partials-{partials.FILE}-{partials.SCHEMA}.ready"  # remade when the format changes
+        if not ready.is_file():
+            for old in job.glob("*/partial.*"):
+                old.unlink()
+            ready.write_text(json.dumps({"reduce_s": make_partials(job)}))
+        reduce_s = json.loads(ready.read_text())["reduce_s"]
         base = [sys.executable, "-m", "profilectl", "report", str(job), "--format", "json"]
         times: dict[str, list[tuple[float, float]]] = {"partials": [], "raw": []}
         outputs: dict[str, str] = {}
@@ -136,7 +148,11 @@ def scale(sizes: list[int], repeat: int, steps: int, workdir: Path) -> int:
 
 
 def formats(workdir: Path, files: int) -> int:
-    """The partial's format, by measurement: MessagePack (msgspec) against Parquet and Arrow IPC."""
+    """The partial's format, by measurement: JSON (msgspec; the standard library where msgspec is not
+    installed) against MessagePack (msgspec), Parquet and Arrow IPC (polars)."""
+    import dataclasses
+
+    import msgspec
     import polars as pl
 
     from profilectl.report import partials
@@ -144,39 +160,40 @@ def formats(workdir: Path, files: int) -> int:
     if source is None:
         raise SystemExit(f"no partial under {workdir}: run the scaling first (--ranks 8)")
     partial = partials.decode(source.read_bytes())
+    schema = {"name": pl.Utf8, "calls": pl.Int64, "total": pl.Float64, "mean": pl.Float64, "m2": pl.Float64,
+              "minimum": pl.Float64, "maximum": pl.Float64, "spread_known": pl.Boolean, "self_total": pl.Float64}
 
     def frames() -> dict[str, pl.DataFrame]:
-        out = {}
-        for table in ("kernels", "api", "memory_copies", "operators"):
-            columns = msgspec_columns(getattr(partial, table))
-            out[table] = pl.DataFrame(columns, schema={"name": pl.Utf8, "calls": pl.Int64, "total": pl.Float64,
-                                                       "mean": pl.Float64, "m2": pl.Float64, "minimum": pl.Float64,
-                                                       "maximum": pl.Float64, "spread_known": pl.Boolean,
-                                                       "self_total": pl.Float64})
+        out = {table: pl.DataFrame({k: list(v) for k, v in dataclasses.asdict(getattr(partial, table)).items()},
+                                   schema=schema)
+               for table in ("kernels", "api", "memory_copies", "operators")}
         blocks = partial.rank_reductions()[0].piece.blocks if partial.reductions else ([], [])
         out["blocks"] = pl.DataFrame({"start": blocks[0], "end": blocks[1]})
         return out
 
-    def msgspec_columns(columns: partials.StatsColumns) -> dict:
-        import msgspec
-        return msgspec.structs.asdict(columns)
+    def stdlib_json(p: partials.Partial) -> bytes:
+        return json.dumps(dataclasses.asdict(p), allow_nan=False, separators=(",", ":")).encode()
 
+    ways = [("JSON (msgspec), whole partial [chosen]", "json", partials.encode,
+             lambda data: partials.decode(data).tables()),
+            ("JSON (standard library), whole partial", "json", stdlib_json,
+             lambda data: partials._decode_stdlib(data, "bench").tables()),
+            ("MessagePack (msgspec), whole partial", "msgpack", msgspec.msgpack.encode,
+             lambda data: msgspec.msgpack.decode(data, type=partials.Partial).tables())]
     results = []
     with tempfile.TemporaryDirectory(prefix="partial-formats-") as tmp:
         folder = Path(tmp)
-        # MessagePack: the whole partial (tables, timeline pieces, idle breakdown, waits) in one file
-        started = time.perf_counter()
-        for i in range(files):
-            (folder / f"{i}.msgpack").write_bytes(partials.encode(partial))
-        write_s = time.perf_counter() - started
-        started = time.perf_counter()
-        for i in range(files):
-            partials.decode((folder / f"{i}.msgpack").read_bytes()).tables()
-        read_s = time.perf_counter() - started
-        results.append(("MessagePack (msgspec), whole partial", (folder / "0.msgpack").stat().st_size, write_s,
-                        read_s))
-        for kind, suffix in (("Parquet (polars), tables and blocks only", "parquet"),
-                             ("Arrow IPC (polars), tables and blocks only", "arrow")):
+        for kind, suffix, encode, decode in ways:
+            started = time.perf_counter()
+            for i in range(files):
+                (folder / f"{i}.{suffix}").write_bytes(encode(partial))
+            write_s = time.perf_counter() - started
+            started = time.perf_counter()
+            for i in range(files):
+                decode((folder / f"{i}.{suffix}").read_bytes())
+            results.append((kind, (folder / f"0.{suffix}").stat().st_size, write_s, time.perf_counter() - started))
+        for kind, suffix in (("Parquet (polars), the 4 tables and busy blocks only", "parquet"),
+                             ("Arrow IPC (polars), the 4 tables and busy blocks only", "arrow")):
             started = time.perf_counter()
             for i in range(files):
                 for name, frame in frames().items():
@@ -192,9 +209,10 @@ def formats(workdir: Path, files: int) -> int:
             read_s = time.perf_counter() - started
             size = sum(p.stat().st_size for p in folder.glob(f"0.*.{suffix}"))
             results.append((kind, size, write_s, read_s))
+    blocks = sum(len(base64.b64decode(r.piece.block_start)) // 8 for r in partial.reductions)
     print(f"one rank's partial ({len(partial.kernels.name)} kernels, {len(partial.operators.name)} operators, "
-          f"{sum(len(r.piece.block_start) // 8 for r in partial.reductions)} busy blocks), {files} files each; "
-          f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}\n")
+          f"{blocks} busy blocks), {files} files each; load average "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}\n")
     print("| format | bytes per rank | write per file | read per file |")
     print("| --- | ---: | ---: | ---: |")
     for kind, size, write_s, read_s in results:
@@ -210,7 +228,7 @@ def main() -> int:
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "profilectl-cluster-scale",
                         help="where the generated jobs are kept between runs (default: $TMPDIR/profilectl-cluster-scale)")
     parser.add_argument("--formats", action="store_true",
-                        help="measure the partial's file format instead (MessagePack vs Parquet vs Arrow IPC)")
+                        help="measure the partial's file format instead (JSON vs MessagePack vs Parquet vs Arrow IPC)")
     parser.add_argument("--files", type=int, default=200, help="with --formats: files written and read per format")
     args = parser.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)

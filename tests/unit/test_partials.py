@@ -5,6 +5,7 @@ gone named. The job is two real ranks of a gloo DDP run whose rank 1 is the stra
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
@@ -13,7 +14,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import msgspec
 import pytest
 
 from profilectl import jobs
@@ -115,7 +115,7 @@ def test_another_schema_version_is_rebuilt(tmp_path):
     load_job(job)
     place = job / "node1-rank0" / partials.FILE
     stored = partials.decode(place.read_bytes())
-    place.write_bytes(partials.encode(msgspec.structs.replace(stored, schema_version=partials.SCHEMA + 1)))
+    place.write_bytes(partials.encode(dataclasses.replace(stored, schema_version=partials.SCHEMA + 1)))
     result = partials.for_rank(job, jobs.compose(job).ranks[0])
     assert result.how == "rebuilt"
     assert f"schema version {partials.SCHEMA + 1}, this profilectl reads {partials.SCHEMA}" in result.note
@@ -212,3 +212,21 @@ def test_reduce_here_of_a_folder_this_node_lacks_says_so_in_one_line(tmp_path):
     assert on_cluster.reduce_here(tmp_path / "absent", out) == 0
     answer = on_cluster.parse("node9", out.getvalue(), "", 0)
     assert answer.partials == () and answer.problem is None and answer.host
+
+
+def test_a_partial_is_read_alike_with_and_without_msgspec(tmp_path):
+    """The compose images and the cluster's nodes have no msgspec (Debian's Python): a partial one of
+    them writes is read where msgspec is, and the other way round, to the same values."""
+    job = make_job(tmp_path)
+    rank_dir = job / "node1-rank0"
+    made = partials.make(rank_dir / "raw", jobs.compose(job).ranks[0])
+    script = ("import sys; sys.modules['msgspec'] = None\n"  # import msgspec now raises ImportError
+              "from pathlib import Path\nfrom profilectl.report import partials\n"
+              "p = Path(sys.argv[1])\n"
+              "stored = partials.decode(p.read_bytes())\n"  # written with msgspec, read without
+              "p.with_name('again.json').write_bytes(partials.encode(stored))\n")
+    (rank_dir / partials.FILE).write_bytes(partials.encode(made))
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    subprocess.run([sys.executable, "-c", script, str(rank_dir / partials.FILE)], check=True, env=env)
+    again = partials.decode((rank_dir / "again.json").read_bytes())  # written without msgspec, read with it
+    assert again == made

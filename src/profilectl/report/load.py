@@ -62,8 +62,6 @@ def _job_from_partials(path: Path, job: "JobManifest") -> tuple[Summary, tuple[s
 def job_summary(path: Path, job: "JobManifest", results: "Iterable[RankResult]") -> tuple[Summary, tuple[str, ...]]:
     """The job's summary from its ranks' partials, with their statuses as the job says now, and the
     notes that name the ranks rebuilt, read from partials only, or missing."""
-    import msgspec
-
     from profilectl.report import partials
     statuses = {r.rank: r.status for r in job.ranks}
     notes: list[str] = []
@@ -80,7 +78,7 @@ def job_summary(path: Path, job: "JobManifest", results: "Iterable[RankResult]")
                 rebuilt.append(result.rank.rank)
             if result.partial is not None:
                 status = statuses.get(result.rank.rank)
-                yield msgspec.structs.replace(result.partial, ranks=tuple(
+                yield dataclasses.replace(result.partial, ranks=tuple(
                     dataclasses.replace(row, status=status or row.status) for row in result.partial.ranks))
     summary = partials.summary_of(path, used())
     if rebuilt:

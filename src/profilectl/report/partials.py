@@ -8,29 +8,34 @@ reduced (analysis/reduce.py: the timeline row, gaps, busy blocks, steps, idle br
 waits per steady step that the straggler is judged from). No percentile of a kernel, operator or
 annotation is reported, so no quantile sketch is kept.
 
-Format: MessagePack through msgspec (bench/cluster_scale.py --formats measures it against Parquet
-and Arrow IPC through polars), columnar inside (one list per statistic, busy blocks as raw int64),
-with a schema version, who made it where and when, and the identity (relative path, size, mtime)
-of every raw file it was made from: a partial whose files changed is stale and is rebuilt. The
-inode is not part of the identity: copying a node's scratch back (`cp -a`) keeps sizes and mtimes
-but not inodes, and must not make every partial stale.
+Format: JSON, columnar inside (one array per statistic; busy blocks as base64 of little-endian
+int64), written and read by msgspec where it is installed and by the standard library where it is
+not (the compose images and the SLURM test cluster's nodes have no msgspec: their partials must
+still be read on a machine that has it, and the other way round). bench/cluster_scale.py --formats
+measures it against MessagePack, Parquet and Arrow IPC. Each partial carries a schema version, who
+made it where and when, and the identity (relative path, size, mtime) of every raw file it was made
+from: a partial whose files changed is stale and is rebuilt. The inode is not part of the identity:
+copying a node's scratch back (`cp -a`) keeps sizes and mtimes but not inodes, and must not make
+every partial stale.
 
-Where: `<rank run dir>/partial.msgpack`; where that folder is not writable, the cache folder
+Where: `<rank run dir>/partial.json`; where that folder is not writable, the cache folder
 (report/cache.py's, under `partials/`).
 """
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import hashlib
+import json
+import math
 import os
 import socket
 import time
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
-
-import msgspec
 
 from profilectl import __version__
 from profilectl.analysis.idle import RankIdle
@@ -43,58 +48,98 @@ if TYPE_CHECKING:
     from profilectl.jobs import JobRank
 
 SCHEMA = 1  # bumped whenever the layout below changes: an older partial is rebuilt, never misread
-FILE = "partial.msgpack"
+FILE = "partial.json"
 
 
-class FileIdentity(msgspec.Struct, array_like=True, frozen=True):
+def _finite(value: float) -> float | None:
+    """JSON has no infinity (an empty minimum is +inf): None stands for it."""
+    return value if math.isfinite(value) else None
+
+
+@dataclass(frozen=True)
+class FileIdentity:
     path: str  # relative to the folder reduced
     size: int
     mtime_ns: int
 
 
-class StatsColumns(msgspec.Struct, frozen=True):
+@dataclass(frozen=True)
+class StatsColumns:
     """A StatsByName as columns, in the table's own order (ties in the report keep it)."""
-    name: list[str] = []
-    calls: list[int] = []
-    total: list[float] = []
-    mean: list[float] = []
-    m2: list[float] = []
-    minimum: list[float] = []
-    maximum: list[float] = []
-    spread_known: list[bool] = []
-    self_total: list[float | None] = []
+    name: tuple[str, ...] = ()
+    calls: tuple[int, ...] = ()
+    total: tuple[float, ...] = ()
+    mean: tuple[float, ...] = ()
+    m2: tuple[float, ...] = ()
+    minimum: tuple[float | None, ...] = ()  # None: +inf (no value)
+    maximum: tuple[float | None, ...] = ()
+    spread_known: tuple[bool, ...] = ()
+    self_total: tuple[float | None, ...] = ()
 
     @classmethod
     def of(cls, stats: StatsByName) -> "StatsColumns":
         rows = list(stats.values())
-        return cls(name=list(stats), calls=[s.calls for s in rows], total=[s.total for s in rows],
-                   mean=[s.mean for s in rows], m2=[s.m2 for s in rows], minimum=[s.minimum for s in rows],
-                   maximum=[s.maximum for s in rows], spread_known=[s.spread_known for s in rows],
-                   self_total=[s.self_total for s in rows])
+        return cls(name=tuple(stats), calls=tuple(s.calls for s in rows), total=tuple(float(s.total) for s in rows),
+                   mean=tuple(float(s.mean) for s in rows), m2=tuple(float(s.m2) for s in rows),
+                   minimum=tuple(_finite(float(s.minimum)) for s in rows),
+                   maximum=tuple(_finite(float(s.maximum)) for s in rows),
+                   spread_known=tuple(s.spread_known for s in rows),
+                   self_total=tuple(None if s.self_total is None else float(s.self_total) for s in rows))
 
     def stats(self) -> StatsByName:
-        return {name: KernelStats(calls=c, total=t, mean=m, m2=v, minimum=lo, maximum=hi, spread_known=k, self_total=st)
+        return {name: KernelStats(calls=c, total=t, mean=m, m2=v, minimum=math.inf if lo is None else lo,
+                                  maximum=-math.inf if hi is None else hi, spread_known=k, self_total=st)
                 for name, c, t, m, v, lo, hi, k, st in zip(self.name, self.calls, self.total, self.mean, self.m2,
                                                             self.minimum, self.maximum, self.spread_known,
                                                             self.self_total)}
 
 
-class PieceColumns(msgspec.Struct, frozen=True):
+@dataclass(frozen=True)
+class CounterColumns:
+    """CounterValue with its empty extremes (+inf, -inf) as None."""
+    kernel: str
+    counter: str
+    total: float
+    dispatches: int
+    weighted: float
+    weight: float
+    timed: int
+    minimum: float | None
+    maximum: float | None
+    unit: str
+
+    @classmethod
+    def of(cls, value: CounterValue) -> "CounterColumns":
+        return cls(kernel=value.kernel, counter=value.counter, total=float(value.total), dispatches=value.dispatches,
+                   weighted=float(value.weighted), weight=float(value.weight), timed=value.timed,
+                   minimum=_finite(float(value.minimum)), maximum=_finite(float(value.maximum)), unit=value.unit)
+
+    def value(self) -> CounterValue:
+        return CounterValue(kernel=self.kernel, counter=self.counter, total=self.total, dispatches=self.dispatches,
+                            weighted=self.weighted, weight=self.weight, timed=self.timed,
+                            minimum=math.inf if self.minimum is None else self.minimum,
+                            maximum=-math.inf if self.maximum is None else self.maximum, unit=self.unit)
+
+
+@dataclass(frozen=True)
+class PieceColumns:
     row: TimelineRow
     gaps: tuple[Gap, ...]
-    block_start: bytes  # int64, native byte order (the partial says which: `byteorder`)
-    block_end: bytes
+    block_start: str  # base64 of little-endian int64
+    block_end: str
     steps: tuple[StepRow, ...]
     step_source: str
 
 
-class ReductionColumns(msgspec.Struct, frozen=True):
+@dataclass(frozen=True)
+class ReductionColumns:
     piece: PieceColumns
     idle: RankIdle
     waits: RankWaits | None
 
 
-class RankIdentity(msgspec.Struct, frozen=True):
+@dataclass(frozen=True)
+class RankIdentity:
     """The rank as its job knows it (None for a bare folder)."""
     rank: int
     host: str
@@ -104,14 +149,14 @@ class RankIdentity(msgspec.Struct, frozen=True):
     message: str | None = None
 
 
-class Partial(msgspec.Struct, frozen=True):
+@dataclass(frozen=True)
+class Partial:
     schema_version: int
     producer: str  # profilectl's version
     made_on: str  # host name
     made_at: str  # ISO 8601, UTC
     seconds: float  # to read the raw files and reduce them
     folder: str  # what was reduced, as the maker saw it
-    byteorder: str
     files: tuple[FileIdentity, ...]
     rank: RankIdentity | None
     kernel_detail: int
@@ -120,7 +165,7 @@ class Partial(msgspec.Struct, frozen=True):
     memory_copies: StatsColumns
     operators: StatsColumns
     annotations: tuple[AnnotationRow, ...]
-    counters: tuple[CounterValue, ...]
+    counters: tuple[CounterColumns, ...]
     timing_s: tuple[float, ...]
     step_ends_ns: tuple[tuple[int, ...], ...]
     ranks: tuple[RankRow, ...]
@@ -129,35 +174,35 @@ class Partial(msgspec.Struct, frozen=True):
     notes: tuple[str, ...]
     kernel_timing: str
     pc_samples: tuple[tuple[str, str, str, int], ...]
-    stall_reasons: dict[str, int]
-    had_timelines: bool  # the files had timestamps (even if no GPU activity): the timeline is analysed
-    reductions: tuple[ReductionColumns, ...]
+    stall_reasons: dict[str, int] = field(default_factory=dict)
+    had_timelines: bool = False  # the files had timestamps (even if no GPU activity): the timeline is analysed
+    reductions: tuple[ReductionColumns, ...] = ()
 
     def tables(self) -> Tables:
         """The rank's Tables as the raw read gave them, less the timelines (they are `reductions`)."""
         return Tables(kernels=self.kernels.stats(), kernel_detail=self.kernel_detail, api=self.api.stats(),
                       memory_copies=self.memory_copies.stats(), operators=self.operators.stats(),
-                      annotations=self.annotations, counters=self.counters, timing_s=self.timing_s,
-                      step_ends_ns=self.step_ends_ns, ranks=self.ranks, trace_files=self.trace_files,
-                      sources=self.sources, notes=self.notes, kernel_timing=self.kernel_timing,
-                      pc_samples={(k, i, s): n for k, i, s, n in self.pc_samples},
+                      annotations=self.annotations, counters=tuple(c.value() for c in self.counters),
+                      timing_s=self.timing_s, step_ends_ns=self.step_ends_ns, ranks=self.ranks,
+                      trace_files=self.trace_files, sources=self.sources, notes=self.notes,
+                      kernel_timing=self.kernel_timing, pc_samples={(k, i, s): n for k, i, s, n in self.pc_samples},
                       stall_reasons=dict(self.stall_reasons))
 
     def rank_reductions(self) -> tuple[RankReduction, ...]:
         import numpy as np
-        dtype = np.dtype(np.int64).newbyteorder("<" if self.byteorder == "little" else ">")
         out = []
         for r in self.reductions:
             p = r.piece
-            blocks = (np.frombuffer(p.block_start, dtype=dtype).astype(np.int64),
-                      np.frombuffer(p.block_end, dtype=dtype).astype(np.int64))
+            blocks = (np.frombuffer(base64.b64decode(p.block_start), dtype="<i8").astype(np.int64),
+                      np.frombuffer(base64.b64decode(p.block_end), dtype="<i8").astype(np.int64))
             out.append(RankReduction(piece=RankPiece(row=p.row, gaps=p.gaps, blocks=blocks, steps=p.steps,
                                                      step_source=p.step_source), idle=r.idle, waits=r.waits))
         return tuple(out)
 
 
-class _Head(msgspec.Struct):
-    """The first fields, decoded alone to check the version before trusting the rest."""
+@dataclass
+class _Head:
+    """The version alone, decoded first: a partial of another layout is rebuilt, never misread."""
     schema_version: int
 
 
@@ -201,58 +246,81 @@ def make(folder: Path, rank: "JobRank | None" = None, files: tuple[FileIdentity,
 
 def of_tables(tables: Tables, folder: Path, files: tuple[FileIdentity, ...], rank: "JobRank | None" = None,
               seconds: float = 0.0) -> Partial:
-    import sys
-
     from profilectl.analysis.reduce import reduce_timelines
     reductions = reduce_timelines(tables.timelines) if tables.timelines else ()
     return Partial(
         schema_version=SCHEMA, producer=__version__, made_on=local_host(),
         made_at=datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z"),
-        seconds=round(seconds + 0.0, 6), folder=str(folder), byteorder=sys.byteorder, files=files,
+        seconds=round(seconds + 0.0, 6), folder=str(folder), files=files,
         rank=None if rank is None else RankIdentity(rank=rank.rank, host=rank.host, run=rank.run, status=rank.status,
                                                     exit_code=rank.exit_code, message=rank.message),
         kernel_detail=tables.kernel_detail, kernels=StatsColumns.of(tables.kernels), api=StatsColumns.of(tables.api),
         memory_copies=StatsColumns.of(tables.memory_copies), operators=StatsColumns.of(tables.operators),
-        annotations=tables.annotations, counters=tables.counters, timing_s=tables.timing_s,
+        annotations=tables.annotations, counters=tuple(CounterColumns.of(c) for c in tables.counters),
+        timing_s=tables.timing_s,
         step_ends_ns=tables.step_ends_ns, ranks=tables.ranks, trace_files=tables.trace_files, sources=tables.sources,
         notes=tables.notes, kernel_timing=tables.kernel_timing,
         pc_samples=tuple((k, i, s, n) for (k, i, s), n in tables.pc_samples.items()),
         stall_reasons=dict(tables.stall_reasons), had_timelines=bool(tables.timelines),
         reductions=tuple(ReductionColumns(piece=PieceColumns(row=r.piece.row, gaps=r.piece.gaps,
-                                                             block_start=r.piece.blocks[0].astype("int64").tobytes(),
-                                                             block_end=r.piece.blocks[1].astype("int64").tobytes(),
+                                                             block_start=_int64s(r.piece.blocks[0]),
+                                                             block_end=_int64s(r.piece.blocks[1]),
                                                              steps=r.piece.steps, step_source=r.piece.step_source),
                                           idle=r.idle, waits=r.waits) for r in reductions))
 
 
+def _int64s(values: Any) -> str:
+    import numpy as np
+    return base64.b64encode(np.asarray(values, dtype="<i8").tobytes()).decode("ascii")
+
+
 # ---------------------------------------------------------------- files
-_ENCODER = msgspec.msgpack.Encoder()
-_DECODER = msgspec.msgpack.Decoder(Partial)
-_HEAD = msgspec.msgpack.Decoder(_Head)
-
-
 def encode(partial: Partial) -> bytes:
-    return _ENCODER.encode(partial)
+    try:
+        import msgspec
+    except ImportError:
+        return json.dumps(dataclasses.asdict(partial), allow_nan=False, separators=(",", ":")).encode()
+    return msgspec.json.encode(partial)
 
 
 def decode(data: bytes, where: str = "partial") -> Partial:
     """The partial, or PartialError saying in one line why not (another schema, a torn or foreign file)."""
     try:
-        version = _HEAD.decode(data).schema_version
+        import msgspec
+    except ImportError:
+        return _decode_stdlib(data, where)
+    try:
+        version = msgspec.json.decode(data, type=_Head).schema_version
     except (msgspec.DecodeError, msgspec.ValidationError):
         raise PartialError(f"{where}: not a profilectl partial (unreadable or torn)") from None
     if version != SCHEMA:
         raise PartialError(f"{where}: schema version {version}, this profilectl reads {SCHEMA}")
     try:
-        return _DECODER.decode(data)
+        return msgspec.json.decode(data, type=Partial)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise PartialError(f"{where}: damaged partial ({exc})") from None
+
+
+def _decode_stdlib(data: bytes, where: str) -> Partial:
+    from profilectl.errors import FormatError
+    from profilectl.files import load_typed
+    try:
+        plain = json.loads(data)
+        version = plain["schema_version"]
+    except (ValueError, TypeError, KeyError):
+        raise PartialError(f"{where}: not a profilectl partial (unreadable or torn)") from None
+    if version != SCHEMA:
+        raise PartialError(f"{where}: schema version {version}, this profilectl reads {SCHEMA}")
+    try:
+        return load_typed(Partial, plain, where, "profilectl partial")
+    except FormatError as exc:
         raise PartialError(f"{where}: damaged partial ({exc})") from None
 
 
 def cache_path(rank_dir: Path) -> Path:
     from profilectl.report.cache import cache_dir
     digest = hashlib.sha256(str(rank_dir.resolve()).encode()).hexdigest()[:32]
-    return cache_dir() / "partials" / f"{digest}.msgpack"
+    return cache_dir() / "partials" / f"{digest}.json"
 
 
 def read(rank_dir: Path) -> Partial | None:
@@ -365,7 +433,7 @@ def on_this_node(job_dir: Path) -> list[Partial]:
     for rank in job.ranks:
         result = for_rank(job_dir, rank)
         if result.partial is not None:
-            out.append(msgspec.structs.replace(result.partial, rank=RankIdentity(
+            out.append(dataclasses.replace(result.partial, rank=RankIdentity(
                 rank=rank.rank, host=rank.host, run=rank.run, status=rank.status, exit_code=rank.exit_code,
                 message=rank.message)))
     return out
