@@ -412,7 +412,7 @@ def test_report_on_cluster_reduces_on_each_node_and_names_a_node_that_is_down(cl
                               check=True).stdout.split()
         assert set(ranks) <= set(here) and not any(r in here for r in ("node1-rank0", "node2-rank2")
                                                      if not r.startswith(node)), here
-        assert "partial.msgpack" in subprocess.run(["docker", "exec", CONTAINER[node], "ls", f"{job}/{ranks[0]}"],
+        assert "partial.json" in subprocess.run(["docker", "exec", CONTAINER[node], "ls", f"{job}/{ranks[0]}"],
                                                    capture_output=True, text=True).stdout  # written as it ended
     assert subprocess.run(["docker", "exec", f"{CLUSTER}-ctld", "test", "-e", job]).returncode != 0
 
