@@ -204,7 +204,7 @@ def formats(workdir: Path, files: int) -> int:
             for i in range(files):
                 for name in ("kernels", "api", "memory_copies", "operators", "blocks"):
                     target = folder / f"{i}.{name}.{suffix}"
-                    frame = pl.read_parquet(target) if suffix == "parquet" else pl.read_ipc(target, memory_map=False)
+                    frame = pl.read_parquet(target) if suffix == "parquet" else pl.read_ipc(target)
                     frame.to_dict(as_series=False)
             read_s = time.perf_counter() - started
             size = sum(p.stat().st_size for p in folder.glob(f"0.*.{suffix}"))
