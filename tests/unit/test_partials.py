@@ -230,3 +230,21 @@ def test_a_partial_is_read_alike_with_and_without_msgspec(tmp_path):
     subprocess.run([sys.executable, "-c", script, str(rank_dir / partials.FILE)], check=True, env=env)
     again = partials.decode((rank_dir / "again.json").read_bytes())  # written without msgspec, read with it
     assert again == made
+
+
+def test_a_rank_a_node_cannot_read_costs_that_rank_only(tmp_path):
+    """A damaged trace in one rank's raw/: the node's step sends the other rank's partial and one
+    line for the damaged rank; the merge says it."""
+    job = make_job(tmp_path)
+    trace = next((job / "node2-rank1" / "raw").glob("*.json.gz"))
+    trace.unlink()
+    trace.with_suffix("").write_text('{"traceEvents": [ {"ph": "X", "name": 5')  # a trace cut short
+    out = io.StringIO()
+    assert on_cluster.reduce_here(job, out) == 0
+    answer = on_cluster.parse("node9", out.getvalue(), "", 0)
+    assert [p.rank.rank for p in answer.partials] == [0] and answer.problem is None
+    [note] = answer.notes
+    assert note.startswith("node9: rank 1 (node2): not reduced: ") and "\n" not in note
+    merged = on_cluster.merge(job, [answer])
+    assert note in merged.notes and merged.job.ranks[1].rank == 1
+    assert "rank 1 (node2): not reduced on its node: its numbers are missing" in merged.notes

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 PARTIAL_LINE = "profilectl-partial "  # one rank's partial, base64 MessagePack
 JOB_LINE = "profilectl-job "  # the node's view of the job (job.json), JSON
 NODE_LINE = "profilectl-node "  # the node's name and the seconds it took, JSON
+NOTE_LINE = "profilectl-note "  # a rank the node could not reduce, or read from its raw files, JSON text
 IMMEDIATE_S = 30  # a node that cannot start the step in this time is named, not waited for
 STEP_TIMEOUT_S = 3600
 
@@ -77,9 +78,11 @@ def reduce_here(job_dir: Path, out: TextIO) -> int:
     found: list["Partial"] = []
     if job_dir.is_dir() and jobs.is_job_dir(job_dir):
         out.write(JOB_LINE + json.dumps(jobs.compose(job_dir).to_dict()) + "\n")
-        found = partials.on_this_node(job_dir)
+        found, problems = partials.on_this_node(job_dir)
         for partial in found:
             out.write(PARTIAL_LINE + base64.b64encode(partials.encode(partial)).decode("ascii") + "\n")
+        for problem in problems:
+            out.write(NOTE_LINE + json.dumps(problem) + "\n")
     out.write(NODE_LINE + json.dumps({"node": host, "ranks": len(found),
                                       "seconds": round(time.perf_counter() - started, 3)}) + "\n")
     out.flush()
@@ -95,6 +98,7 @@ class NodeAnswer:
     job: "JobManifest | None"
     seconds: float | None
     problem: str | None  # why it gave nothing: srun's last words
+    notes: tuple[str, ...] = ()  # ranks it could not reduce, or rebuilt from their raw files
 
 
 def parse(node: str, stdout: str, stderr: str, returncode: int) -> NodeAnswer:
@@ -102,13 +106,15 @@ def parse(node: str, stdout: str, stderr: str, returncode: int) -> NodeAnswer:
     from profilectl.jobs import JobManifest
     from profilectl.report import partials
     found, job, host, seconds = [], None, None, None
-    problems = []
+    problems, notes = [], []
     for line in stdout.splitlines():
         try:
             if line.startswith(PARTIAL_LINE):
                 found.append(partials.decode(base64.b64decode(line[len(PARTIAL_LINE):]), f"{node}'s partial"))
             elif line.startswith(JOB_LINE):
                 job = load_typed(JobManifest, json.loads(line[len(JOB_LINE):]), f"{node}'s job.json", "job manifest")
+            elif line.startswith(NOTE_LINE):
+                notes.append(f"{node}: {json.loads(line[len(NOTE_LINE):])}")
             elif line.startswith(NODE_LINE):
                 said = json.loads(line[len(NODE_LINE):])
                 host, seconds = said.get("node"), said.get("seconds")
@@ -120,7 +126,8 @@ def parse(node: str, stdout: str, stderr: str, returncode: int) -> NodeAnswer:
         problem = (f"srun exited {returncode}: {words[-1].strip()}" if words else f"srun exited {returncode}")
     elif problems:
         problem = "; ".join(problems[:3])
-    return NodeAnswer(node=node, host=host, partials=tuple(found), job=job, seconds=seconds, problem=problem)
+    return NodeAnswer(node=node, host=host, partials=tuple(found), job=job, seconds=seconds, problem=problem,
+                      notes=tuple(notes))
 
 
 def gather(job_dir: Path, nodes: list[str], program: str = "profilectl") -> list[NodeAnswer]:
@@ -175,6 +182,7 @@ def merge(job_dir: Path, answers: Iterable[NodeAnswer]) -> "Summary":
     said = [f"reduced on {a.host or a.node}: {len(a.partials)} rank(s) in {a.seconds:.2f} s" for a in answers
             if not a.problem and a.seconds is not None]
     said += [f"node {a.node} not reached: {a.problem}; its ranks' numbers are missing" for a in down]
+    said += [note for a in answers for note in a.notes]
     from profilectl.report.load import job_metadata
     return dataclasses.replace(summary, job=job, notes=tuple(said) + summary.notes + notes,
                                metadata=job_metadata(job_dir, job) if job_dir.is_dir() else None)

@@ -422,21 +422,29 @@ def rank_of_partial(partial: Partial) -> "JobRank | None":
     return JobRank(rank=r.rank, host=r.host, status=r.status, run=r.run, exit_code=r.exit_code, message=r.message)
 
 
-def on_this_node(job_dir: Path) -> list[Partial]:
+def on_this_node(job_dir: Path) -> tuple[list[Partial], list[str]]:
     """Every rank of `job_dir` found on this node (its scratch or a shared folder), reduced here:
-    what `profilectl report --on-cluster` runs on each node (a job step)."""
+    what `profilectl report --on-cluster` runs on each node (a job step). Also what could not be
+    reduced, one line per rank (a rank's bad file costs that rank, not the node's others)."""
     from profilectl import jobs
+    from profilectl.errors import ProfilectlError
     if not job_dir.is_dir():
-        return []
+        return [], []
     job = jobs.compose(job_dir)
-    out = []
+    out, problems = [], []
     for rank in job.ranks:
-        result = for_rank(job_dir, rank)
+        try:
+            result = for_rank(job_dir, rank)
+        except (ProfilectlError, OSError) as exc:
+            problems.append(f"rank {rank.rank} ({rank.host}): not reduced: {exc}")
+            continue
+        if result.note:
+            problems.append(result.note)
         if result.partial is not None:
             out.append(dataclasses.replace(result.partial, rank=RankIdentity(
                 rank=rank.rank, host=rank.host, run=rank.run, status=rank.status, exit_code=rank.exit_code,
                 message=rank.message)))
-    return out
+    return out, problems
 
 
 def local_host() -> str:
