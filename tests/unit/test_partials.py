@@ -248,3 +248,10 @@ def test_a_rank_a_node_cannot_read_costs_that_rank_only(tmp_path):
     merged = on_cluster.merge(job, [answer])
     assert note in merged.notes and merged.job.ranks[1].rank == 1
     assert "rank 1 (node2): not reduced on its node: its numbers are missing" in merged.notes
+
+
+def test_every_table_a_reader_makes_is_carried_by_the_partial():
+    """A table added to Tables later must be added to the partial too (or the job report loses it)."""
+    from profilectl.formats.tables import Tables
+    carried = {f.name for f in dataclasses.fields(partials.Partial)}
+    assert {f.name for f in dataclasses.fields(Tables)} - {"timelines"} <= carried
