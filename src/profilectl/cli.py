@@ -222,6 +222,18 @@ def _report_options(report: argparse.ArgumentParser) -> None:
     report.add_argument("--force", action="store_true",
                         help="let -o replace an existing file (never a run's own files or the report's input)")
     report.add_argument("--top", type=int, default=10, metavar="N", help="rows per table (default 10)")
+    job = report.add_argument_group("SLURM job folders")
+    job.add_argument("--raw", action="store_true",
+                     help="read every rank's raw files instead of merging the ranks' partials (same numbers, slower)")
+    job.add_argument("--on-cluster", action="store_true",
+                     help="reduce each node's ranks where their files are (one srun job step per node, e.g. "
+                          "node-local scratch before the copy back) and merge the partials here")
+    job.add_argument("--nodes", metavar="LIST",
+                     help="with --on-cluster: the nodes to reduce on, e.g. node1,node2 (default: the job's nodes)")
+    job.add_argument("--dry-run", action="store_true", help="with --on-cluster: print the srun argv per node; run nothing")
+    job.add_argument("--reduce-here", action="store_true",
+                     help="reduce this node's ranks of the job folder and print their partials (what each "
+                          "--on-cluster job step runs)")
     _report_window_options(report)
 
 
@@ -382,7 +394,9 @@ def main(argv: list[str] | None = None) -> int:
             if args.report_range is not None or args.report_steps is not None or args.report_step_mark is not None:
                 return commands.report_window(args.path, args.format, args.output, args.top, args.force,
                                               args.report_range, args.report_steps, args.report_step_mark)
-            return commands.report(args.path, args.format, args.output, args.top, args.force)
+            return commands.report(args.path, args.format, args.output, args.top, args.force, raw=args.raw,
+                                   on_cluster=args.on_cluster, nodes=args.nodes, dry_run=args.dry_run,
+                                   reduce_here=args.reduce_here)
         if args.command == "query":
             return commands.query(args.path, args.sql, args.format)
         if args.command == "compare":

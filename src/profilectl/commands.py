@@ -6,6 +6,8 @@ so `report --format json` on a finished run starts fast.
 
 from __future__ import annotations
 
+import contextvars
+import dataclasses
 import json
 import os
 import sys
@@ -86,8 +88,47 @@ def _load(path: Path, quiet: bool = False) -> Any:
         size = f" ({_runs().human_bytes(path.stat().st_size)})" if path.is_file() else ""
     except OSError:
         size = ""
+    how = _JOB_READ.get()
+    if how.on_cluster:  # each node reduces its own ranks (a job step), merged here
+        from profilectl.report import on_cluster
+        with activity(f"reducing {path.name or path} on {', '.join(how.nodes)}", quiet=quiet):
+            return on_cluster.merge(path, on_cluster.gather(path, list(how.nodes)))
     with activity(f"reading {path.name or path}{size}", quiet=quiet):
-        return load.load(path)
+        return load.load(path, raw=how.raw)
+
+
+@dataclasses.dataclass(frozen=True)
+class JobRead:
+    """How `report` reads a SLURM job folder: its ranks' partials (default), every raw file (--raw),
+    or reduced on the nodes that hold the files (--on-cluster)."""
+    raw: bool = False
+    on_cluster: bool = False
+    nodes: tuple[str, ...] = ()
+
+
+_JOB_READ: contextvars.ContextVar[JobRead] = contextvars.ContextVar("job_read", default=JobRead())
+
+
+def report_job_options(path: str, raw: bool, on_cluster: bool, nodes: str | None, dry_run: bool,
+                       reduce_here: bool) -> int | JobRead:
+    """report's job options: an exit code when they did the whole work (--reduce-here, --dry-run),
+    else how to read the job."""
+    from profilectl.report import on_cluster as cluster_read
+    if reduce_here:
+        return cluster_read.reduce_here(Path(path), sys.stdout)
+    if dry_run and not on_cluster:
+        raise errors.UsageError("report --dry-run shows the job steps of --on-cluster: add --on-cluster")
+    if raw and on_cluster:
+        raise errors.UsageError("--raw and --on-cluster: choose one (--on-cluster reads the raw files on the nodes)")
+    if not on_cluster:
+        return JobRead(raw=raw)
+    chosen = cluster_read.job_nodes(Path(path), nodes)
+    if dry_run:
+        import shlex
+        for node in chosen:
+            print(shlex.join(cluster_read.step_argv(Path(path), node)))
+        return errors.OK
+    return JobRead(on_cluster=True, nodes=tuple(chosen))
 
 
 def env_check(as_json: bool, deep: bool, require: str | None, root: str | None, path: str | None) -> int:
@@ -223,9 +264,27 @@ def execute_prepared(prepared: Prepared, streams: Any, update_job: bool = True) 
     manifest is updated after it unless the caller does that itself."""
     from profilectl import execute
     outcome = execute.run(prepared.plan, _env_report(prepared.facts), streams)
+    if prepared.task and prepared.job_dir:
+        _write_partial(outcome, prepared.task)
     if update_job and prepared.task and prepared.job_dir:
         _update_job(prepared.job_dir, prepared.task)
     return outcome
+
+
+def _write_partial(outcome: "Outcome", task: Any) -> None:
+    """The rank's partial, made where it ran as it ends (report/partials.py): the job's report
+    merges these instead of re-reading every rank's raw files. It only saves time: a failure to
+    make it is one line, and the report rebuilds it."""
+    from profilectl.jobs import JobRank
+    from profilectl.report import partials
+    rank = JobRank(rank=task.rank, host=task.node, status=outcome.status, run=outcome.run_dir.name,
+                   exit_code=outcome.manifest.exit_code, message=outcome.manifest.message)
+    try:
+        written = partials.write(outcome.run_dir, partials.make(outcome.run_dir / "raw", rank))
+        if written is not None:
+            _runs().hand_over(written, _runs().host_owner(outcome.run_dir.parent.parent), recursive=False)
+    except (OSError, errors.ProfilectlError) as exc:
+        say(f"rank {task.rank}: partial not written ({exc}); the report will read its raw files")
 
 
 def _captured_console() -> tuple["Console", Any]:
@@ -291,14 +350,28 @@ def ls(traces_dir: str | None, as_json: bool) -> int:
     return errors.OK
 
 
-def report(path: str, fmt: str, output: str | None, top: int, force: bool = False) -> int:
+def report(path: str, fmt: str, output: str | None, top: int, force: bool = False, raw: bool = False,
+           on_cluster: bool = False, nodes: str | None = None, dry_run: bool = False, reduce_here: bool = False) -> int:
     if top < 1:
         raise errors.UsageError("--top must be at least 1")
+    how = report_job_options(path, raw, on_cluster, nodes, dry_run, reduce_here)
+    if isinstance(how, int):
+        return how
+    if how != JobRead():
+        token = _JOB_READ.set(how)
+        try:
+            return _report_with(path, fmt, output, top, force, cached=False)
+        finally:
+            _JOB_READ.reset(token)
+    return _report_with(path, fmt, output, top, force)
+
+
+def _report_with(path: str, fmt: str, output: str | None, top: int, force: bool, cached: bool = True) -> int:
     if output and fmt == "csv":
         return report_csv_files(Path(path), output, force)
     if fmt in ("parquet", "sqlite"):
         return report_files(Path(path), fmt, output, force)
-    if not output:  # printed before from the same files, code and settings: printed again as it was
+    if not output and cached:  # printed before from the same files, code and settings: printed again as it was
         from profilectl.report import render_cache
         cache_key = render_cache.key(path, fmt, top)
         if cache_key is not None:
@@ -415,7 +488,7 @@ def report_files(path: Path, fmt: str, output: str | None, force: bool) -> int:
             import polars  # noqa: F401
         except ImportError:
             raise errors.UsageError("--format parquet needs polars: pip install 'profilectl[fast]'") from None
-    summary = load.load(path)
+    summary = _load(path, quiet=True)
     document = build_document(summary)
     inputs = [path, *map(Path, summary.source.files)]
     if fmt == "sqlite":

@@ -220,3 +220,26 @@ def write(job_dir: Path, task: SlurmTask | None = None, wait_for_ranks_s: float 
         job = compose(job_dir, task)
     write_json_atomic(job_dir / JOB_MANIFEST, job.to_dict())
     return job
+
+
+def composed_from(job_dir: Path, ranks: list[JobRank], ntasks: int, views: list[JobManifest],
+                  unreachable: Mapping[str, str]) -> JobManifest:
+    """The job as several nodes saw it (`report --on-cluster`: each node's own folder holds its own
+    ranks), with the nodes that could not be asked named first."""
+    first = views[0] if views else None
+    status, message = _job_status(ranks, ntasks)
+    missing = sorted(set(range(ntasks)) - {r.rank for r in ranks})
+    if unreachable:
+        parts = [f"node {node} not reached ({why})" for node, why in sorted(unreachable.items())]
+        if missing:
+            parts.append(f"rank(s) {_spans(missing)} not reduced (their node was not reached)")
+        done = [p for p in message.split("; ") if p and "left no run in this folder" not in p and status != "ok"]
+        status, message = "failed", "; ".join(parts + done)
+    elif missing:  # every node asked answered: the ranks are nowhere
+        status, message = "incomplete", f"rank(s) {_spans(missing)} found on no node asked"
+    return JobManifest(schema_version=JOB_SCHEMA, job_id=first.job_id if first else _name_part(job_dir, "job"),
+                       step_id=first.step_id if first else "", service=first.service if first else "",
+                       ntasks=ntasks, nodes=tuple(sorted({r.host for r in ranks} | set(unreachable))),
+                       ranks=tuple(ranks), status=status, message=message,
+                       cluster=first.cluster if first else None,
+                       updated_at=datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z"))

@@ -393,3 +393,66 @@ def test_a_second_cluster_beside_this_one_leaves_it_alone(cluster, project_image
     assert owners(other_traces) == {(HOST_UID, HOST_GID)}
     assert cluster.node_states() == IDLE  # this session's cluster was not touched
     assert sorted(cluster.run("srun", "-N2", "-n2", "hostname").stdout.split()) == ["node1", "node2"]
+
+
+def test_report_on_cluster_reduces_on_each_node_and_names_a_node_that_is_down(cluster, tmp_path):
+    """Ranks write to each node's own /tmp (node-local scratch, no copy back): `report --on-cluster`
+    from the controller, which holds none of the files, runs one srun step per node that reduces that
+    node's ranks where they lie, and merges; the numbers equal a raw read of every rank's files.
+    Then node2 is stopped: it is named, node1's ranks' numbers are kept."""
+    scratch = f"/tmp/scratch-{os.getpid()}"
+    cluster.run("env", "PROFILECTL_JOB_SCRATCH=1", "srun", "-N2", "-n4", "profilectl", "trace", "--traces-dir",
+                scratch, "--", *DDP, "--steps", "4", "--out", "/tmp/ddp", timeout=240)
+    job_id = last_job_id(cluster)
+    listed = subprocess.run(["docker", "exec", CONTAINER["node1"], "sh", "-c", f"ls -d {scratch}/*-job{job_id}.*"],
+                            capture_output=True, text=True, check=True).stdout.split()
+    [job] = listed
+    for node, ranks in (("node1", ("node1-rank0", "node1-rank1")), ("node2", ("node2-rank2", "node2-rank3"))):
+        here = subprocess.run(["docker", "exec", CONTAINER[node], "ls", job], capture_output=True, text=True,
+                              check=True).stdout.split()
+        assert set(ranks) <= set(here) and not any(r in here for r in ("node1-rank0", "node2-rank2")
+                                                     if not r.startswith(node)), here
+        assert "partial.json" in subprocess.run(["docker", "exec", CONTAINER[node], "ls", f"{job}/{ranks[0]}"],
+                                                   capture_output=True, text=True).stdout  # written as it ended
+    assert subprocess.run(["docker", "exec", f"{CLUSTER}-ctld", "test", "-e", job]).returncode != 0
+
+    dry = cluster.run("profilectl", "report", job, "--on-cluster", "--nodes", "node1,node2", "--dry-run").stdout
+    assert [line.split()[:5] for line in dry.splitlines()] == [
+        ["srun", "--job-name=profilectl-reduce", "--nodes=1", "--ntasks=1", f"--nodelist={n}"] for n in NODES]
+    done = cluster.run("profilectl", "report", job, "--on-cluster", "--nodes", "node1,node2", "--format", "json",
+                       timeout=300)
+    merged = json.loads(done.stdout)
+    print(f"\non-cluster notes: {merged['notes'][:3]}")
+    assert any(n.startswith("reduced on node1: 2 rank(s)") for n in merged["notes"]), merged["notes"]
+    assert any(n.startswith("reduced on node2: 2 rank(s)") for n in merged["notes"]), merged["notes"]
+    assert merged["job"]["nodes"] == ["node1", "node2"] and merged["job"]["status"] == "ok", merged["job"]
+    assert [(r["rank"], r["host"]) for r in merged["ranks"]] == [
+        ("0", "node1"), ("1", "node1"), ("2", "node2"), ("3", "node2")]
+
+    # the same job read the slow way: every rank's raw files brought together here
+    whole = tmp_path / Path(job).name
+    whole.mkdir()
+    for node in NODES:
+        subprocess.run(["docker", "cp", f"{CONTAINER[node]}:{job}/.", str(whole)], check=True, capture_output=True)
+    raw = json.loads(host_report(whole, "report", str(whole), "--format", "json", "--raw").stdout)
+    for table in ("kernels", "operators", "api", "annotations", "ranks"):
+        assert merged[table] == raw[table], table
+    assert merged["operators"] and merged["diagnosis"] == raw["diagnosis"]
+
+    try:
+        subprocess.run(["docker", "stop", CONTAINER["node2"]], check=True, capture_output=True, timeout=60)
+        wait_for("node2 to be DOWN", lambda: cluster.node_states().get("node2", "").startswith("down"), 120)
+        started = time.monotonic()
+        down = cluster.run("profilectl", "report", job, "--on-cluster", "--nodes", "node1,node2", "--format",
+                           "json", timeout=300)
+        print(f"with node2 down: {time.monotonic() - started:.1f} s; {json.loads(down.stdout)['job']['message']}")
+        report = json.loads(down.stdout)
+        assert report["job"]["status"] == "failed" and report["job"]["message"].startswith("node node2 not reached")
+        assert "rank(s) 2-3 not reduced" in report["job"]["message"], report["job"]["message"]
+        assert any(n.startswith("reduced on node1: 2 rank(s)") for n in report["notes"])
+        assert [(r["rank"], r["host"]) for r in report["ranks"]] == [("0", "node1"), ("1", "node1")]
+        node1_ops = {o["name"]: o["calls"] for o in report["operators"]}
+        assert 0 < node1_ops["gloo:all_reduce"] < {o["name"]: o["calls"] for o in raw["operators"]}["gloo:all_reduce"]
+    finally:
+        subprocess.run(["docker", "start", CONTAINER["node2"]], check=True, capture_output=True, timeout=60)
+    wait_for("node2 to return to idle", lambda: cluster.node_states() == IDLE, 90)

@@ -193,8 +193,17 @@ def _failure_finding(found: FailureOrder) -> Finding:
 
 def diagnose(parts: Sequence[RankTimeline], timeline: TimelineAnalysis | None,
              ranks: Sequence["RankSummary"] = ()) -> Diagnosis | None:
-    failure = failures_module.order(ranks) if len(ranks) > 1 else None
     idle = idle_module.analyse(parts) if parts else ()
+    stragglers = stragglers_module.analyse(parts, idle) if len(idle) > 1 else None
+    return diagnose_reduced(idle, stragglers, timeline, ranks)
+
+
+def diagnose_reduced(idle: Sequence[RankIdle], stragglers: StragglerAnalysis | None, timeline: TimelineAnalysis | None,
+                     ranks: Sequence["RankSummary"] = ()) -> Diagnosis | None:
+    """The diagnosis from each rank's idle breakdown and the straggler judged from their waits
+    (what a job's partials keep; report/partials.py), in rank order."""
+    idle = tuple(idle)
+    failure = failures_module.order(ranks) if len(ranks) > 1 else None
     if not idle:
         if failure is None:
             return None
@@ -213,7 +222,6 @@ def diagnose(parts: Sequence[RankTimeline], timeline: TimelineAnalysis | None,
     findings: list[Finding] = []
     if failure is not None:
         findings.append(_failure_finding(failure))
-    stragglers = stragglers_module.analyse(parts, idle) if len(idle) > 1 else None
     if stragglers is not None and (found := _straggler_finding(stragglers)) is not None:
         findings.append(found)
     compile_finding, startup_finding = _phase_findings(idle, whole)

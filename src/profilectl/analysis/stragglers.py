@@ -75,9 +75,43 @@ def _collective_blocks(t: RankTimeline) -> tuple[tuple["NDArray[np.int64]", "NDA
     return (empty, empty), ""
 
 
+@dataclass(frozen=True)
+class RankWaits:
+    """One rank's steady steps with the time it spent in collectives in each: all that the
+    straggler analysis needs of a rank (a rank's partial keeps it; report/partials.py)."""
+    rank: str
+    host: str | None
+    basis: str  # "NCCL/RCCL kernels", "host collectives (gloo/MPI)" or "" (none)
+    steps: tuple[tuple[int, int, int, int], ...]  # (step, start, end, collective ns), steady steps only
+
+
+def rank_waits(t: RankTimeline, rank_idle: RankIdle) -> RankWaits | None:
+    """None for a rank with no step marks."""
+    if not rank_idle.step_ranges:
+        return None
+    blocks, basis = _collective_blocks(t)
+    within = _Blocks(blocks)
+    steady = {s.step for s in rank_idle.steps if s.phase == "steady"}
+    rows = tuple((int(step), int(start), int(end), int(within.within(start, end)) if len(blocks[0]) else 0)
+                 for step, start, end in rank_idle.step_ranges if step in steady)
+    return RankWaits(rank=t.rank, host=t.host, basis=basis, steps=rows)
+
+
 def analyse(parts: Sequence[RankTimeline], idle: Sequence[RankIdle]) -> StragglerAnalysis | None:
     timelines = {(t.rank, t.host): t for t in combine(parts) if not t.empty}
     if len(timelines) < 2:
+        return None
+    waits = []
+    for rank_idle in idle:
+        t = timelines.get((rank_idle.rank, rank_idle.host))
+        if t is not None:
+            waits.append(rank_waits(t, rank_idle))
+    return judge(waits)
+
+
+def judge(ranks: Sequence[RankWaits | None]) -> StragglerAnalysis | None:
+    """The straggler from every rank's waits (None: a rank without step marks), in rank order."""
+    if len(ranks) < 2:
         return None
     r = rules()
     noise = int(r["straggler_min_ns"])
@@ -85,25 +119,18 @@ def analyse(parts: Sequence[RankTimeline], idle: Sequence[RankIdle]) -> Straggle
     bases = set()
     hosts: dict[str, str | None] = {}
     ends: dict[int, dict[str, tuple[str | None, int]]] = {}
-    for rank_idle in idle:
-        t = timelines.get((rank_idle.rank, rank_idle.host))
-        if t is None or not rank_idle.step_ranges:
+    for one in ranks:
+        if one is None:
             continue
-        blocks, basis = _collective_blocks(t)
-        if basis:
-            bases.add(basis)
-        within = _Blocks(blocks)
-        steady = {s.step for s in rank_idle.steps if s.phase == "steady"}
+        if one.basis:
+            bases.add(one.basis)
         rows = {}
-        for step, start, end in rank_idle.step_ranges:
-            if step not in steady:
-                continue
-            wait = within.within(start, end) if len(blocks[0]) else 0
-            rows[step] = RankStep(rank=t.rank, step=step, wall_ns=end - start, collective_ns=wait,
+        for step, start, end, wait in one.steps:
+            rows[step] = RankStep(rank=one.rank, step=step, wall_ns=end - start, collective_ns=wait,
                                   own_ns=end - start - wait, end_skew_ns=None)
-            ends.setdefault(step, {})[t.rank] = (t.host, end)
-        per_rank[t.rank] = rows
-        hosts[t.rank] = t.host
+            ends.setdefault(step, {})[one.rank] = (one.host, end)
+        per_rank[one.rank] = rows
+        hosts[one.rank] = one.host
     if len(per_rank) < 2:
         return None
     common = sorted(set.intersection(*(set(rows) for rows in per_rank.values())))

@@ -599,21 +599,47 @@ def _merge_steps(per_rank: list[list[StepRow]]) -> list[StepRow]:
 
 
 # ---------------------------------------------------------------- all ranks
+@dataclass(frozen=True)
+class RankPiece:
+    """What the job's timeline keeps of one rank: its row, gaps, busy blocks and steps. A rank's
+    partial (report/partials.py) stores it, so a job merges these without its raw files."""
+    row: TimelineRow
+    gaps: tuple[Gap, ...]
+    blocks: tuple["NDArray[np.int64]", "NDArray[np.int64]"]  # the busy union (starts, ends)
+    steps: tuple[StepRow, ...]
+    step_source: str
+
+
+def rank_piece(t: RankTimeline) -> RankPiece:
+    row, gaps, blocks = analyse_rank(t)
+    steps, source = steps_of(t, blocks)
+    return RankPiece(row=row, gaps=tuple(gaps), blocks=blocks, steps=tuple(steps), step_source=source)
+
+
+def rank_order(rank: str, host: str | None) -> tuple[int, str, str]:
+    """Ranks in number order, then names (pid 123), then host."""
+    return int(rank) if rank.isdigit() else 1 << 30, rank, host or ""
+
+
 def analyse(parts: Sequence[RankTimeline]) -> TimelineAnalysis | None:
     timelines = [t for t in combine(parts) if not t.empty]
-    if not timelines:
+    timelines.sort(key=lambda t: rank_order(t.rank, t.host))
+    return analyse_pieces([rank_piece(t) for t in timelines])
+
+
+def analyse_pieces(pieces: Sequence[RankPiece]) -> TimelineAnalysis | None:
+    """The job's timeline from its ranks' pieces, in rank order (rank_order)."""
+    if not pieces:
         return None
-    timelines.sort(key=lambda t: (int(t.rank) if t.rank.isdigit() else 1 << 30, t.rank, t.host or ""))
-    rows, gaps, curves, steps, sources = [], [], [], [], []
-    for t in timelines:
-        row, rank_gaps, blocks = analyse_rank(t)
-        rows.append(row)
-        gaps += rank_gaps
-        curves.append((t.rank, blocks))
-        rank_steps, source = steps_of(t, blocks)
-        if rank_steps:
-            steps.append(rank_steps)
-            sources.append(source)
+    rows, curves, steps, sources = [], [], [], []
+    gaps: list[Gap] = []
+    for piece in pieces:
+        rows.append(piece.row)
+        gaps += piece.gaps
+        curves.append((piece.row.rank, piece.blocks))
+        if piece.steps:
+            steps.append(list(piece.steps))
+            sources.append(piece.step_source)
     merged_steps = _merge_steps(steps)
     slowest = tuple(r.step for r in sorted((r for r in merged_steps if r.steady), key=lambda r: -r.wall_ns)[:3])
     gaps.sort(key=lambda g: -g.duration_ns)

@@ -23,20 +23,76 @@ from profilectl.report.summary import RunMetadata, RunStory, SourceInfo, Summary
 if TYPE_CHECKING:
     from profilectl.analysis.windows import WindowRequest
     from profilectl.jobs import JobManifest
+    from collections.abc import Iterable, Iterator
+
+    from profilectl.report.partials import Partial, RankResult
 
 
 def is_run_dir(path: Path) -> bool:
     return path.is_dir() and (path / "manifest.json").is_file()
 
 
-def load_job(path: Path) -> Summary:
-    """A SLURM job directory: every rank's raw files read together (merged tables), one per-rank
-    row per rank directory (its status from its manifest, or `lost`), and the job's story."""
+def load_job(path: Path, raw: bool = False) -> Summary:
+    """A SLURM job directory, merged from its ranks' partials (report/partials.py: one small file per
+    rank, made where the rank ran; a stale or missing one is rebuilt from that rank's raw files and
+    stored back), one per-rank row per rank directory (its status from its manifest, or `lost`),
+    and the job's story. `raw`: read every rank's raw files instead (the same numbers, slower)."""
     from profilectl import jobs
+    job = jobs.compose(path)
+    if raw:
+        result, hit = _job_from_raw(path, job)
+        notes: tuple[str, ...] = ()
+    else:
+        result, notes = _job_from_partials(path, job)
+        hit = False
+    story = dataclasses.replace(result, job=job, cache_hit=hit, metadata=job_metadata(path, job),
+                                notes=result.notes + notes)
+    # the ranks' statuses can change without a file of theirs changing (a lost node): always live
+    live = {str(r.rank): r.status for r in job.ranks}
+    return dataclasses.replace(story, ranks=tuple(dataclasses.replace(r, status=live.get(r.rank, r.status))
+                                                  for r in story.ranks))
+
+
+def _job_from_partials(path: Path, job: "JobManifest") -> tuple[Summary, tuple[str, ...]]:
+    """O(ranks) small reads, one rank at a time (each partial is folded in and dropped); a rank's raw
+    files are read only where its partial is stale or missing."""
+    from profilectl.report import partials
+    return job_summary(path, job, (partials.for_rank(path, rank) for rank in job.ranks))
+
+
+def job_summary(path: Path, job: "JobManifest", results: "Iterable[RankResult]") -> tuple[Summary, tuple[str, ...]]:
+    """The job's summary from its ranks' partials, with their statuses as the job says now, and the
+    notes that name the ranks rebuilt, read from partials only, or missing."""
+    from profilectl.report import partials
+    statuses = {r.rank: r.status for r in job.ranks}
+    notes: list[str] = []
+    rebuilt: list[int] = []
+    seen = 0
+
+    def used() -> "Iterator[Partial]":
+        nonlocal seen
+        for result in results:
+            seen += 1
+            if result.note:
+                notes.append(result.note)
+            if result.how == "rebuilt":
+                rebuilt.append(result.rank.rank)
+            if result.partial is not None:
+                status = statuses.get(result.rank.rank)
+                yield dataclasses.replace(result.partial, ranks=tuple(
+                    dataclasses.replace(row, status=status or row.status) for row in result.partial.ranks))
+    summary = partials.summary_of(path, used())
+    if rebuilt:
+        notes.append(f"{len(rebuilt)} of {seen} rank(s) read from raw files (no fresh partial): "
+                     + ", ".join(map(str, rebuilt[:20])) + (" ..." if len(rebuilt) > 20 else ""))
+    return summary, tuple(notes)
+
+
+def _job_from_raw(path: Path, job: "JobManifest") -> tuple[Summary, bool]:
+    """Every rank's raw files read together (merged tables), cached per set of files."""
     from profilectl.backends import READERS
     from profilectl.formats.ranks import rank_row
     from profilectl.formats.tables import Tables, merge_all
-    job = jobs.compose(path)
     files = [f for rank in job.ranks for f in (path / rank.run / "raw").rglob("*") if f.is_file()]
 
     def summarise() -> Summary:
@@ -49,19 +105,15 @@ def load_job(path: Path) -> Summary:
         return build(merged, SourceInfo(kind="profilectl-job", path=str(path)),
                      perfetto_trace=merged.trace_files[0] if merged.trace_files else None)
 
-    result, hit = cache.cached(path, files + [path / rank.run / "manifest.json" for rank in job.ranks], summarise)
-    story = dataclasses.replace(result, job=job, cache_hit=hit, metadata=job_metadata(path, job))
-    # the ranks' statuses can change without a file of theirs changing (a lost node): always live
-    live = {str(r.rank): r.status for r in job.ranks}
-    return dataclasses.replace(story, ranks=tuple(dataclasses.replace(r, status=live.get(r.rank, r.status))
-                                                  for r in story.ranks))
+    return cache.cached(path, files + [path / rank.run / "manifest.json" for rank in job.ranks], summarise)
 
 
-def load(path: Path) -> Summary:
+def load(path: Path, raw: bool = False) -> Summary:
+    """`raw`: a job directory is read from every rank's raw files, not from their partials."""
     path = Path(path)
     from profilectl import jobs
     if jobs.is_job_dir(path):
-        return load_job(path)
+        return load_job(path, raw=raw)
     if is_run_dir(path):
         manifest = Manifest.read(path)
         stored = path / "summary.json"

@@ -10,7 +10,7 @@ import dataclasses
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 from profilectl.analysis.diagnosis import Diagnosis
 from profilectl.analysis.roofline import RooflineResult
@@ -22,6 +22,9 @@ from profilectl.formats.tables import AnnotationRow, CounterValue, RankRow, Stat
 from profilectl.jobs import JobManifest
 from profilectl.manifest import Manifest
 from profilectl.telemetry.model import PowerSummary
+
+if TYPE_CHECKING:
+    from profilectl.analysis.reduce import RankReduction
 
 SUMMARY_SCHEMA = 1
 AGGREGATION_WORDS = {"sum": "sum over dispatches", "mean": "mean weighted by dispatch duration",
@@ -437,6 +440,11 @@ def diagnosis_of(tables: Tables, timeline: TimelineAnalysis | None,
     `verdict` fields stay for readers of summary.json)."""
     from profilectl.analysis.diagnosis import diagnose
     found = diagnose(tables.timelines, timeline, ranks)
+    return _with_verdicts(found, timeline)
+
+
+def _with_verdicts(found: Diagnosis | None, timeline: TimelineAnalysis | None
+                   ) -> tuple[Diagnosis | None, TimelineAnalysis | None]:
     if found is None or timeline is None or not found.findings:
         return found, timeline
     top = found.findings[0]
@@ -447,6 +455,16 @@ def diagnosis_of(tables: Tables, timeline: TimelineAnalysis | None,
         per_rank.append(dataclasses.replace(row, verdict=own.sentence.split(": ", 1)[-1], launch_bound=own.verdict ==
                                             "launch-bound") if own else row)
     return found, dataclasses.replace(timeline, merged=merged, ranks=tuple(per_rank))
+
+
+def reduced_diagnosis(reduced: "Sequence[RankReduction]", ranks: tuple[RankSummary, ...]
+                      ) -> tuple[Diagnosis | None, TimelineAnalysis | None]:
+    """diagnosis_of, from the ranks' reductions instead of their events."""
+    from profilectl.analysis.diagnosis import diagnose_reduced
+    from profilectl.analysis.reduce import merge
+    timeline, idle, stragglers = merge(reduced)
+    found = diagnose_reduced(idle, stragglers, timeline, ranks)
+    return _with_verdicts(found, timeline)
 
 
 def _timeline_notes(tables: Tables) -> tuple[str, ...]:
@@ -516,11 +534,16 @@ def counters_by_kernel(values: tuple[CounterValue, ...], derived: dict[str, str]
 
 
 def build(tables: Tables, source: SourceInfo, derived: dict[str, str] | None = None,
-          perfetto_trace: str | None = None) -> Summary:
+          perfetto_trace: str | None = None, reduced: "Sequence[RankReduction] | None" = None) -> Summary:
+    """`reduced`: the ranks' timelines already reduced (a job's partials, report/partials.py), in
+    place of tables.timelines; given (even empty) only where the files had timelines."""
     kernels = kernel_rows(tables.kernels)
     by_kernel, legend = counters_by_kernel(tables.counters, derived or {}, [k.name for k in kernels])
     ranked = rank_summaries(tables.ranks)
-    diagnosis, timeline = diagnosis_of(tables, timeline_of(tables), ranked)
+    if reduced is None:
+        diagnosis, timeline = diagnosis_of(tables, timeline_of(tables), ranked)
+    else:
+        diagnosis, timeline = reduced_diagnosis(reduced, ranked)
     return Summary(
         source=source,
         totals=Totals(kernels=len(kernels), dispatches=sum(k.calls for k in kernels),
@@ -534,7 +557,7 @@ def build(tables: Tables, source: SourceInfo, derived: dict[str, str] | None = N
         hotspots=hotspots(tables.pc_samples), stall_reasons=stall_reasons(tables.stall_reasons),
         kernel_timing=tables.kernel_timing or None,
         timing=timing_stats(tables.timing_s), step_time=step_time(tables.step_ends_ns), perfetto_trace=perfetto_trace,
-        timeline=timeline, notes=tables.notes + _timeline_notes(tables),
+        timeline=timeline, notes=tables.notes + (_timeline_notes(tables) if reduced is None else ()),
         roofline=roofline_of(by_kernel, kernels))
 
 

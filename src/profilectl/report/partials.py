@@ -1,0 +1,451 @@
+"""A rank's partial: everything a job report needs of one rank, made where the rank ran, so that the
+job's report merges small files instead of re-reading every rank's raw trace.
+
+A partial holds the rank's name statistics (kernels, API calls, copies, operators) as columns of
+running aggregates (count, total, mean, M2, min, max: Chan et al.'s merge is exact, the same
+KernelStats.merge the raw read uses), its annotations, counters and rank row, and its timeline
+reduced (analysis/reduce.py: the timeline row, gaps, busy blocks, steps, idle breakdown and the
+waits per steady step that the straggler is judged from). No percentile of a kernel, operator or
+annotation is reported, so no quantile sketch is kept.
+
+Format: JSON, columnar inside (one array per statistic; busy blocks as base64 of little-endian
+int64), written and read by msgspec where it is installed and by the standard library where it is
+not (the compose images and the SLURM test cluster's nodes have no msgspec: their partials must
+still be read on a machine that has it, and the other way round). bench/cluster_scale.py --formats
+measures it against MessagePack, Parquet and Arrow IPC. Each partial carries a schema version, who
+made it where and when, and the identity (relative path, size, mtime) of every raw file it was made
+from: a partial whose files changed is stale and is rebuilt. The inode is not part of the identity:
+copying a node's scratch back (`cp -a`) keeps sizes and mtimes but not inodes, and must not make
+every partial stale.
+
+Where: `<rank run dir>/partial.json`; where that folder is not writable, the cache folder
+(report/cache.py's, under `partials/`).
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import socket
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable
+
+from profilectl import __version__
+from profilectl.analysis.idle import RankIdle
+from profilectl.analysis.reduce import RankReduction
+from profilectl.analysis.stragglers import RankWaits
+from profilectl.analysis.timeline import Gap, RankPiece, StepRow, TimelineRow
+from profilectl.formats.tables import AnnotationRow, CounterValue, KernelStats, RankRow, Source, StatsByName, Tables
+
+if TYPE_CHECKING:
+    from profilectl.jobs import JobRank
+
+SCHEMA = 1  # bumped whenever the layout below changes: an older partial is rebuilt, never misread
+FILE = "partial.json"
+
+
+def _finite(value: float) -> float | None:
+    """JSON has no infinity (an empty minimum is +inf): None stands for it."""
+    return value if math.isfinite(value) else None
+
+
+@dataclass(frozen=True)
+class FileIdentity:
+    path: str  # relative to the folder reduced
+    size: int
+    mtime_ns: int
+
+
+@dataclass(frozen=True)
+class StatsColumns:
+    """A StatsByName as columns, in the table's own order (ties in the report keep it)."""
+    name: tuple[str, ...] = ()
+    calls: tuple[int, ...] = ()
+    total: tuple[float, ...] = ()
+    mean: tuple[float, ...] = ()
+    m2: tuple[float, ...] = ()
+    minimum: tuple[float | None, ...] = ()  # None: +inf (no value)
+    maximum: tuple[float | None, ...] = ()
+    spread_known: tuple[bool, ...] = ()
+    self_total: tuple[float | None, ...] = ()
+
+    @classmethod
+    def of(cls, stats: StatsByName) -> "StatsColumns":
+        rows = list(stats.values())
+        return cls(name=tuple(stats), calls=tuple(s.calls for s in rows), total=tuple(float(s.total) for s in rows),
+                   mean=tuple(float(s.mean) for s in rows), m2=tuple(float(s.m2) for s in rows),
+                   minimum=tuple(_finite(float(s.minimum)) for s in rows),
+                   maximum=tuple(_finite(float(s.maximum)) for s in rows),
+                   spread_known=tuple(s.spread_known for s in rows),
+                   self_total=tuple(None if s.self_total is None else float(s.self_total) for s in rows))
+
+    def stats(self) -> StatsByName:
+        return {name: KernelStats(calls=c, total=t, mean=m, m2=v, minimum=math.inf if lo is None else lo,
+                                  maximum=-math.inf if hi is None else hi, spread_known=k, self_total=st)
+                for name, c, t, m, v, lo, hi, k, st in zip(self.name, self.calls, self.total, self.mean, self.m2,
+                                                            self.minimum, self.maximum, self.spread_known,
+                                                            self.self_total)}
+
+
+@dataclass(frozen=True)
+class CounterColumns:
+    """CounterValue with its empty extremes (+inf, -inf) as None."""
+    kernel: str
+    counter: str
+    total: float
+    dispatches: int
+    weighted: float
+    weight: float
+    timed: int
+    minimum: float | None
+    maximum: float | None
+    unit: str
+
+    @classmethod
+    def of(cls, value: CounterValue) -> "CounterColumns":
+        return cls(kernel=value.kernel, counter=value.counter, total=float(value.total), dispatches=value.dispatches,
+                   weighted=float(value.weighted), weight=float(value.weight), timed=value.timed,
+                   minimum=_finite(float(value.minimum)), maximum=_finite(float(value.maximum)), unit=value.unit)
+
+    def value(self) -> CounterValue:
+        return CounterValue(kernel=self.kernel, counter=self.counter, total=self.total, dispatches=self.dispatches,
+                            weighted=self.weighted, weight=self.weight, timed=self.timed,
+                            minimum=math.inf if self.minimum is None else self.minimum,
+                            maximum=-math.inf if self.maximum is None else self.maximum, unit=self.unit)
+
+
+@dataclass(frozen=True)
+class PieceColumns:
+    row: TimelineRow
+    gaps: tuple[Gap, ...]
+    block_start: str  # base64 of little-endian int64
+    block_end: str
+    steps: tuple[StepRow, ...]
+    step_source: str
+
+
+@dataclass(frozen=True)
+class ReductionColumns:
+    piece: PieceColumns
+    idle: RankIdle
+    waits: RankWaits | None
+
+
+@dataclass(frozen=True)
+class RankIdentity:
+    """The rank as its job knows it (None for a bare folder)."""
+    rank: int
+    host: str
+    run: str
+    status: str
+    exit_code: int | None = None
+    message: str | None = None
+
+
+@dataclass(frozen=True)
+class Partial:
+    schema_version: int
+    producer: str  # profilectl's version
+    made_on: str  # host name
+    made_at: str  # ISO 8601, UTC
+    seconds: float  # to read the raw files and reduce them
+    folder: str  # what was reduced, as the maker saw it
+    files: tuple[FileIdentity, ...]
+    rank: RankIdentity | None
+    kernel_detail: int
+    kernels: StatsColumns
+    api: StatsColumns
+    memory_copies: StatsColumns
+    operators: StatsColumns
+    annotations: tuple[AnnotationRow, ...]
+    counters: tuple[CounterColumns, ...]
+    timing_s: tuple[float, ...]
+    step_ends_ns: tuple[tuple[int, ...], ...]
+    ranks: tuple[RankRow, ...]
+    trace_files: tuple[str, ...]
+    sources: tuple[Source, ...]
+    notes: tuple[str, ...]
+    kernel_timing: str
+    pc_samples: tuple[tuple[str, str, str, int], ...]
+    stall_reasons: dict[str, int] = field(default_factory=dict)
+    had_timelines: bool = False  # the files had timestamps (even if no GPU activity): the timeline is analysed
+    reductions: tuple[ReductionColumns, ...] = ()
+
+    def tables(self) -> Tables:
+        """The rank's Tables as the raw read gave them, less the timelines (they are `reductions`)."""
+        return Tables(kernels=self.kernels.stats(), kernel_detail=self.kernel_detail, api=self.api.stats(),
+                      memory_copies=self.memory_copies.stats(), operators=self.operators.stats(),
+                      annotations=self.annotations, counters=tuple(c.value() for c in self.counters),
+                      timing_s=self.timing_s, step_ends_ns=self.step_ends_ns, ranks=self.ranks,
+                      trace_files=self.trace_files, sources=self.sources, notes=self.notes,
+                      kernel_timing=self.kernel_timing, pc_samples={(k, i, s): n for k, i, s, n in self.pc_samples},
+                      stall_reasons=dict(self.stall_reasons))
+
+    def rank_reductions(self) -> tuple[RankReduction, ...]:
+        import numpy as np
+        out = []
+        for r in self.reductions:
+            p = r.piece
+            blocks = (np.frombuffer(base64.b64decode(p.block_start), dtype="<i8").astype(np.int64),
+                      np.frombuffer(base64.b64decode(p.block_end), dtype="<i8").astype(np.int64))
+            out.append(RankReduction(piece=RankPiece(row=p.row, gaps=p.gaps, blocks=blocks, steps=p.steps,
+                                                     step_source=p.step_source), idle=r.idle, waits=r.waits))
+        return tuple(out)
+
+
+@dataclass
+class _Head:
+    """The version alone, decoded first: a partial of another layout is rebuilt, never misread."""
+    schema_version: int
+
+
+class PartialError(Exception):
+    """A partial that cannot be used: the reason, in one line."""
+
+
+# ---------------------------------------------------------------- identity
+def identity(folder: Path) -> tuple[FileIdentity, ...]:
+    """Every file under `folder` (relative path, size, mtime), sorted; none when it is gone."""
+    found = []
+    try:
+        files = [p for p in folder.rglob("*") if p.is_file()]
+    except OSError:
+        return ()
+    for path in files:
+        try:
+            st = path.stat()
+        except OSError:
+            continue
+        found.append(FileIdentity(path=path.relative_to(folder).as_posix(), size=st.st_size, mtime_ns=st.st_mtime_ns))
+    return tuple(sorted(found, key=lambda f: f.path))
+
+
+# ---------------------------------------------------------------- making one
+def make(folder: Path, rank: "JobRank | None" = None, files: tuple[FileIdentity, ...] | None = None) -> Partial:
+    """Read `folder` (a rank's raw/) once and reduce it. The rank's row is the job's (its rank, host
+    and status), as load_job's raw read makes it."""
+    from profilectl.backends import READERS
+    from profilectl.formats.reader import read_path
+    started = time.perf_counter()
+    files = identity(folder) if files is None else files
+    tables = read_path(folder, READERS, required=False) if files else Tables()
+    if rank is not None:
+        from profilectl.formats.ranks import rank_row
+        row = dataclasses.replace(rank_row(str(rank.rank), rank.host, tables.kernels, tables.operators),
+                                  status=rank.status)
+        tables = dataclasses.replace(tables, ranks=(row,))
+    return of_tables(tables, folder, files, rank, time.perf_counter() - started)
+
+
+def of_tables(tables: Tables, folder: Path, files: tuple[FileIdentity, ...], rank: "JobRank | None" = None,
+              seconds: float = 0.0) -> Partial:
+    from profilectl.analysis.reduce import reduce_timelines
+    reductions = reduce_timelines(tables.timelines) if tables.timelines else ()
+    return Partial(
+        schema_version=SCHEMA, producer=__version__, made_on=local_host(),
+        made_at=datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z"),
+        seconds=round(seconds + 0.0, 6), folder=str(folder), files=files,
+        rank=None if rank is None else RankIdentity(rank=rank.rank, host=rank.host, run=rank.run, status=rank.status,
+                                                    exit_code=rank.exit_code, message=rank.message),
+        kernel_detail=tables.kernel_detail, kernels=StatsColumns.of(tables.kernels), api=StatsColumns.of(tables.api),
+        memory_copies=StatsColumns.of(tables.memory_copies), operators=StatsColumns.of(tables.operators),
+        annotations=tables.annotations, counters=tuple(CounterColumns.of(c) for c in tables.counters),
+        timing_s=tables.timing_s,
+        step_ends_ns=tables.step_ends_ns, ranks=tables.ranks, trace_files=tables.trace_files, sources=tables.sources,
+        notes=tables.notes, kernel_timing=tables.kernel_timing,
+        pc_samples=tuple((k, i, s, n) for (k, i, s), n in tables.pc_samples.items()),
+        stall_reasons=dict(tables.stall_reasons), had_timelines=bool(tables.timelines),
+        reductions=tuple(ReductionColumns(piece=PieceColumns(row=r.piece.row, gaps=r.piece.gaps,
+                                                             block_start=_int64s(r.piece.blocks[0]),
+                                                             block_end=_int64s(r.piece.blocks[1]),
+                                                             steps=r.piece.steps, step_source=r.piece.step_source),
+                                          idle=r.idle, waits=r.waits) for r in reductions))
+
+
+def _int64s(values: Any) -> str:
+    import numpy as np
+    return base64.b64encode(np.asarray(values, dtype="<i8").tobytes()).decode("ascii")
+
+
+# ---------------------------------------------------------------- files
+def encode(partial: Partial) -> bytes:
+    try:
+        import msgspec
+    except ImportError:
+        return json.dumps(dataclasses.asdict(partial), allow_nan=False, separators=(",", ":")).encode()
+    return msgspec.json.encode(partial)
+
+
+def decode(data: bytes, where: str = "partial") -> Partial:
+    """The partial, or PartialError saying in one line why not (another schema, a torn or foreign file)."""
+    try:
+        import msgspec
+    except ImportError:
+        return _decode_stdlib(data, where)
+    try:
+        version = msgspec.json.decode(data, type=_Head).schema_version
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        raise PartialError(f"{where}: not a profilectl partial (unreadable or torn)") from None
+    if version != SCHEMA:
+        raise PartialError(f"{where}: schema version {version}, this profilectl reads {SCHEMA}")
+    try:
+        return msgspec.json.decode(data, type=Partial)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise PartialError(f"{where}: damaged partial ({exc})") from None
+
+
+def _decode_stdlib(data: bytes, where: str) -> Partial:
+    from profilectl.errors import FormatError
+    from profilectl.files import load_typed
+    try:
+        plain = json.loads(data)
+        version = plain["schema_version"]
+    except (ValueError, TypeError, KeyError):
+        raise PartialError(f"{where}: not a profilectl partial (unreadable or torn)") from None
+    if version != SCHEMA:
+        raise PartialError(f"{where}: schema version {version}, this profilectl reads {SCHEMA}")
+    try:
+        return load_typed(Partial, plain, where, "profilectl partial")
+    except FormatError as exc:
+        raise PartialError(f"{where}: damaged partial ({exc})") from None
+
+
+def cache_path(rank_dir: Path) -> Path:
+    from profilectl.report.cache import cache_dir
+    digest = hashlib.sha256(str(rank_dir.resolve()).encode()).hexdigest()[:32]
+    return cache_dir() / "partials" / f"{digest}.json"
+
+
+def read(rank_dir: Path) -> Partial | None:
+    """The rank's stored partial (its folder's, else the cache's), None when there is none;
+    PartialError when the one found cannot be used."""
+    for place in (rank_dir / FILE, cache_path(rank_dir)):
+        try:
+            data = place.read_bytes()
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise PartialError(f"{place}: cannot read ({exc.strerror})") from None
+        return decode(data, str(place))
+    return None
+
+
+def write(rank_dir: Path, partial: Partial) -> Path | None:
+    """Beside the rank's files where allowed, else in the cache; None when neither can be written
+    (the partial only saves time)."""
+    from profilectl.files import write_atomic
+    data = encode(partial)
+    for place in (rank_dir / FILE, cache_path(rank_dir)):
+        try:
+            place.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(place, lambda fh: fh.write(data), binary=True)
+            return place
+        except OSError:
+            continue
+    return None
+
+
+# ---------------------------------------------------------------- a job's ranks
+@dataclasses.dataclass(frozen=True)
+class RankResult:
+    """What the job report got of one rank: its partial (None: its numbers are missing), and how."""
+    rank: "JobRank"
+    partial: Partial | None
+    how: str  # "partial", "rebuilt", "partial (raw files gone)", "missing"
+    note: str | None = None  # said in the report
+
+
+def for_rank(job_dir: Path, rank: "JobRank", write_back: bool = True) -> RankResult:
+    """The rank's partial, fresh: the stored one if its raw files are unchanged, else rebuilt from
+    them (and stored, where allowed). A rank with neither a usable partial nor raw files is named."""
+    rank_dir = job_dir / rank.run
+    raw = rank_dir / "raw"
+    files = identity(raw)
+    label = f"rank {rank.rank} ({rank.host})"
+    problem = None
+    try:
+        stored = read(rank_dir)
+    except PartialError as exc:
+        stored, problem = None, str(exc)
+    if stored is not None:
+        if stored.files == files:
+            return RankResult(rank, stored, "partial")
+        if not files:
+            return RankResult(rank, stored, "partial (raw files gone)",
+                              f"{label}: its raw files are gone; its numbers come from its partial, made on "
+                              f"{stored.made_on} at {stored.made_at}")
+        problem = f"{label}: partial stale (its raw files changed since {stored.made_at}): rebuilt"
+    if not files:
+        return RankResult(rank, None, "missing", f"{label}: no raw files and no partial: its numbers are missing"
+                          + (f" ({problem})" if problem else ""))
+    partial = make(raw, rank, files)
+    if write_back:
+        write(rank_dir, partial)
+    note = problem if problem and "stale" in problem else (f"{problem}: rebuilt from its raw files" if problem else None)
+    return RankResult(rank, partial, "rebuilt", note)
+
+
+def merged_tables(partials: Iterable[Partial]) -> tuple[Tables, tuple[RankReduction, ...] | None]:
+    """The ranks' Tables merged in the order given (the raw read's order, merge_all's fold: the same
+    floats), and their timeline reductions (None when no rank's files had timestamps). One partial
+    at a time: each is folded in and let go."""
+    merged = Tables()
+    reductions: list[RankReduction] = []
+    had = False
+    for partial in partials:
+        merged = merged.merge(partial.tables())
+        reductions += partial.rank_reductions()
+        had = had or partial.had_timelines
+    return merged, (tuple(reductions) if had else None)
+
+
+def summary_of(job_dir: Path, partials: Iterable[Partial]) -> Any:
+    """The job's Summary from its ranks' partials (load_job's raw read, without the raw files)."""
+    from profilectl.report.summary import SourceInfo, build
+    merged, reduced = merged_tables(partials)
+    return build(merged, SourceInfo(kind="profilectl-job", path=str(job_dir)),
+                 perfetto_trace=merged.trace_files[0] if merged.trace_files else None, reduced=reduced)
+
+
+def rank_of_partial(partial: Partial) -> "JobRank | None":
+    from profilectl.jobs import JobRank
+    r = partial.rank
+    if r is None:
+        return None
+    return JobRank(rank=r.rank, host=r.host, status=r.status, run=r.run, exit_code=r.exit_code, message=r.message)
+
+
+def on_this_node(job_dir: Path) -> tuple[list[Partial], list[str]]:
+    """Every rank of `job_dir` found on this node (its scratch or a shared folder), reduced here:
+    what `profilectl report --on-cluster` runs on each node (a job step). Also what could not be
+    reduced, one line per rank (a rank's bad file costs that rank, not the node's others)."""
+    from profilectl import jobs
+    from profilectl.errors import ProfilectlError
+    if not job_dir.is_dir():
+        return [], []
+    job = jobs.compose(job_dir)
+    out, problems = [], []
+    for rank in job.ranks:
+        try:
+            result = for_rank(job_dir, rank)
+        except (ProfilectlError, OSError) as exc:
+            problems.append(f"rank {rank.rank} ({rank.host}): not reduced: {exc}")
+            continue
+        if result.note:
+            problems.append(result.note)
+        if result.partial is not None:
+            out.append(dataclasses.replace(result.partial, rank=RankIdentity(
+                rank=rank.rank, host=rank.host, run=rank.run, status=rank.status, exit_code=rank.exit_code,
+                message=rank.message)))
+    return out, problems
+
+
+def local_host() -> str:
+    return os.environ.get("SLURMD_NODENAME") or socket.gethostname()
