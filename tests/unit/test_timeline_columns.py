@@ -68,3 +68,41 @@ def test_polars_one_pass_equals_the_csv_module(tmp_path, monkeypatch):
     assert results[0][0] == results[1][0]
     assert results[0][1] == results[1][1]
     assert results[0][1].merged.communication_ns > 0 and results[0][1].merged.streams == 6
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_chunked_analysis_equals_the_whole(seed):
+    """The rank's figures chunk by chunk (the carried state of RankStream) equal one chunk of the
+    whole trace: boundaries fall inside overlapping intervals, inside runs of equal starts, between
+    a collective and the compute under it, on traces in and out of start order, with copies and with
+    kernels linked to their launch calls."""
+    rng = np.random.default_rng(seed)
+    n = 3_000
+    start = np.cumsum(rng.integers(0, 25_000, size=n)) + 10**15
+    start[rng.random(n) < 0.2] -= 2_000  # some out of order
+    if seed % 2:
+        start = np.sort(start)
+    start[100:140] = start[100]  # a run of equal starts
+    end = start + rng.integers(0, 20_000, size=n) * (rng.random(n) > 0.05)
+    end[rng.random(n) < 0.01] += 200_000  # long ones: blocks and pieces span chunks
+    kind = (rng.random(n) < 0.1).astype(np.int8)
+    names = ["gemm", "relu", "ncclAllReduce", "copy"]
+    name = rng.integers(0, 3, size=n).astype(np.int32)
+    name[kind == 1] = 3
+    correlation = np.arange(n, dtype=np.int64) if seed >= 2 else None
+    api_start = start - rng.integers(1_000, 50_000, size=n) if seed >= 2 else ()
+    api_end = api_start + rng.integers(100, 8_000, size=n) if seed >= 2 else ()
+    api_correlation = np.arange(0, n, 2, dtype=np.int64) if seed >= 2 else ()  # half of them linked
+    if seed >= 2:
+        api_start, api_end = api_start[::2], api_end[::2]
+    timeline = rank_timeline("0", None, start=start, end=end, stream=rng.integers(0, 5, size=n), kind=kind,
+                             name=name, correlation=correlation, names=names, streams=list("abcde"),
+                             api_start=api_start, api_end=api_end, api_correlation=api_correlation)
+    whole = analyse_rank(timeline, chunk_rows=n)
+    assert whole[0].communication_ns > 0 and whole[0].memory_ns > 0 and whole[1]
+    assert (whole[0].launch.short_kernel_basis == "launch call") == (seed >= 2)
+    assert (whole[0].concurrent_ns, whole[0].max_concurrency) == reference_depth(start, end)
+    for chunk in (1, 2, 7, 64, 999):
+        part = analyse_rank(timeline, chunk_rows=chunk)
+        assert part[0] == whole[0] and part[1] == whole[1]
+        assert all(np.array_equal(a, b) for a, b in zip(part[2], whole[2]))

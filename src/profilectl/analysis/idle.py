@@ -230,7 +230,10 @@ def analyse_rank(t: RankTimeline, busy: "Intervals | None" = None) -> RankIdle:
     # phases and steps
     ranges = step_ranges(t.markers)
     warm = warmup_count(len(ranges), int(r["warmup_steps"]))
-    phase = np.full(len(low), "steady", dtype=object)
+    # phases as small integer codes (indices into STEP_PHASES): an object array of strings per hole
+    # cost seconds per million holes in comparisons
+    code = {name: i for i, name in enumerate(STEP_PHASES)}
+    phase = np.full(len(low), code["steady"], dtype=np.int8)
     step_of = np.full(len(low), -1, dtype=np.int64)
     count = len(ranges)
     if ranges:
@@ -240,14 +243,14 @@ def analyse_rank(t: RankTimeline, busy: "Intervals | None" = None) -> RankIdle:
         last_end = ranges[-1][2]
         middle = low + length // 2
         position = np.searchsorted(starts, middle, side="right") - 1
-        kinds = np.array([_step_phase(p, count, warm) for p in range(count)], dtype=object)
+        kinds = np.array([code[_step_phase(p, count, warm)] for p in range(count)], dtype=np.int8)
         after = position >= 0
-        phase[~after] = "startup"
+        phase[~after] = code["startup"]
         phase[after] = kinds[np.maximum(position, 0)[after]]
-        phase[middle >= last_end] = "teardown"
+        phase[middle >= last_end] = code["teardown"]
         inside = after & (middle < last_end)
         step_of[inside] = position[inside]
-    steady_mask = phase == "steady"
+    steady_mask = phase == code["steady"]
     titles = [c.title for c in r.causes]
     whole = _causes(cause, length, np.ones(len(low), dtype=bool), keys, titles, tops)
     steady = _causes(cause, length, steady_mask, keys, titles, tops)
@@ -277,7 +280,8 @@ def analyse_rank(t: RankTimeline, busy: "Intervals | None" = None) -> RankIdle:
     return RankIdle(rank=t.rank, host=t.host, span_ns=span_end - span_start, idle_ns=int(length.sum()), scope=scope,
                     steady_span_ns=int(steady_span), steady_idle_ns=int(length[steady_mask].sum()),
                     steady=steady, whole=whole,
-                    phases=tuple((p, int(length[phase == p].sum())) for p in STEP_PHASES if (phase == p).any()),
+                    phases=tuple((p, int(length[phase == code[p]].sum())) for p in STEP_PHASES
+                                 if (phase == code[p]).any()),
                     steps=tuple(steps), hta=hta_breakdown(t), host_recorded=host_recorded,
                     step_ranges=tuple((int(n), int(a), int(b)) for n, a, b in ranges))
 
