@@ -7,6 +7,7 @@ import csv
 import numpy as np
 import pytest
 
+from profilectl.analysis.idle import hta_breakdown
 from profilectl.analysis.timeline import analyse, analyse_rank, rank_timeline
 from profilectl.formats import polars_csv
 from profilectl.formats.reader import read_path
@@ -106,3 +107,5 @@ def test_chunked_analysis_equals_the_whole(seed):
         part = analyse_rank(timeline, chunk_rows=chunk)
         assert part[0] == whole[0] and part[1] == whole[1]
         assert all(np.array_equal(a, b) for a, b in zip(part[2], whole[2]))
+        assert hta_breakdown(timeline, chunk_rows=chunk) == hta_breakdown(timeline, chunk_rows=n)
+    assert any(row.host_wait_ns for row in hta_breakdown(timeline)) == (seed >= 2)
