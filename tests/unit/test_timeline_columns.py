@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from profilectl.analysis.idle import hta_breakdown
-from profilectl.analysis.timeline import analyse, analyse_rank, rank_timeline
+from profilectl.analysis.timeline import _union, analyse, analyse_rank, busy_union, rank_timeline
 from profilectl.formats import polars_csv
 from profilectl.formats.reader import read_path
 from profilectl.backends import READERS
@@ -103,9 +103,11 @@ def test_chunked_analysis_equals_the_whole(seed):
     assert whole[0].communication_ns > 0 and whole[0].memory_ns > 0 and whole[1]
     assert (whole[0].launch.short_kernel_basis == "launch call") == (seed >= 2)
     assert (whole[0].concurrent_ns, whole[0].max_concurrency) == reference_depth(start, end)
+    assert all(np.array_equal(a, b) for a, b in zip(_union(start, end), whole[2]))
     for chunk in (1, 2, 7, 64, 999):
         part = analyse_rank(timeline, chunk_rows=chunk)
         assert part[0] == whole[0] and part[1] == whole[1]
         assert all(np.array_equal(a, b) for a, b in zip(part[2], whole[2]))
         assert hta_breakdown(timeline, chunk_rows=chunk) == hta_breakdown(timeline, chunk_rows=n)
+        assert all(np.array_equal(a, b) for a, b in zip(busy_union(timeline, chunk_rows=chunk), whole[2]))
     assert any(row.host_wait_ns for row in hta_breakdown(timeline)) == (seed >= 2)

@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
-from profilectl.analysis.timeline import CHUNK_ROWS, HOST_OPERATOR, Marker, RankTimeline, _union
+from profilectl.analysis.timeline import CHUNK_ROWS, HOST_OPERATOR, Marker, RankTimeline, _union, busy_union
 
 if TYPE_CHECKING:
     import numpy as np
@@ -178,7 +178,7 @@ def _matching(names: Sequence[str], pattern: "re.Pattern[str] | None") -> "NDArr
 def analyse_rank(t: RankTimeline, busy: "Intervals | None" = None) -> RankIdle:
     import numpy as np
     r = rules()
-    busy = busy if busy is not None else _union(t.start, t.end)
+    busy = busy if busy is not None else busy_union(t)  # chunk by chunk: no sorted copy of the columns
     span_start, span_end = int(busy[0][0]), int(busy[1][-1])
     low, high = busy[1][:-1], busy[0][1:]  # the holes
     length = high - low

@@ -374,17 +374,67 @@ def _collective(t: RankTimeline) -> "NDArray[np.bool_]":
 CHUNK_ROWS = 1 << 20  # intervals per chunk of the analysis: its temporaries stay tens of MB at any length
 
 
+class _BlockStore:
+    """Closed blocks (starts, ends) as they come: written into arrays sized once where the most there
+    can be is known (`capacity`: pages never written are never committed, and no concatenation
+    holds them twice), else kept as parts joined at the end."""
+
+    def __init__(self, capacity: int | None = None) -> None:
+        import numpy as np
+        self.count = 0
+        self.buffers = (np.empty(capacity, dtype=np.int64), np.empty(capacity, dtype=np.int64)) \
+            if capacity is not None else None
+        self.parts: list[tuple["NDArray[np.int64]", "NDArray[np.int64]"]] = []
+
+    def append(self, starts: "NDArray[np.int64]", ends: "NDArray[np.int64]") -> None:
+        import numpy as np
+        if not len(starts):
+            return
+        if self.buffers is not None and self.count + len(starts) > len(self.buffers[0]):
+            self.parts, self.buffers = [self.arrays()], None  # more than the capacity said: parts from here
+        if self.buffers is not None:
+            self.buffers[0][self.count:self.count + len(starts)] = starts
+            self.buffers[1][self.count:self.count + len(ends)] = ends
+        else:
+            self.parts.append((np.asarray(starts), np.asarray(ends)))
+        self.count += len(starts)
+
+    def arrays(self, tail: tuple[int, int] | None = None) -> tuple["NDArray[np.int64]", "NDArray[np.int64]"]:
+        """Every block, and `tail` (the open one) after them."""
+        import numpy as np
+        if tail is not None:
+            self.append(np.array([tail[0]], dtype=np.int64), np.array([tail[1]], dtype=np.int64))
+        if self.buffers is not None:
+            out = self.buffers[0][:self.count], self.buffers[1][:self.count]
+        elif len(self.parts) == 1:
+            out = self.parts[0]
+        else:
+            out = (np.concatenate([p[0] for p in self.parts]) if self.parts else np.zeros(0, np.int64),
+                   np.concatenate([p[1] for p in self.parts]) if self.parts else np.zeros(0, np.int64))
+            self.parts = [out]
+        if tail is not None:
+            self.count -= 1
+            if self.buffers is None:
+                self.parts = [(out[0][:-1], out[1][:-1])]
+        return out
+
+    def prefix(self, count: int) -> "_BlockStore":
+        """A store of this one's first `count` blocks (a copy)."""
+        starts, ends = self.arrays()
+        copy = _BlockStore()
+        copy.append(starts[:count].copy(), ends[:count].copy())
+        return copy
+
+
 class _UnionStream:
     """The union of intervals that arrive in start order, chunk by chunk: the block still open at the
     end of a chunk is carried (its start and reach) and enters the next chunk as one interval before
     it, so the blocks are exactly those of the whole. Closed blocks are kept (`keep`) or only added up."""
 
-    def __init__(self, keep: bool) -> None:
-        self.keep = keep
+    def __init__(self, keep: bool, capacity: int | None = None) -> None:
         self.open: tuple[int, int] | None = None  # (start, reach) of the block still open
         self.closed_ns = 0
-        self.starts: list["NDArray[np.int64]"] = []
-        self.ends: list["NDArray[np.int64]"] = []
+        self.store = _BlockStore(capacity) if keep else None
 
     def add(self, s: "NDArray[np.int64]", e: "NDArray[np.int64]") -> None:
         import numpy as np
@@ -394,11 +444,14 @@ class _UnionStream:
             s = np.concatenate([[self.open[0]], s])
             e = np.concatenate([[self.open[1]], e])
         starts, ends = _union(s, e, presorted=True)
+        self.closed(starts, ends)
+
+    def closed(self, starts: "NDArray[np.int64]", ends: "NDArray[np.int64]") -> None:
+        """This chunk's blocks: all but the last are closed, the last stays open."""
         self.open = int(starts[-1]), int(ends[-1])
         self.closed_ns += _length(starts[:-1], ends[:-1])
-        if self.keep and len(starts) > 1:
-            self.starts.append(starts[:-1])
-            self.ends.append(ends[:-1])
+        if self.store is not None:
+            self.store.append(starts[:-1], ends[:-1])
 
     @property
     def length(self) -> int:
@@ -406,11 +459,22 @@ class _UnionStream:
 
     def blocks(self) -> tuple["NDArray[np.int64]", "NDArray[np.int64]"]:
         import numpy as np
-        tail = [np.array([self.open[0]], dtype=np.int64)], [np.array([self.open[1]], dtype=np.int64)]
-        if self.open is None:
-            tail = [], []
-        return (np.concatenate(self.starts + tail[0]) if self.starts or tail[0] else np.zeros(0, np.int64),
-                np.concatenate(self.ends + tail[1]) if self.ends or tail[1] else np.zeros(0, np.int64))
+        if self.store is None:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return self.store.arrays(self.open)
+
+
+def busy_union(t: RankTimeline, chunk_rows: int = CHUNK_ROWS) -> tuple["NDArray[np.int64]", "NDArray[np.int64]"]:
+    """The union of a rank's GPU activity (as _union(t.start, t.end)), chunk by chunk in start order:
+    no sorted copy of the columns, the blocks written into arrays sized once."""
+    import numpy as np
+    count = len(t.start)
+    order = None if bool((t.start[1:] >= t.start[:-1]).all()) else np.argsort(t.start, kind="stable")
+    union = _UnionStream(keep=True, capacity=count)
+    for at in range(0, count, chunk_rows):
+        part: Any = slice(at, at + chunk_rows) if order is None else order[at:at + chunk_rows]
+        union.add(t.start[part], t.end[part])
+    return union.blocks()
 
 
 class RankStream:
@@ -428,14 +492,14 @@ class RankStream:
 
     def __init__(self, names: Sequence[str], api_start: "NDArray[np.int64] | None" = None,
                  api_end: "NDArray[np.int64] | None" = None,
-                 api_correlation: "NDArray[np.int64] | None" = None) -> None:
+                 api_correlation: "NDArray[np.int64] | None" = None, capacity: int | None = None) -> None:
         import numpy as np
         self.names = names
         self.collective = np.zeros(0, dtype=bool)
         self.rows = 0
         self.span_start: int | None = None
         self.span_end: int | None = None
-        self.busy = _UnionStream(keep=True)
+        self.busy = _UnionStream(keep=True, capacity=capacity)  # capacity: the most blocks there can be
         self.pieces = _UnionStream(keep=False)  # where two or more run at once
         self.comm = _UnionStream(keep=True)
         self.compute = _UnionStream(keep=False)  # kept from the first chunk with other activity on
@@ -493,7 +557,8 @@ class RankStream:
         top_end = int(e.max())
         self.span_end = top_end if self.span_end is None else max(self.span_end, top_end)
         self.streams.update(np.unique(stream).tolist())
-        busy_before = len(self.busy.starts), self.busy.closed_ns, self.busy.open  # the compute union's, so far
+        assert self.busy.store is not None
+        busy_before = self.busy.store.count, self.busy.closed_ns, self.busy.open  # the compute union's, so far
         self._gaps(s, e, name, index)
         # concurrency: each interval overlaps what came before it from its start to min(its end, the
         # furthest end before it); the union of those pieces is the time with two or more open
@@ -527,11 +592,10 @@ class RankStream:
         comm = kernels & self.collective[name] if len(name) else kernels
         compute = kernels & ~comm
         every_compute = bool(compute.all())
-        if not every_compute and not self.compute.keep:
+        if not every_compute and self.compute.store is None:
             # until now every activity was a compute kernel: its blocks are the busy blocks so far
-            self.compute.keep = True
             kept, self.compute.closed_ns, self.compute.open = busy_before
-            self.compute.starts, self.compute.ends = self.busy.starts[:kept], self.busy.ends[:kept]
+            self.compute.store = self.busy.store.prefix(kept)
         if every_compute:
             self.compute.add(s, e)
         else:
@@ -559,11 +623,7 @@ class RankStream:
         first = np.flatnonzero(new)
         last = np.append(first[1:] - 1, len(s) - 1)
         starts, ends = s[first], reach[last]
-        self.busy.open = int(starts[-1]), int(ends[-1])
-        self.busy.closed_ns += _length(starts[:-1], ends[:-1])
-        if len(starts) > 1:
-            self.busy.starts.append(starts[:-1])
-            self.busy.ends.append(ends[:-1])
+        self.busy.closed(starts, ends)
 
         def ending(block: int) -> tuple[int, int]:
             """(index, name) of the block's activity that ends at its reach, last in the trace's order."""
@@ -645,8 +705,8 @@ class RankStream:
                                  short_kernels=self.short_count, short_kernel_basis="5 µs", launch_call_ns=0,
                                  launch_delay_mean_ns=None, queue_depth_mean=None, queue_depth_max=None)
         comm_ns = self.comm.length
-        hidden = _intersection_length(self.comm.blocks(), self.compute.blocks()) if comm_ns and self.compute.keep \
-            else 0
+        hidden = _intersection_length(self.comm.blocks(), self.compute.blocks()) \
+            if comm_ns and self.compute.store is not None else 0
         busy_percent = 100.0 * busy / span if span else 0.0
         row = TimelineRow(
             rank=rank, host=host, span_ns=span, busy_ns=busy, idle_ns=span - busy, busy_percent=busy_percent,
@@ -671,7 +731,7 @@ def analyse_rank(t: RankTimeline, chunk_rows: int = CHUNK_ROWS
         order = np.argsort(t.start, kind="stable")
     if bool((t.end < t.start).any()):
         chunk_rows = max(count, 1)  # an activity ending before it starts: exact only as one chunk
-    stream = RankStream(t.names, t.api_start, t.api_end, t.api_correlation)
+    stream = RankStream(t.names, t.api_start, t.api_end, t.api_correlation, capacity=count)
     for at in range(0, count, chunk_rows):
         if order is None:
             part: "slice | NDArray[np.intp]" = slice(at, at + chunk_rows)
@@ -785,9 +845,9 @@ def _step_numbers(markers: Sequence[Marker]) -> set[str]:
     return {m.name.rsplit("#", 1)[-1] for m in markers}
 
 
-def steps_of(t: RankTimeline, busy_union: tuple["NDArray[np.int64]", "NDArray[np.int64]"] | None = None
+def steps_of(t: RankTimeline, busy: tuple["NDArray[np.int64]", "NDArray[np.int64]"] | None = None
              ) -> tuple[list[StepRow], str]:
-    """Per-step rows; `busy_union`: the rank's busy blocks where analyse_rank already built them."""
+    """Per-step rows; `busy`: the rank's busy blocks where analyse_rank already built them."""
     import numpy as np
     gpu = [m for m in t.markers if m.on_gpu]
     cpu = [m for m in t.markers if not m.on_gpu]
@@ -807,7 +867,7 @@ def steps_of(t: RankTimeline, busy_union: tuple["NDArray[np.int64]", "NDArray[np
                                                                max(have.end, marker.end), marker.on_gpu)
     if not by_step:
         return [], ""
-    busy_blocks = _Blocks(busy_union if busy_union is not None else _union(t.start, t.end))
+    busy_blocks = _Blocks(busy if busy is not None else busy_union(t))
     kernels = t.kind == KERNEL
     collective = _collective(t)
     comm_blocks = _Blocks(_union(t.start[kernels & collective], t.end[kernels & collective]))
