@@ -111,3 +111,14 @@ def test_chunked_analysis_equals_the_whole(seed):
         assert hta_breakdown(timeline, chunk_rows=chunk) == hta_breakdown(timeline, chunk_rows=n)
         assert all(np.array_equal(a, b) for a, b in zip(busy_union(timeline, chunk_rows=chunk), whole[2]))
     assert any(row.host_wait_ns for row in hta_breakdown(timeline)) == (seed >= 2)
+
+
+def test_prefix_lengths_chunk_by_chunk_equal_the_cumulative_sum():
+    from profilectl.analysis.timeline import _prefix_lengths
+    rng = np.random.default_rng(5)
+    start = np.cumsum(rng.integers(1, 100, size=1_000))
+    end = start + rng.integers(0, 50, size=1_000)
+    upto = rng.integers(0, 1_001, size=300)
+    done = np.concatenate([[0], np.cumsum(end - start)])
+    for chunk in (1, 3, 64, 1_000, 5_000):
+        assert np.array_equal(_prefix_lengths(start, end, upto, chunk_rows=chunk), done[upto])

@@ -321,10 +321,11 @@ def _top_activity(names: Sequence[str], name: "NDArray[np.int64]", start: "NDArr
 def _causes(cause: "NDArray[np.int64]", length: "NDArray[np.int64]", mask: "NDArray[np.bool_]", keys: list[str],
             titles: list[str], tops: dict[int, tuple[str | None, int]]) -> tuple[IdleCause, ...]:
     import numpy as np
-    total = int(length[mask].sum())
+    every = bool(mask.all())  # no copies of the columns when the scope is every gap
+    total = int(length.sum() if every else length[mask].sum())
     rows = []
-    for index in np.unique(cause[mask]):
-        chosen = mask & (cause == index)
+    for index in np.unique(cause if every else cause[mask]):
+        chosen = (cause == index) if every else mask & (cause == index)
         idle = int(length[chosen].sum())
         activity, activity_ns = tops.get(int(index), (None, 0))
         rows.append(IdleCause(cause=keys[int(index)], title=titles[int(index)], idle_ns=idle, gaps=int(chosen.sum()),

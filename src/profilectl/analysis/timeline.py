@@ -830,14 +830,28 @@ def _curve(rank: str, blocks: tuple["NDArray[np.int64]", "NDArray[np.int64]"], l
     edges = low + width * np.arange(buckets + 1, dtype=np.int64)
     # busy time up to each edge, from the cumulative union
     s, e = blocks
-    done = np.concatenate([[0], np.cumsum(e - s)])
 
     def busy_until(t: "NDArray[np.int64]") -> "NDArray[np.int64]":
         i = np.searchsorted(s, t, side="right")  # blocks starting at or before t
         partial = np.where(i > 0, np.minimum(t, e[np.maximum(i - 1, 0)]) - s[np.maximum(i - 1, 0)], 0)
-        return done[np.maximum(i - 1, 0)] * (i > 0) + np.clip(partial, 0, None)
+        return _prefix_lengths(s, e, np.maximum(i - 1, 0)) * (i > 0) + np.clip(partial, 0, None)
     busy = np.diff(busy_until(edges)) / width
     return BusyCurve(rank=rank, start_ns=low, bucket_ns=int(width), busy=tuple(round(float(b), 4) for b in busy))
+
+
+def _prefix_lengths(s: "NDArray[np.int64]", e: "NDArray[np.int64]", upto: "NDArray[np.int64]",
+                    chunk_rows: int = CHUNK_ROWS) -> "NDArray[np.int64]":
+    """The total length of blocks [0, k) for each k of `upto`, chunk by chunk (as a cumulative sum of
+    every block's length would give, without that array)."""
+    import numpy as np
+    out = np.zeros(len(upto), dtype=np.int64)
+    running = 0
+    for at in range(0, len(s), chunk_rows):
+        done = np.cumsum(e[at:at + chunk_rows] - s[at:at + chunk_rows])
+        inside = (upto > at) & (upto <= at + len(done))
+        out[inside] = running + done[upto[inside] - at - 1]
+        running += int(done[-1])
+    return out
 
 
 # ---------------------------------------------------------------- steps
