@@ -418,13 +418,6 @@ class _BlockStore:
                 self.parts = [(out[0][:-1], out[1][:-1])]
         return out
 
-    def prefix(self, count: int) -> "_BlockStore":
-        """A store of this one's first `count` blocks (a copy)."""
-        starts, ends = self.arrays()
-        copy = _BlockStore()
-        copy.append(starts[:count].copy(), ends[:count].copy())
-        return copy
-
 
 class _UnionStream:
     """The union of intervals that arrive in start order, chunk by chunk: the block still open at the
@@ -502,7 +495,7 @@ class RankStream:
         self.busy = _UnionStream(keep=True, capacity=capacity)  # capacity: the most blocks there can be
         self.pieces = _UnionStream(keep=False)  # where two or more run at once
         self.comm = _UnionStream(keep=True)
-        self.compute = _UnionStream(keep=False)  # kept from the first chunk with other activity on
+        self.compute = _UnionStream(keep=False)  # its blocks kept from the first collective on
         self.memory = _UnionStream(keep=False)
         self.reach: int | None = None  # the furthest end so far
         self.open_ends = np.zeros(0, dtype=np.int64)  # ends of intervals open past the last start seen
@@ -557,8 +550,6 @@ class RankStream:
         top_end = int(e.max())
         self.span_end = top_end if self.span_end is None else max(self.span_end, top_end)
         self.streams.update(np.unique(stream).tolist())
-        assert self.busy.store is not None
-        busy_before = self.busy.store.count, self.busy.closed_ns, self.busy.open  # the compute union's, so far
         self._gaps(s, e, name, index)
         # concurrency: each interval overlaps what came before it from its start to min(its end, the
         # furthest end before it); the union of those pieces is the time with two or more open
@@ -592,10 +583,10 @@ class RankStream:
         comm = kernels & self.collective[name] if len(name) else kernels
         compute = kernels & ~comm
         every_compute = bool(compute.all())
-        if not every_compute and self.compute.store is None:
-            # until now every activity was a compute kernel: its blocks are the busy blocks so far
-            kept, self.compute.closed_ns, self.compute.open = busy_before
-            self.compute.store = self.busy.store.prefix(kept)
+        if self.compute.store is None and bool(comm.any()):
+            # compute blocks matter only where communication may overlap them: a block closed before
+            # the first collective started ends before every collective (they come in start order)
+            self.compute.store = _BlockStore()
         if every_compute:
             self.compute.add(s, e)
         else:
