@@ -371,7 +371,7 @@ def _collective(t: RankTimeline) -> "NDArray[np.bool_]":
 
 
 # ---------------------------------------------------------------- one rank, chunk by chunk
-CHUNK_ROWS = 1 << 20  # intervals per chunk of the analysis: its temporaries stay tens of MB at any length
+CHUNK_ROWS = 1 << 18  # intervals per chunk of the analysis: its temporaries stay tens of MB at any length
 
 
 class _BlockStore:
