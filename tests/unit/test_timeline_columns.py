@@ -124,3 +124,24 @@ def test_prefix_lengths_chunk_by_chunk_equal_the_cumulative_sum():
     done = np.concatenate([[0], np.cumsum(end - start)])
     for chunk in (1, 3, 64, 1_000, 5_000):
         assert np.array_equal(_prefix_lengths(start, end, upto, chunk_rows=chunk), done[upto])
+
+
+def test_a_second_stream_first_seen_in_a_later_batch(tmp_path, monkeypatch):
+    """One queue for the first batches (kept as one shared value), a second one later: the rows
+    before it keep their stream, as the csv module reads them."""
+    folder = tmp_path / "trace" / "host"
+    folder.mkdir(parents=True)
+    with open(folder / "11_kernel_trace.csv", "w", newline="") as fh:
+        out = csv.writer(fh, quoting=csv.QUOTE_NONNUMERIC)
+        out.writerow(["Kind", "Agent_Id", "Queue_Id", "Kernel_Name", "Correlation_Id", "Start_Timestamp",
+                      "End_Timestamp"])
+        for i in range(20_000):
+            out.writerow(["KERNEL_DISPATCH", "Agent 4", 1 if i < 15_000 else 2, f"k{i % 7}", i + 1,
+                          1_000_000 + 3_000 * i, 1_000_000 + 3_000 * i + 5_000])
+    monkeypatch.setattr(polars_csv, "BATCH_ROWS", 4_000)
+    results = []
+    for threshold in (0, 1 << 40):
+        monkeypatch.setattr(polars_csv, "FAST_PATH_MIN_BYTES", threshold)
+        results.append(analyse(read_path(tmp_path / "trace", READERS).timelines))
+    assert results[0] == results[1]
+    assert results[0].merged.streams == 2 and results[0].merged.concurrent_ns > 0

@@ -247,7 +247,11 @@ def trace_columns(path: Path, name_col: str, start_col: str, end_col: str, strea
             if isinstance(names, _FirstSeen) and isinstance(keys, _FirstSeen):
                 name_parts.append(names.ids(batch["name"].to_numpy()))
                 if streams:
-                    stream_parts.append(keys.ids(batch["stream"].to_numpy()))
+                    ids = keys.ids(batch["stream"].to_numpy())
+                    if stream_parts or len(keys.codes) > 1:
+                        if not stream_parts and rows:  # the rows before held the one key so far
+                            stream_parts.append(np.zeros(rows, dtype=np.int32))
+                        stream_parts.append(ids)
             elif isinstance(names, _Dictionary) and isinstance(keys, _Dictionary):
                 name_parts.append(names.codes(batch["name_hash"].to_numpy(), batch["name"]))
                 if streams:
@@ -267,6 +271,9 @@ def trace_columns(path: Path, name_col: str, start_col: str, end_col: str, strea
     start_column, end_column = joined(starts, np.int64), joined(ends, np.int64)
     name_column = joined(name_parts, np.int32)
     return TraceColumns(start=start_column, end=end_column, name=name_column,
-                        names=names.values, stream=joined(stream_parts, np.int32) if streams else None,
+                        names=names.values,
+                        # one stream key throughout: one shared value, not a column
+                        stream=(joined(stream_parts, np.int32) if stream_parts else
+                                np.broadcast_to(np.int32(0), (len(start_column),))) if streams else None,
                         streams=keys.values,
                         correlation=joined(corr_parts, np.int64) if correlation else None)
