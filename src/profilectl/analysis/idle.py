@@ -318,7 +318,7 @@ def _top_activity(names: Sequence[str], name: "NDArray[np.int64]", start: "NDArr
     return names[best], int(per_name[best])
 
 
-def _causes(cause: "NDArray[np.int64]", length: "NDArray[np.int64]", mask: "NDArray[np.bool_]", keys: list[str],
+def _causes(cause: "NDArray[Any]", length: "NDArray[np.int64]", mask: "NDArray[np.bool_]", keys: list[str],
             titles: list[str], tops: dict[int, tuple[str | None, int]]) -> tuple[IdleCause, ...]:
     import numpy as np
     every = bool(mask.all())  # no copies of the columns when the scope is every gap

@@ -528,7 +528,7 @@ class RankStream:
             index = np.arange(self.rows, self.rows + len(start), dtype=np.int64)
         if correlation is None:
             correlation = np.broadcast_to(np.int64(-1), (len(start),))
-        columns = (start, end, stream, kind, name, correlation, index)
+        columns: tuple[Any, ...] = (start, end, stream, kind, name, correlation, index)
         if self.pending is not None:
             columns = tuple(np.concatenate([a, b]) for a, b in zip(self.pending, columns))
             self.pending = None
@@ -850,9 +850,9 @@ def _step_numbers(markers: Sequence[Marker]) -> set[str]:
     return {m.name.rsplit("#", 1)[-1] for m in markers}
 
 
-def steps_of(t: RankTimeline, busy: tuple["NDArray[np.int64]", "NDArray[np.int64]"] | None = None
+def steps_of(t: RankTimeline, blocks: tuple["NDArray[np.int64]", "NDArray[np.int64]"] | None = None
              ) -> tuple[list[StepRow], str]:
-    """Per-step rows; `busy`: the rank's busy blocks where analyse_rank already built them."""
+    """Per-step rows; `blocks`: the rank's busy blocks where analyse_rank already built them."""
     import numpy as np
     gpu = [m for m in t.markers if m.on_gpu]
     cpu = [m for m in t.markers if not m.on_gpu]
@@ -872,7 +872,7 @@ def steps_of(t: RankTimeline, busy: tuple["NDArray[np.int64]", "NDArray[np.int64
                                                                max(have.end, marker.end), marker.on_gpu)
     if not by_step:
         return [], ""
-    busy_blocks = _Blocks(busy if busy is not None else busy_union(t))
+    busy_blocks = _Blocks(blocks if blocks is not None else busy_union(t))
     kernels = t.kind == KERNEL
     collective = _collective(t)
     comm_blocks = _Blocks(_union(t.start[kernels & collective], t.end[kernels & collective]))

@@ -233,7 +233,8 @@ def trace_columns(path: Path, name_col: str, start_col: str, end_col: str, strea
         names, keys = _Dictionary(), _Dictionary()
         scan = base.select(*numbers, name.alias("name"), name.hash(HASH_SEED).alias("name_hash"),
                            stream.alias("stream"), stream.hash(HASH_SEED).alias("stream_hash"))
-    starts, ends, name_parts, stream_parts, corr_parts = [], [], [], [], []
+    starts, ends, name_parts, corr_parts = [], [], [], []
+    stream_parts: list[Any] = []
     rows = 0
     try:
         for batch in _batches(scan):
