@@ -278,9 +278,9 @@ def analyse_rank(t: RankTimeline, busy: "Intervals | None" = None) -> RankIdle:
             steps.append(StepIdle(step=number, phase=_step_phase(index, count, warm), wall_ns=b - a,
                                   idle_ns=int(per_step[index]), causes=tuple(causes_here)))
     return RankIdle(rank=t.rank, host=t.host, span_ns=span_end - span_start, idle_ns=int(length.sum()), scope=scope,
-                    steady_span_ns=int(steady_span), steady_idle_ns=int(length[steady_mask].sum()),
+                    steady_span_ns=int(steady_span), steady_idle_ns=int(length.sum(where=steady_mask)),
                     steady=steady, whole=whole,
-                    phases=tuple((p, int(length[phase == code[p]].sum())) for p in STEP_PHASES
+                    phases=tuple((p, int(length.sum(where=phase == code[p]))) for p in STEP_PHASES
                                  if (phase == code[p]).any()),
                     steps=tuple(steps), hta=hta_breakdown(t), host_recorded=host_recorded,
                     step_ranges=tuple((int(n), int(a), int(b)) for n, a, b in ranges))
@@ -322,11 +322,11 @@ def _causes(cause: "NDArray[Any]", length: "NDArray[np.int64]", mask: "NDArray[n
             titles: list[str], tops: dict[int, tuple[str | None, int]]) -> tuple[IdleCause, ...]:
     import numpy as np
     every = bool(mask.all())  # no copies of the columns when the scope is every gap
-    total = int(length.sum() if every else length[mask].sum())
+    total = int(length.sum() if every else length.sum(where=mask))  # sums in place: no copies per scope
     rows = []
     for index in np.unique(cause if every else cause[mask]):
         chosen = (cause == index) if every else mask & (cause == index)
-        idle = int(length[chosen].sum())
+        idle = int(length.sum(where=chosen))
         activity, activity_ns = tops.get(int(index), (None, 0))
         rows.append(IdleCause(cause=keys[int(index)], title=titles[int(index)], idle_ns=idle, gaps=int(chosen.sum()),
                               share=idle / total if total else 0.0, activity=activity, activity_ns=activity_ns))
