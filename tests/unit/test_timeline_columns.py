@@ -145,3 +145,11 @@ def test_a_second_stream_first_seen_in_a_later_batch(tmp_path, monkeypatch):
         results.append(analyse(read_path(tmp_path / "trace", READERS).timelines))
     assert results[0] == results[1]
     assert results[0].merged.streams == 2 and results[0].merged.concurrent_ns > 0
+
+
+def test_largest_equals_a_stable_sort_with_ties():
+    from profilectl.analysis.timeline import _largest
+    rng = np.random.default_rng(9)
+    for values in (rng.integers(0, 5, size=200), rng.integers(0, 10**6, size=1_000), np.zeros(30, np.int64),
+                   np.arange(7)):
+        assert np.array_equal(_largest(values, 5), np.argsort(-values, kind="stable")[:5])

@@ -457,6 +457,17 @@ class _UnionStream:
         return self.store.arrays(self.open)
 
 
+def _largest(values: "NDArray[np.int64]", count: int) -> "NDArray[np.intp]":
+    """Indices of the `count` largest values, largest first, ties in index order: what a stable sort
+    by descending value gives, without sorting them all."""
+    import numpy as np
+    if len(values) > 4 * count:
+        floor = np.partition(values, len(values) - count)[len(values) - count]
+        chosen = np.flatnonzero(values >= floor)  # ties at the floor included, in index order
+        return chosen[np.argsort(-values[chosen], kind="stable")][:count]
+    return np.argsort(-values, kind="stable")[:count]
+
+
 def busy_union(t: RankTimeline, chunk_rows: int = CHUNK_ROWS) -> tuple["NDArray[np.int64]", "NDArray[np.int64]"]:
     """The union of a rank's GPU activity (as _union(t.start, t.end)), chunk by chunk in start order:
     no sorted copy of the columns, the blocks written into arrays sized once."""
@@ -549,7 +560,8 @@ class RankStream:
             self.span_start = int(s[0])
         top_end = int(e.max())
         self.span_end = top_end if self.span_end is None else max(self.span_end, top_end)
-        self.streams.update(np.unique(stream).tolist())
+        # a broadcast column (one stream for every activity) holds one value: no sort of it
+        self.streams.update([int(stream[0])] if stream.strides == (0,) else np.unique(stream).tolist())
         self._gaps(s, e, name, index)
         # concurrency: each interval overlaps what came before it from its start to min(its end, the
         # furthest end before it); the union of those pieces is the time with two or more open
@@ -629,7 +641,7 @@ class RankStream:
             self.gap_total += int(gap_len[counted].sum())
             self.largest_gap = max(self.largest_gap, int(gap_len.max()))
             if counted.any():
-                for i in np.argsort(-gap_len, kind="stable")[:TOP_GAPS].tolist():
+                for i in _largest(gap_len, TOP_GAPS).tolist():
                     if gap_len[i] < GAP_MIN_NS:
                         break
                     key = (-int(gap_len[i]), self.holes + i)
