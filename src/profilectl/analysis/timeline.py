@@ -471,13 +471,19 @@ def _largest(values: "NDArray[np.int64]", count: int) -> "NDArray[np.intp]":
 def busy_union(t: RankTimeline, chunk_rows: int = CHUNK_ROWS) -> tuple["NDArray[np.int64]", "NDArray[np.int64]"]:
     """The union of a rank's GPU activity (as _union(t.start, t.end)), chunk by chunk in start order:
     no sorted copy of the columns, the blocks written into arrays sized once."""
+    return _union_in_chunks(t.start, t.end, chunk_rows)
+
+
+def _union_in_chunks(start: "NDArray[np.int64]", end: "NDArray[np.int64]", chunk_rows: int = CHUNK_ROWS
+                     ) -> tuple["NDArray[np.int64]", "NDArray[np.int64]"]:
+    """_union(start, end) chunk by chunk through a stable sort's order (none where already in order)."""
     import numpy as np
-    count = len(t.start)
-    order = None if bool((t.start[1:] >= t.start[:-1]).all()) else np.argsort(t.start, kind="stable")
+    count = len(start)
+    order = None if bool((start[1:] >= start[:-1]).all()) else np.argsort(start, kind="stable")
     union = _UnionStream(keep=True, capacity=count)
     for at in range(0, count, chunk_rows):
         part: Any = slice(at, at + chunk_rows) if order is None else order[at:at + chunk_rows]
-        union.add(t.start[part], t.end[part])
+        union.add(start[part], end[part])
     return union.blocks()
 
 
@@ -965,7 +971,8 @@ def _merged(rows: list[TimelineRow],
         return sum(int(getattr(r, name)) for r in rows)
     comm, hidden = total("communication_ns"), total("hidden_communication_ns")
     if blocks:
-        union = _union(np.concatenate([b[0] for b in blocks]), np.concatenate([b[1] for b in blocks]))
+        # every rank's blocks together, their union chunk by chunk (no sorted copies of them)
+        union = _union_in_chunks(np.concatenate([b[0] for b in blocks]), np.concatenate([b[1] for b in blocks]))
         span = int(union[1][-1] - union[0][0]) if len(union[0]) else 0
         busy = _length(*union)
         holes = union[0][1:] - union[1][:-1]
