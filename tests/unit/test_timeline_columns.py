@@ -153,3 +153,20 @@ def test_largest_equals_a_stable_sort_with_ties():
     for values in (rng.integers(0, 5, size=200), rng.integers(0, 10**6, size=1_000), np.zeros(30, np.int64),
                    np.arange(7)):
         assert np.array_equal(_largest(values, 5), np.argsort(-values, kind="stable")[:5])
+
+
+def test_union_of_ranks_window_by_window_equals_the_whole():
+    from profilectl.analysis.timeline import GAP_MIN_NS, _union_of_ranks
+    rng = np.random.default_rng(11)
+    blocks = []
+    for n in (500, 40, 1_300, 0):
+        start = np.cumsum(rng.integers(0, 60_000, size=n)) + int(rng.integers(0, 10**6))
+        blocks.append(_union(start, start + rng.integers(0, 40_000, size=n)))
+    s, e = _union(np.concatenate([b[0] for b in blocks]), np.concatenate([b[1] for b in blocks]))
+    holes = s[1:] - e[:-1]
+    expected = (int(e[-1] - s[0]), int((e - s).sum()), int((holes >= GAP_MIN_NS).sum()),
+                int(holes[holes >= GAP_MIN_NS].sum()), int(holes.max()))
+    for chunk in (1, 5, 64, 10**6):
+        union = _union_of_ranks(blocks, chunk_rows=chunk)
+        assert (union.open[1] - union.first, union.length, union.gaps, union.gap_total,
+                union.largest_hole) == expected

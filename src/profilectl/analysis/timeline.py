@@ -428,6 +428,8 @@ class _UnionStream:
         self.open: tuple[int, int] | None = None  # (start, reach) of the block still open
         self.closed_ns = 0
         self.store = _BlockStore(capacity) if keep else None
+        self.first: int | None = None  # the first block's start
+        self.gaps = self.gap_total = self.largest_hole = 0  # holes of GAP_MIN_NS or more; the largest hole
 
     def add(self, s: "NDArray[np.int64]", e: "NDArray[np.int64]") -> None:
         import numpy as np
@@ -441,6 +443,14 @@ class _UnionStream:
 
     def closed(self, starts: "NDArray[np.int64]", ends: "NDArray[np.int64]") -> None:
         """This chunk's blocks: all but the last are closed, the last stays open."""
+        if self.first is None:
+            self.first = int(starts[0])
+        holes = starts[1:] - ends[:-1]  # between this chunk's blocks, the carried one first
+        if len(holes):
+            counted = holes >= GAP_MIN_NS
+            self.gaps += int(counted.sum())
+            self.gap_total += int(holes.sum(where=counted))
+            self.largest_hole = max(self.largest_hole, int(holes.max()))
         self.open = int(starts[-1]), int(ends[-1])
         self.closed_ns += _length(starts[:-1], ends[:-1])
         if self.store is not None:
@@ -957,6 +967,32 @@ def analyse(parts: Sequence[RankTimeline]) -> TimelineAnalysis | None:
                             curves=_curves_on_one_axis(curves))
 
 
+def _union_of_ranks(blocks: list[tuple["NDArray[np.int64]", "NDArray[np.int64]"]], chunk_rows: int = CHUNK_ROWS
+                    ) -> _UnionStream:
+    """The union of several ranks' busy blocks (each sorted), window by window of start time, nothing
+    kept but its figures: every rank's every step-th start bounds a window, so a window holds at
+    most `chunk_rows` blocks whatever the ranks' lengths."""
+    import numpy as np
+    parts = [(s, e) for s, e in blocks if len(s)]
+    union = _UnionStream(keep=False)
+    if not parts:
+        return union
+    step = max(1, chunk_rows // len(parts))
+    bounds = np.unique(np.concatenate([s[::step] for s, _ in parts]))
+    edges = [None, *bounds[1:].tolist(), None]
+    for low, high in zip(edges, edges[1:]):
+        pieces = [(s[a:b], e[a:b]) for s, e in parts
+                  for a, b in [(0 if low is None else int(np.searchsorted(s, low, side="left")),
+                                len(s) if high is None else int(np.searchsorted(s, high, side="left")))] if b > a]
+        if not pieces:
+            continue
+        start = np.concatenate([p[0] for p in pieces])
+        end = np.concatenate([p[1] for p in pieces])
+        order = np.argsort(start, kind="stable")
+        union.add(start[order], end[order])
+    return union
+
+
 def _merged(rows: list[TimelineRow],
             blocks: list[tuple["NDArray[np.int64]", "NDArray[np.int64]"]] | None = None) -> TimelineRow:
     """All ranks together. Times of the job (span, busy, idle, gaps) are unions on the ranks' clock,
@@ -971,14 +1007,9 @@ def _merged(rows: list[TimelineRow],
         return sum(int(getattr(r, name)) for r in rows)
     comm, hidden = total("communication_ns"), total("hidden_communication_ns")
     if blocks:
-        # every rank's blocks together, their union chunk by chunk (no sorted copies of them)
-        union = _union_in_chunks(np.concatenate([b[0] for b in blocks]), np.concatenate([b[1] for b in blocks]))
-        span = int(union[1][-1] - union[0][0]) if len(union[0]) else 0
-        busy = _length(*union)
-        holes = union[0][1:] - union[1][:-1]
-        counted = holes >= GAP_MIN_NS
-        gaps, gap_total = int(counted.sum()), int(holes[counted].sum())
-        largest = int(holes.max()) if len(holes) else 0
+        union = _union_of_ranks(blocks)
+        span = union.open[1] - union.first if union.open is not None and union.first is not None else 0
+        busy, gaps, gap_total, largest = union.length, union.gaps, union.gap_total, union.largest_hole
     else:
         span, busy = total("span_ns"), total("busy_ns")
         gaps, gap_total, largest = total("gaps"), total("gap_total_ns"), max(r.largest_gap_ns for r in rows)
