@@ -307,6 +307,11 @@ def main() -> int:
             if first:
                 checks.append(f"rocpd: profilectl == SQLite view SQL for every kernel's calls and total: "
                               f"{kernels_of_report(out) == kernels_of_reference(ref)}")
+            # the same reader through the stdlib sqlite3 rows instead of connectorx's Arrow batches
+            measured = measure([*PROFILECTL, "report", str(paths["rocpd"]), "--format", "json"],
+                               dict(os.environ, PROFILECTL_CACHE_DIR=str(work / f"noarrow{round_number}"),
+                                    PROFILECTL_NO_ARROW="1"))
+            record("rocpd", "profilectl, sqlite3 route (PROFILECTL_NO_ARROW=1)", measured)
             record("rocpd", "byte scan", measure(python(BYTE_SCAN, str(db_file))))
         if "torch" in wanted:
             warm(paths["torch"])

@@ -7,7 +7,8 @@ import csv
 import numpy as np
 import pytest
 
-from profilectl.analysis.timeline import analyse, analyse_rank, rank_timeline
+from profilectl.analysis.idle import hta_breakdown
+from profilectl.analysis.timeline import _union, analyse, analyse_rank, busy_union, rank_timeline
 from profilectl.formats import polars_csv
 from profilectl.formats.reader import read_path
 from profilectl.backends import READERS
@@ -68,3 +69,104 @@ def test_polars_one_pass_equals_the_csv_module(tmp_path, monkeypatch):
     assert results[0][0] == results[1][0]
     assert results[0][1] == results[1][1]
     assert results[0][1].merged.communication_ns > 0 and results[0][1].merged.streams == 6
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_chunked_analysis_equals_the_whole(seed):
+    """The rank's figures chunk by chunk (the carried state of RankStream) equal one chunk of the
+    whole trace: boundaries fall inside overlapping intervals, inside runs of equal starts, between
+    a collective and the compute under it, on traces in and out of start order, with copies and with
+    kernels linked to their launch calls."""
+    rng = np.random.default_rng(seed)
+    n = 3_000
+    start = np.cumsum(rng.integers(0, 25_000, size=n)) + 10**15
+    start[rng.random(n) < 0.2] -= 2_000  # some out of order
+    if seed % 2:
+        start = np.sort(start)
+    start[100:140] = start[100]  # a run of equal starts
+    end = start + rng.integers(0, 20_000, size=n) * (rng.random(n) > 0.05)
+    end[rng.random(n) < 0.01] += 200_000  # long ones: blocks and pieces span chunks
+    kind = (rng.random(n) < 0.1).astype(np.int8)
+    names = ["gemm", "relu", "ncclAllReduce", "copy"]
+    name = rng.integers(0, 3, size=n).astype(np.int32)
+    name[kind == 1] = 3
+    if seed % 2:  # collectives only in the second half: compute blocks before them are not kept
+        name[:n // 2][name[:n // 2] == 2] = 0
+    correlation = np.arange(n, dtype=np.int64) if seed >= 2 else None
+    api_start = start - rng.integers(1_000, 50_000, size=n) if seed >= 2 else ()
+    api_end = api_start + rng.integers(100, 8_000, size=n) if seed >= 2 else ()
+    api_correlation = np.arange(0, n, 2, dtype=np.int64) if seed >= 2 else ()  # half of them linked
+    if seed >= 2:
+        api_start, api_end = api_start[::2], api_end[::2]
+    timeline = rank_timeline("0", None, start=start, end=end, stream=rng.integers(0, 5, size=n), kind=kind,
+                             name=name, correlation=correlation, names=names, streams=list("abcde"),
+                             api_start=api_start, api_end=api_end, api_correlation=api_correlation)
+    whole = analyse_rank(timeline, chunk_rows=n)
+    assert whole[0].communication_ns > 0 and whole[0].memory_ns > 0 and whole[1]
+    assert (whole[0].launch.short_kernel_basis == "launch call") == (seed >= 2)
+    assert (whole[0].concurrent_ns, whole[0].max_concurrency) == reference_depth(start, end)
+    assert all(np.array_equal(a, b) for a, b in zip(_union(start, end), whole[2]))
+    for chunk in (1, 2, 7, 64, 999):
+        part = analyse_rank(timeline, chunk_rows=chunk)
+        assert part[0] == whole[0] and part[1] == whole[1]
+        assert all(np.array_equal(a, b) for a, b in zip(part[2], whole[2]))
+        assert hta_breakdown(timeline, chunk_rows=chunk) == hta_breakdown(timeline, chunk_rows=n)
+        assert all(np.array_equal(a, b) for a, b in zip(busy_union(timeline, chunk_rows=chunk), whole[2]))
+    assert any(row.host_wait_ns for row in hta_breakdown(timeline)) == (seed >= 2)
+
+
+def test_prefix_lengths_chunk_by_chunk_equal_the_cumulative_sum():
+    from profilectl.analysis.timeline import _prefix_lengths
+    rng = np.random.default_rng(5)
+    start = np.cumsum(rng.integers(1, 100, size=1_000))
+    end = start + rng.integers(0, 50, size=1_000)
+    upto = rng.integers(0, 1_001, size=300)
+    done = np.concatenate([[0], np.cumsum(end - start)])
+    for chunk in (1, 3, 64, 1_000, 5_000):
+        assert np.array_equal(_prefix_lengths(start, end, upto, chunk_rows=chunk), done[upto])
+
+
+def test_a_second_stream_first_seen_in_a_later_batch(tmp_path, monkeypatch):
+    """One queue for the first batches (kept as one shared value), a second one later: the rows
+    before it keep their stream, as the csv module reads them."""
+    folder = tmp_path / "trace" / "host"
+    folder.mkdir(parents=True)
+    with open(folder / "11_kernel_trace.csv", "w", newline="") as fh:
+        out = csv.writer(fh, quoting=csv.QUOTE_NONNUMERIC)
+        out.writerow(["Kind", "Agent_Id", "Queue_Id", "Kernel_Name", "Correlation_Id", "Start_Timestamp",
+                      "End_Timestamp"])
+        for i in range(20_000):
+            out.writerow(["KERNEL_DISPATCH", "Agent 4", 1 if i < 15_000 else 2, f"k{i % 7}", i + 1,
+                          1_000_000 + 3_000 * i, 1_000_000 + 3_000 * i + 5_000])
+    monkeypatch.setattr(polars_csv, "BATCH_ROWS", 4_000)
+    results = []
+    for threshold in (0, 1 << 40):
+        monkeypatch.setattr(polars_csv, "FAST_PATH_MIN_BYTES", threshold)
+        results.append(analyse(read_path(tmp_path / "trace", READERS).timelines))
+    assert results[0] == results[1]
+    assert results[0].merged.streams == 2 and results[0].merged.concurrent_ns > 0
+
+
+def test_largest_equals_a_stable_sort_with_ties():
+    from profilectl.analysis.timeline import _largest
+    rng = np.random.default_rng(9)
+    for values in (rng.integers(0, 5, size=200), rng.integers(0, 10**6, size=1_000), np.zeros(30, np.int64),
+                   np.arange(7)):
+        assert np.array_equal(_largest(values, 5), np.argsort(-values, kind="stable")[:5])
+
+
+def test_union_of_ranks_window_by_window_equals_the_whole():
+    from profilectl.analysis.timeline import GAP_MIN_NS, _union_of_ranks
+    rng = np.random.default_rng(11)
+    blocks = []
+    for n in (500, 40, 1_300, 0):
+        start = np.cumsum(rng.integers(0, 60_000, size=n)) + int(rng.integers(0, 10**6))
+        blocks.append(_union(start, start + rng.integers(0, 40_000, size=n)))
+    s, e = _union(np.concatenate([b[0] for b in blocks]), np.concatenate([b[1] for b in blocks]))
+    holes = s[1:] - e[:-1]
+    expected = (int(e[-1] - s[0]), int((e - s).sum()), int((holes >= GAP_MIN_NS).sum()),
+                int(holes[holes >= GAP_MIN_NS].sum()), int(holes.max()))
+    for chunk in (1, 5, 64, 10**6):
+        union = _union_of_ranks(blocks, chunk_rows=chunk)
+        assert (union.open[1] - union.first, union.length, union.gaps, union.gap_total,
+                union.largest_hole) == expected

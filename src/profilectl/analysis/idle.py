@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
-from profilectl.analysis.timeline import HOST_OPERATOR, Marker, RankTimeline, _union
+from profilectl.analysis.timeline import CHUNK_ROWS, HOST_OPERATOR, Marker, RankTimeline, _union, busy_union
 
 if TYPE_CHECKING:
     import numpy as np
@@ -180,11 +180,11 @@ def _matching(names: Sequence[str], pattern: "re.Pattern[str] | None") -> "NDArr
 def analyse_rank(t: RankTimeline, busy: "Intervals | None" = None) -> RankIdle:
     import numpy as np
     r = rules()
-    busy = busy if busy is not None else _union(t.start, t.end)
+    busy = busy if busy is not None else busy_union(t)  # chunk by chunk: no sorted copy of the columns
     span_start, span_end = int(busy[0][0]), int(busy[1][-1])
     low, high = busy[1][:-1], busy[0][1:]  # the holes
     length = high - low
-    cause = np.full(len(low), -1, dtype=np.int64)
+    cause = np.full(len(low), -1, dtype=np.int8)  # a rule index per hole (a few dozen rules)
     keys = [c.key for c in r.causes]
     launch_index = keys.index("launch")
     cause[length < int(r["gap_min_ns"])] = launch_index
@@ -230,8 +230,11 @@ def analyse_rank(t: RankTimeline, busy: "Intervals | None" = None) -> RankIdle:
     # phases and steps
     ranges = step_ranges(t.markers)
     warm = warmup_count(len(ranges), int(r["warmup_steps"]))
-    phase = np.full(len(low), "steady", dtype=object)
-    step_of = np.full(len(low), -1, dtype=np.int64)
+    # phases as small integer codes (indices into STEP_PHASES): an object array of strings per hole
+    # cost seconds per million holes in comparisons
+    code = {name: i for i, name in enumerate(STEP_PHASES)}
+    phase = np.full(len(low), code["steady"], dtype=np.int8)
+    step_of = np.full(len(low), -1, dtype=np.int32)
     count = len(ranges)
     if ranges:
         # windows: a step runs from its start to the next step's start (the host's time between two
@@ -240,14 +243,14 @@ def analyse_rank(t: RankTimeline, busy: "Intervals | None" = None) -> RankIdle:
         last_end = ranges[-1][2]
         middle = low + length // 2
         position = np.searchsorted(starts, middle, side="right") - 1
-        kinds = np.array([_step_phase(p, count, warm) for p in range(count)], dtype=object)
+        kinds = np.array([code[_step_phase(p, count, warm)] for p in range(count)], dtype=np.int8)
         after = position >= 0
-        phase[~after] = "startup"
+        phase[~after] = code["startup"]
         phase[after] = kinds[np.maximum(position, 0)[after]]
-        phase[middle >= last_end] = "teardown"
+        phase[middle >= last_end] = code["teardown"]
         inside = after & (middle < last_end)
         step_of[inside] = position[inside]
-    steady_mask = phase == "steady"
+    steady_mask = phase == code["steady"]
     titles = [c.title for c in r.causes]
     whole = _causes(cause, length, np.ones(len(low), dtype=bool), keys, titles, tops)
     steady = _causes(cause, length, steady_mask, keys, titles, tops)
@@ -275,9 +278,10 @@ def analyse_rank(t: RankTimeline, busy: "Intervals | None" = None) -> RankIdle:
             steps.append(StepIdle(step=number, phase=_step_phase(index, count, warm), wall_ns=b - a,
                                   idle_ns=int(per_step[index]), causes=tuple(causes_here)))
     return RankIdle(rank=t.rank, host=t.host, span_ns=span_end - span_start, idle_ns=int(length.sum()), scope=scope,
-                    steady_span_ns=int(steady_span), steady_idle_ns=int(length[steady_mask].sum()),
+                    steady_span_ns=int(steady_span), steady_idle_ns=int(length.sum(where=steady_mask)),
                     steady=steady, whole=whole,
-                    phases=tuple((p, int(length[phase == p].sum())) for p in STEP_PHASES if (phase == p).any()),
+                    phases=tuple((p, int(length.sum(where=phase == code[p]))) for p in STEP_PHASES
+                                 if (phase == code[p]).any()),
                     steps=tuple(steps), hta=hta_breakdown(t), host_recorded=host_recorded,
                     step_ranges=tuple((int(n), int(a), int(b)) for n, a, b in ranges))
 
@@ -314,14 +318,15 @@ def _top_activity(names: Sequence[str], name: "NDArray[np.int64]", start: "NDArr
     return names[best], int(per_name[best])
 
 
-def _causes(cause: "NDArray[np.int64]", length: "NDArray[np.int64]", mask: "NDArray[np.bool_]", keys: list[str],
+def _causes(cause: "NDArray[Any]", length: "NDArray[np.int64]", mask: "NDArray[np.bool_]", keys: list[str],
             titles: list[str], tops: dict[int, tuple[str | None, int]]) -> tuple[IdleCause, ...]:
     import numpy as np
-    total = int(length[mask].sum())
+    every = bool(mask.all())  # no copies of the columns when the scope is every gap
+    total = int(length.sum() if every else length.sum(where=mask))  # sums in place: no copies per scope
     rows = []
-    for index in np.unique(cause[mask]):
-        chosen = mask & (cause == index)
-        idle = int(length[chosen].sum())
+    for index in np.unique(cause if every else cause[mask]):
+        chosen = (cause == index) if every else mask & (cause == index)
+        idle = int(length.sum(where=chosen))
         activity, activity_ns = tops.get(int(index), (None, 0))
         rows.append(IdleCause(cause=keys[int(index)], title=titles[int(index)], idle_ns=idle, gaps=int(chosen.sum()),
                               share=idle / total if total else 0.0, activity=activity, activity_ns=activity_ns))
@@ -348,39 +353,57 @@ def merge_causes(groups: Sequence[Sequence[IdleCause]]) -> tuple[IdleCause, ...]
 
 
 # ---------------------------------------------------------------- HTA's breakdown, for comparison
-def hta_breakdown(t: RankTimeline, consecutive_kernel_delay_ns: int = 30_000) -> tuple[HtaStreamIdle, ...]:
+def hta_breakdown(t: RankTimeline, consecutive_kernel_delay_ns: int = 30_000, chunk_rows: int = CHUNK_ROWS
+                  ) -> tuple[HtaStreamIdle, ...]:
     """HTA's get_idle_time_breakdown per stream: between consecutive GPU activities of a stream
     (kernels, copies, memsets, by start time), the interval is host wait when the next one's launch
     call began after the previous one ended, else kernel wait when shorter than
     consecutive_kernel_delay (HTA's default: 30 µs), else other. Intervals are summed as HTA sums
     them (a negative interval, an overlap on one stream, counts negative)."""
     import numpy as np
-    if not len(t.start):
+    count = len(t.start)
+    if not count:
         return ()
-    launch_start = np.full(len(t.start), -1, dtype=np.int64)
+    api: tuple[Any, Any] | None = None
     if len(t.api_correlation):
-        order = np.argsort(t.api_correlation, kind="stable")
-        api_corr = t.api_correlation[order]
-        at = np.minimum(np.searchsorted(api_corr, t.correlation), len(api_corr) - 1)
-        linked = (t.correlation >= 0) & (api_corr[at] == t.correlation)
-        launch_start[linked] = t.api_start[order][at[linked]]
-    rows = []
-    for stream in np.unique(t.stream):
-        mine = np.flatnonzero(t.stream == stream)
-        mine = mine[np.argsort(t.start[mine], kind="stable")]
-        if len(mine) < 2:
-            rows.append(HtaStreamIdle(t.streams[int(stream)], 0, 0, 0))
-            continue
-        prev_end = t.end[mine][:-1]
-        start = t.start[mine][1:]
-        launch = launch_start[mine][1:]
-        interval = start - prev_end
-        host_wait = (launch >= 0) & (launch > prev_end)
-        kernel_wait = ~host_wait & (interval < consecutive_kernel_delay_ns)
-        other = ~host_wait & ~kernel_wait
-        rows.append(HtaStreamIdle(stream=t.streams[int(stream)], host_wait_ns=int(interval[host_wait].sum()),
-                                  kernel_wait_ns=int(interval[kernel_wait].sum()), other_ns=int(interval[other].sum())))
-    return tuple(rows)
+        by_correlation = np.argsort(t.api_correlation, kind="stable")
+        api = t.api_correlation[by_correlation], t.api_start[by_correlation]
+    # the activities in start order (a stable sort's, as per stream before), chunk by chunk: per
+    # stream the end of its last activity so far is carried, so no column is copied whole
+    order = None if bool((t.start[1:] >= t.start[:-1]).all()) else np.argsort(t.start, kind="stable")
+    last_end: dict[int, int] = {}
+    sums: dict[int, list[int]] = {}
+    for at in range(0, count, chunk_rows):
+        part: Any = slice(at, at + chunk_rows) if order is None else order[at:at + chunk_rows]
+        start, end, stream = t.start[part], t.end[part], t.stream[part]
+        launch_start = np.full(len(start), -1, dtype=np.int64)
+        if api is not None:
+            correlation = t.correlation[part]
+            where = np.minimum(np.searchsorted(api[0], correlation), len(api[0]) - 1)
+            linked = (correlation >= 0) & (api[0][where] == correlation)
+            launch_start[linked] = api[1][where[linked]]
+        for key in np.unique(stream).tolist():
+            mine = np.flatnonzero(stream == key)
+            carried = last_end.get(key)
+            last_end[key] = int(end[mine[-1]])
+            sums.setdefault(key, [0, 0, 0])
+            if carried is None:
+                prev_end, nxt, launch = end[mine[:-1]], start[mine[1:]], launch_start[mine[1:]]
+            else:
+                prev_end = np.concatenate([[carried], end[mine[:-1]]])
+                nxt, launch = start[mine], launch_start[mine]
+            if not len(nxt):
+                continue
+            interval = nxt - prev_end
+            host_wait = (launch >= 0) & (launch > prev_end)
+            kernel_wait = ~host_wait & (interval < consecutive_kernel_delay_ns)
+            other = ~host_wait & ~kernel_wait
+            total = sums[key]
+            total[0] += int(interval[host_wait].sum())
+            total[1] += int(interval[kernel_wait].sum())
+            total[2] += int(interval[other].sum())
+    return tuple(HtaStreamIdle(stream=t.streams[key], host_wait_ns=host, kernel_wait_ns=kernel, other_ns=other_ns)
+                 for key, (host, kernel, other_ns) in sorted(sums.items()))
 
 
 def analyse(parts: Sequence[RankTimeline]) -> tuple[RankIdle, ...]:

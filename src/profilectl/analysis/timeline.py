@@ -370,66 +370,396 @@ def _collective(t: RankTimeline) -> "NDArray[np.bool_]":
     return np.array([bool(COLLECTIVE.search(n)) for n in t.names] or [False], dtype=bool)[t.name]
 
 
-# ---------------------------------------------------------------- one rank
-def analyse_rank(t: RankTimeline) -> tuple[TimelineRow, list[Gap], tuple["NDArray[np.int64]", "NDArray[np.int64]"]]:
-    """The rank's row, its gaps, and its busy blocks (starts, ends) for the chart."""
+# ---------------------------------------------------------------- one rank, chunk by chunk
+CHUNK_ROWS = 1 << 18  # intervals per chunk of the analysis: its temporaries stay tens of MB at any length
+
+
+class _BlockStore:
+    """Closed blocks (starts, ends) as they come: written into arrays sized once where the most there
+    can be is known (`capacity`: pages never written are never committed, and no concatenation
+    holds them twice), else kept as parts joined at the end."""
+
+    def __init__(self, capacity: int | None = None) -> None:
+        import numpy as np
+        self.count = 0
+        self.buffers = (np.empty(capacity, dtype=np.int64), np.empty(capacity, dtype=np.int64)) \
+            if capacity is not None else None
+        self.parts: list[tuple["NDArray[np.int64]", "NDArray[np.int64]"]] = []
+
+    def append(self, starts: "NDArray[np.int64]", ends: "NDArray[np.int64]") -> None:
+        import numpy as np
+        if not len(starts):
+            return
+        if self.buffers is not None and self.count + len(starts) > len(self.buffers[0]):
+            self.parts, self.buffers = [self.arrays()], None  # more than the capacity said: parts from here
+        if self.buffers is not None:
+            self.buffers[0][self.count:self.count + len(starts)] = starts
+            self.buffers[1][self.count:self.count + len(ends)] = ends
+        else:
+            self.parts.append((np.asarray(starts), np.asarray(ends)))
+        self.count += len(starts)
+
+    def arrays(self, tail: tuple[int, int] | None = None) -> tuple["NDArray[np.int64]", "NDArray[np.int64]"]:
+        """Every block, and `tail` (the open one) after them."""
+        import numpy as np
+        if tail is not None:
+            self.append(np.array([tail[0]], dtype=np.int64), np.array([tail[1]], dtype=np.int64))
+        if self.buffers is not None:
+            out = self.buffers[0][:self.count], self.buffers[1][:self.count]
+        elif len(self.parts) == 1:
+            out = self.parts[0]
+        else:
+            out = (np.concatenate([p[0] for p in self.parts]) if self.parts else np.zeros(0, np.int64),
+                   np.concatenate([p[1] for p in self.parts]) if self.parts else np.zeros(0, np.int64))
+            self.parts = [out]
+        if tail is not None:
+            self.count -= 1
+            if self.buffers is None:
+                self.parts = [(out[0][:-1], out[1][:-1])]
+        return out
+
+
+class _UnionStream:
+    """The union of intervals that arrive in start order, chunk by chunk: the block still open at the
+    end of a chunk is carried (its start and reach) and enters the next chunk as one interval before
+    it, so the blocks are exactly those of the whole. Closed blocks are kept (`keep`) or only added up."""
+
+    def __init__(self, keep: bool, capacity: int | None = None) -> None:
+        self.open: tuple[int, int] | None = None  # (start, reach) of the block still open
+        self.closed_ns = 0
+        self.store = _BlockStore(capacity) if keep else None
+        self.first: int | None = None  # the first block's start
+        self.gaps = self.gap_total = self.largest_hole = 0  # holes of GAP_MIN_NS or more; the largest hole
+
+    def add(self, s: "NDArray[np.int64]", e: "NDArray[np.int64]") -> None:
+        import numpy as np
+        if not len(s):
+            return
+        if self.open is not None:
+            s = np.concatenate([[self.open[0]], s])
+            e = np.concatenate([[self.open[1]], e])
+        starts, ends = _union(s, e, presorted=True)
+        self.closed(starts, ends)
+
+    def closed(self, starts: "NDArray[np.int64]", ends: "NDArray[np.int64]") -> None:
+        """This chunk's blocks: all but the last are closed, the last stays open."""
+        if self.first is None:
+            self.first = int(starts[0])
+        holes = starts[1:] - ends[:-1]  # between this chunk's blocks, the carried one first
+        if len(holes):
+            counted = holes >= GAP_MIN_NS
+            self.gaps += int(counted.sum())
+            self.gap_total += int(holes.sum(where=counted))
+            self.largest_hole = max(self.largest_hole, int(holes.max()))
+        self.open = int(starts[-1]), int(ends[-1])
+        self.closed_ns += _length(starts[:-1], ends[:-1])
+        if self.store is not None:
+            self.store.append(starts[:-1], ends[:-1])
+
+    @property
+    def length(self) -> int:
+        return self.closed_ns + (self.open[1] - self.open[0] if self.open is not None else 0)
+
+    def blocks(self) -> tuple["NDArray[np.int64]", "NDArray[np.int64]"]:
+        import numpy as np
+        if self.store is None:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return self.store.arrays(self.open)
+
+
+def _largest(values: "NDArray[np.int64]", count: int) -> "NDArray[np.intp]":
+    """Indices of the `count` largest values, largest first, ties in index order: what a stable sort
+    by descending value gives, without sorting them all."""
     import numpy as np
-    span_start, span_end = int(t.start.min()), int(t.end.max())
-    span = span_end - span_start
-    # one sort by start serves every union and the concurrency sweep (masks keep that order); a
-    # trace already in start order (most are) is used as it is, no copy
+    if len(values) > 4 * count:
+        floor = np.partition(values, len(values) - count)[len(values) - count]
+        chosen = np.flatnonzero(values >= floor)  # ties at the floor included, in index order
+        return chosen[np.argsort(-values[chosen], kind="stable")][:count]
+    return np.argsort(-values, kind="stable")[:count]
+
+
+def busy_union(t: RankTimeline, chunk_rows: int = CHUNK_ROWS) -> tuple["NDArray[np.int64]", "NDArray[np.int64]"]:
+    """The union of a rank's GPU activity (as _union(t.start, t.end)), chunk by chunk in start order:
+    no sorted copy of the columns, the blocks written into arrays sized once."""
+    return _union_in_chunks(t.start, t.end, chunk_rows)
+
+
+def _union_in_chunks(start: "NDArray[np.int64]", end: "NDArray[np.int64]", chunk_rows: int = CHUNK_ROWS
+                     ) -> tuple["NDArray[np.int64]", "NDArray[np.int64]"]:
+    """_union(start, end) chunk by chunk through a stable sort's order (none where already in order)."""
+    import numpy as np
+    count = len(start)
+    order = None if bool((start[1:] >= start[:-1]).all()) else np.argsort(start, kind="stable")
+    union = _UnionStream(keep=True, capacity=count)
+    for at in range(0, count, chunk_rows):
+        part: Any = slice(at, at + chunk_rows) if order is None else order[at:at + chunk_rows]
+        union.add(start[part], end[part])
+    return union.blocks()
+
+
+class RankStream:
+    """One rank's timeline figures (TimelineRow, the largest gaps with the activities around them, the
+    busy blocks) from its GPU activity given in start order, chunk by chunk, with a small carried state:
+    the open block of each union, the furthest end so far, the intervals still open, the top gaps. The
+    numbers are those of the whole trace at once (tests/unit/test_timeline_columns.py checks it with
+    chunk boundaries inside overlapping intervals).
+
+    `index` (optional, per chunk): each activity's position in the trace as written, where the caller
+    sorted it; a gap's `after` is the last activity in that order ending where the gap begins. Chunks
+    need end >= start for exactness of the deepest concurrency (analyse_rank checks and otherwise gives
+    the trace as one chunk). The trailing run of equal starts of a chunk is held back for the next one,
+    so no chunk boundary splits activities that start together."""
+
+    def __init__(self, names: Sequence[str], api_start: "NDArray[np.int64] | None" = None,
+                 api_end: "NDArray[np.int64] | None" = None,
+                 api_correlation: "NDArray[np.int64] | None" = None, capacity: int | None = None) -> None:
+        import numpy as np
+        self.names = names
+        self.collective = np.zeros(0, dtype=bool)
+        self.rows = 0
+        self.span_start: int | None = None
+        self.span_end: int | None = None
+        self.busy = _UnionStream(keep=True, capacity=capacity)  # capacity: the most blocks there can be
+        self.pieces = _UnionStream(keep=False)  # where two or more run at once
+        self.comm = _UnionStream(keep=True)
+        self.compute = _UnionStream(keep=False)  # its blocks kept from the first collective on
+        self.memory = _UnionStream(keep=False)
+        self.reach: int | None = None  # the furthest end so far
+        self.open_ends = np.zeros(0, dtype=np.int64)  # ends of intervals open past the last start seen
+        self.ended = 0  # intervals whose end is at or before every start still to come
+        self.rows_done = 0  # intervals analysed (the rest of `rows` is pending)
+        self.deepest = 0
+        self.streams: set[int] = set()
+        self.gap_count = self.gap_total = self.largest_gap = 0
+        self.holes = 0  # holes between busy blocks so far (the gaps' order, for ties)
+        self.top: list[tuple[int, int, int, int, int]] = []  # (-length, order, gap start, after, before)
+        self.best: tuple[int, int] = (-1, -1)  # the open block's activity ending at its reach: (index, name)
+        self.pending: tuple[Any, ...] | None = None
+        # launch statistics: against each kernel's own launch call where linked, else against 5 µs
+        self.kernel_ns = self.short_ns = self.short_count = 0
+        self.linked = self.linked_short_ns = self.linked_short_count = self.delay_ns = 0
+        self.launch_ns = self.linked_kernel_ns = 0
+        self.queue: list[tuple["NDArray[np.int64]", "NDArray[np.int64]"]] = []
+        self.api: tuple["NDArray[np.int64]", "NDArray[np.int64]", "NDArray[np.int64]"] | None = None
+        if api_correlation is not None and len(api_correlation):
+            order = np.argsort(api_correlation, kind="stable")
+            self.api = (api_correlation[order], api_start[order], (api_end - api_start)[order])  # type: ignore[index, operator]
+
+    def add(self, start: "NDArray[np.int64]", end: "NDArray[np.int64]", stream: "NDArray[Any]",
+            kind: "NDArray[np.int8]", name: "NDArray[Any]", correlation: "NDArray[np.int64] | None" = None,
+            index: "NDArray[Any] | None" = None) -> None:
+        import numpy as np
+        if not len(start):
+            return
+        if index is None:
+            index = np.arange(self.rows, self.rows + len(start), dtype=np.int64)
+        if correlation is None:
+            correlation = np.broadcast_to(np.int64(-1), (len(start),))
+        columns: tuple[Any, ...] = (start, end, stream, kind, name, correlation, index)
+        if self.pending is not None:
+            columns = tuple(np.concatenate([a, b]) for a, b in zip(self.pending, columns))
+            self.pending = None
+        self.rows += len(start)
+        cut = int(np.searchsorted(columns[0], columns[0][-1], side="left"))
+        if cut == 0:  # one run of equal starts so far: wait for a different one
+            self.pending = columns
+            return
+        self.pending = tuple(c[cut:] for c in columns) if cut < len(columns[0]) else None
+        self._chunk(*(c[:cut] for c in columns))
+
+    def _chunk(self, s: "NDArray[np.int64]", e: "NDArray[np.int64]", stream: "NDArray[Any]",
+               kind: "NDArray[np.int8]", name: "NDArray[Any]", correlation: "NDArray[np.int64]",
+               index: "NDArray[Any]") -> None:
+        import numpy as np
+        first = self.span_start is None
+        if first:
+            self.span_start = int(s[0])
+        top_end = int(e.max())
+        self.span_end = top_end if self.span_end is None else max(self.span_end, top_end)
+        # a broadcast column (one stream for every activity) holds one value: no sort of it
+        self.streams.update([int(stream[0])] if stream.strides == (0,) else np.unique(stream).tolist())
+        self._gaps(s, e, name, index)
+        # concurrency: each interval overlaps what came before it from its start to min(its end, the
+        # furthest end before it); the union of those pieces is the time with two or more open
+        reach = np.maximum.accumulate(e)
+        before = np.empty(len(s), dtype=np.int64)
+        before[0] = self.reach if self.reach is not None else np.iinfo(np.int64).min
+        before[1:] = reach[:-1]
+        if self.reach is not None:
+            np.maximum(before, self.reach, out=before)
+        self.reach = int(reach[-1]) if self.reach is None else max(self.reach, int(reach[-1]))
+        np.minimum(e, before, out=before)
+        keep = s < before
+        if first:
+            keep[0] = False
+        self.pieces.add(s[keep], before[keep])
+        del before, keep, reach
+        # the deepest moment is just after some start: the starts up to it less the ends up to it
+        ends = np.sort(np.concatenate([self.open_ends, e]))
+        depth = np.arange(self.rows_done + 1, self.rows_done + len(s) + 1) - self.ended - \
+            np.searchsorted(ends, s, side="right")
+        self.deepest = max(self.deepest, int(depth.max()))
+        closed = int(np.searchsorted(ends, s[-1], side="right"))
+        self.ended += closed
+        self.open_ends = ends[closed:]
+        self.rows_done += len(s)
+        del depth, ends
+        # compute, communication, copies
+        if len(self.collective) < len(self.names):
+            self.collective = np.array([bool(COLLECTIVE.search(n)) for n in self.names] or [False], dtype=bool)
+        kernels = kind == KERNEL
+        comm = kernels & self.collective[name] if len(name) else kernels
+        compute = kernels & ~comm
+        every_compute = bool(compute.all())
+        if self.compute.store is None and bool(comm.any()):
+            # compute blocks matter only where communication may overlap them: a block closed before
+            # the first collective started ends before every collective (they come in start order)
+            self.compute.store = _BlockStore()
+        if every_compute:
+            self.compute.add(s, e)
+        else:
+            self.compute.add(s[compute], e[compute])
+            self.comm.add(s[comm], e[comm])
+            self.memory.add(s[~kernels], e[~kernels])
+        self._launches(s[kernels], e[kernels], correlation[kernels]) if not bool(kernels.all()) else \
+            self._launches(s, e, correlation)
+
+    def _gaps(self, s: "NDArray[np.int64]", e: "NDArray[np.int64]", name: "NDArray[Any]",
+              index: "NDArray[Any]") -> None:
+        """The busy union's blocks of this chunk (the carried open block as its first interval), and
+        the holes between them."""
+        import numpy as np
+        carried = self.busy.open
+        if carried is not None:
+            s = np.concatenate([[carried[0]], s])
+            e = np.concatenate([[carried[1]], e])
+            name = np.concatenate([[self.best[1]], name])
+            index = np.concatenate([[self.best[0]], index])
+        reach = np.maximum.accumulate(e)
+        new = np.empty(len(s), dtype=bool)
+        new[0] = True
+        np.greater(s[1:], reach[:-1], out=new[1:])
+        first = np.flatnonzero(new)
+        last = np.append(first[1:] - 1, len(s) - 1)
+        starts, ends = s[first], reach[last]
+        self.busy.closed(starts, ends)
+
+        def ending(block: int) -> tuple[int, int]:
+            """(index, name) of the block's activity that ends at its reach, last in the trace's order."""
+            a, b = int(first[block]), int(last[block]) + 1
+            hit = a + np.flatnonzero(e[a:b] == ends[block])
+            at = int(hit[int(np.argmax(index[hit]))])
+            return int(index[at]), int(name[at])
+        gap_len = starts[1:] - ends[:-1]
+        if len(gap_len):
+            counted = gap_len >= GAP_MIN_NS
+            self.gap_count += int(counted.sum())
+            self.gap_total += int(gap_len[counted].sum())
+            self.largest_gap = max(self.largest_gap, int(gap_len.max()))
+            if counted.any():
+                for i in _largest(gap_len, TOP_GAPS).tolist():
+                    if gap_len[i] < GAP_MIN_NS:
+                        break
+                    key = (-int(gap_len[i]), self.holes + i)
+                    if len(self.top) == TOP_GAPS and key >= self.top[-1][:2]:
+                        break
+                    self.top.append((*key, int(ends[i]), ending(i)[1], int(name[first[i + 1]])))
+                    self.top.sort()
+                    del self.top[TOP_GAPS:]
+            self.holes += len(gap_len)
+        self.best = ending(len(starts) - 1)
+
+    def _launches(self, k_start: "NDArray[np.int64]", k_end: "NDArray[np.int64]",
+                  k_corr: "NDArray[np.int64]") -> None:
+        import numpy as np
+        duration = k_end - k_start
+        self.kernel_ns += int(duration.sum())
+        short = duration < SHORT_KERNEL_NS
+        self.short_ns += int(duration[short].sum())
+        self.short_count += int(short.sum())
+        if self.api is None or not len(k_start) or not (k_corr >= 0).any():
+            return
+        api_corr, api_start, api_dur = self.api
+        at = np.minimum(np.searchsorted(api_corr, k_corr), len(api_corr) - 1)
+        linked = (k_corr >= 0) & (api_corr[at] == k_corr)
+        if not linked.any():
+            return
+        launch_start, launch_dur = api_start[at[linked]], api_dur[at[linked]]
+        own = duration[linked]
+        short = own < launch_dur
+        self.linked += int(linked.sum())
+        self.linked_short_ns += int(own[short].sum())
+        self.linked_short_count += int(short.sum())
+        # HTA's launch delay: from the end of the launch call to the kernel's start, never negative
+        self.delay_ns += int(np.clip(k_start[linked] - launch_start - launch_dur, 0, None).sum())
+        self.launch_ns += int(launch_dur.sum())
+        self.linked_kernel_ns += int(own.sum())
+        self.queue.append((launch_start, k_end[linked]))
+
+    def finish(self, rank: str, host: str | None
+               ) -> tuple[TimelineRow, list[Gap], tuple["NDArray[np.int64]", "NDArray[np.int64]"]]:
+        """The rank's row, its largest gaps, and its busy blocks (starts, ends)."""
+        import numpy as np
+        if self.pending is not None:
+            pending, self.pending = self.pending, None
+            self._chunk(*pending)
+        if self.span_start is None or self.span_end is None:
+            raise ValueError("no GPU activity")
+        span = self.span_end - self.span_start
+        busy = self.busy.length
+        names = self.names
+        gaps = [Gap(start_ns=at - self.span_start, duration_ns=-negative, after=names[after], before=names[before],
+                    rank=rank) for negative, _, at, after, before in self.top]
+        if self.linked:
+            queue = (np.concatenate([q[0] for q in self.queue]), np.concatenate([q[1] for q in self.queue]))
+            depth_mean, depth_max = _queue_depth(*queue)
+            del queue
+            launch = LaunchStats(
+                short_kernel_percent=100.0 * self.linked_short_ns / self.linked_kernel_ns if self.linked_kernel_ns
+                else 0.0, short_kernels=self.linked_short_count, short_kernel_basis="launch call",
+                launch_call_ns=self.launch_ns, launch_delay_mean_ns=self.delay_ns / self.linked,
+                queue_depth_mean=depth_mean, queue_depth_max=depth_max)
+        else:
+            launch = LaunchStats(short_kernel_percent=100.0 * self.short_ns / self.kernel_ns if self.kernel_ns else 0.0,
+                                 short_kernels=self.short_count, short_kernel_basis="5 µs", launch_call_ns=0,
+                                 launch_delay_mean_ns=None, queue_depth_mean=None, queue_depth_max=None)
+        comm_ns = self.comm.length
+        hidden = _intersection_length(self.comm.blocks(), self.compute.blocks()) \
+            if comm_ns and self.compute.store is not None else 0
+        busy_percent = 100.0 * busy / span if span else 0.0
+        row = TimelineRow(
+            rank=rank, host=host, span_ns=span, busy_ns=busy, idle_ns=span - busy, busy_percent=busy_percent,
+            gaps=self.gap_count, gap_total_ns=self.gap_total, largest_gap_ns=self.largest_gap,
+            concurrent_ns=self.pieces.length, max_concurrency=self.deepest, streams=len(self.streams),
+            compute_ns=self.compute.length, communication_ns=comm_ns, hidden_communication_ns=hidden,
+            hidden_communication_percent=100.0 * hidden / comm_ns if comm_ns else None,
+            memory_ns=self.memory.length, launch=launch,
+            launch_bound=(verdict := _verdict(busy_percent, launch, busy))[0], verdict=verdict[1])
+        return row, gaps, self.busy.blocks()
+
+
+def analyse_rank(t: RankTimeline, chunk_rows: int = CHUNK_ROWS
+                 ) -> tuple[TimelineRow, list[Gap], tuple["NDArray[np.int64]", "NDArray[np.int64]"]]:
+    """The rank's row, its gaps, and its busy blocks (starts, ends) for the chart: the columns in
+    start order, chunk by chunk (RankStream); a trace already in start order (most are) is read as it
+    is, others through the order of a stable sort (no sorted copy of the columns)."""
+    import numpy as np
+    count = len(t.start)
     order: "NDArray[np.intp] | None" = None
     if not bool((t.start[1:] >= t.start[:-1]).all()):
         order = np.argsort(t.start, kind="stable")
-    s, e = (t.start[order], t.end[order]) if order is not None else (t.start, t.end)
-    busy_blocks = _union(s, e, presorted=True)
-    busy = _length(*busy_blocks)
-    # gaps: between consecutive busy blocks
-    gap_len = busy_blocks[0][1:] - busy_blocks[1][:-1]
-    counted = gap_len >= GAP_MIN_NS
-    gaps: list[Gap] = []
-    if counted.any():
-        top_gaps = np.argsort(-gap_len, kind="stable")[:TOP_GAPS]
-        for i in top_gaps:
-            if gap_len[i] < GAP_MIN_NS:
-                break
-            gap_start, gap_end = int(busy_blocks[1][i]), int(busy_blocks[0][i + 1])
-            # the activity that ended the busy block: the last (in the trace's order) ending exactly
-            # there, as a stable sort by end would find it, without sorting
-            before_idx = int(np.flatnonzero(t.end == gap_start)[-1])
-            after_at = int(np.searchsorted(s, gap_end, side="left"))
-            after_idx = int(order[after_at]) if order is not None else after_at
-            gaps.append(Gap(start_ns=gap_start - span_start, duration_ns=int(gap_len[i]),
-                            after=t.names[int(t.name[before_idx])], before=t.names[int(t.name[after_idx])],
-                            rank=t.rank))
-    concurrent, max_concurrency = _concurrency(s, e)
-    kernels = t.kind == KERNEL
-    collective = _collective(t)
-    sorted_kernels = kernels[order] if order is not None else kernels
-    sorted_collective = collective[order] if order is not None and len(collective) else collective
-    comm_sorted = sorted_kernels & sorted_collective if len(collective) else sorted_kernels & False
-    compute_sorted = sorted_kernels & ~comm_sorted
-    empty = (s[:0], e[:0])
-    if bool(compute_sorted.all()):  # every activity a compute kernel (the common case): no copies of the columns
-        comm, compute, memory = empty, busy_blocks, empty
-    else:
-        comm = _union(s[comm_sorted], e[comm_sorted], presorted=True)
-        compute = _union(s[compute_sorted], e[compute_sorted], presorted=True)
-        memory = _union(s[~sorted_kernels], e[~sorted_kernels], presorted=True)
-    comm_ns = _length(*comm)
-    hidden = _intersection_length(comm, compute)
-    del s, e, order
-    launch = _launch_stats(t, kernels)
-    busy_percent = 100.0 * busy / span if span else 0.0
-    row = TimelineRow(
-        rank=t.rank, host=t.host, span_ns=span, busy_ns=busy, idle_ns=span - busy, busy_percent=busy_percent,
-        gaps=int(counted.sum()), gap_total_ns=int(gap_len[counted].sum()),
-        largest_gap_ns=int(gap_len.max()) if len(gap_len) else 0, concurrent_ns=concurrent,
-        max_concurrency=max_concurrency, streams=len(np.unique(t.stream)),
-        compute_ns=_length(*compute), communication_ns=comm_ns, hidden_communication_ns=hidden,
-        hidden_communication_percent=100.0 * hidden / comm_ns if comm_ns else None, memory_ns=_length(*memory),
-        launch=launch, launch_bound=(verdict := _verdict(busy_percent, launch, busy))[0], verdict=verdict[1])
-    return row, gaps, busy_blocks
+    if bool((t.end < t.start).any()):
+        chunk_rows = max(count, 1)  # an activity ending before it starts: exact only as one chunk
+    stream = RankStream(t.names, t.api_start, t.api_end, t.api_correlation, capacity=count)
+    for at in range(0, count, chunk_rows):
+        if order is None:
+            part: "slice | NDArray[np.intp]" = slice(at, at + chunk_rows)
+            index = None
+        else:
+            part = index = order[at:at + chunk_rows]
+        stream.add(t.start[part], t.end[part], t.stream[part], t.kind[part], t.name[part], t.correlation[part],
+                   index)
+    return stream.finish(t.rank, t.host)
 
 
 def _launch_stats(t: RankTimeline, kernels: "NDArray[np.bool_]") -> LaunchStats:
@@ -519,14 +849,28 @@ def _curve(rank: str, blocks: tuple["NDArray[np.int64]", "NDArray[np.int64]"], l
     edges = low + width * np.arange(buckets + 1, dtype=np.int64)
     # busy time up to each edge, from the cumulative union
     s, e = blocks
-    done = np.concatenate([[0], np.cumsum(e - s)])
 
     def busy_until(t: "NDArray[np.int64]") -> "NDArray[np.int64]":
         i = np.searchsorted(s, t, side="right")  # blocks starting at or before t
         partial = np.where(i > 0, np.minimum(t, e[np.maximum(i - 1, 0)]) - s[np.maximum(i - 1, 0)], 0)
-        return done[np.maximum(i - 1, 0)] * (i > 0) + np.clip(partial, 0, None)
+        return _prefix_lengths(s, e, np.maximum(i - 1, 0)) * (i > 0) + np.clip(partial, 0, None)
     busy = np.diff(busy_until(edges)) / width
     return BusyCurve(rank=rank, start_ns=low, bucket_ns=int(width), busy=tuple(round(float(b), 4) for b in busy))
+
+
+def _prefix_lengths(s: "NDArray[np.int64]", e: "NDArray[np.int64]", upto: "NDArray[np.int64]",
+                    chunk_rows: int = CHUNK_ROWS) -> "NDArray[np.int64]":
+    """The total length of blocks [0, k) for each k of `upto`, chunk by chunk (as a cumulative sum of
+    every block's length would give, without that array)."""
+    import numpy as np
+    out = np.zeros(len(upto), dtype=np.int64)
+    running = 0
+    for at in range(0, len(s), chunk_rows):
+        done = np.cumsum(e[at:at + chunk_rows] - s[at:at + chunk_rows])
+        inside = (upto > at) & (upto <= at + len(done))
+        out[inside] = running + done[upto[inside] - at - 1]
+        running += int(done[-1])
+    return out
 
 
 # ---------------------------------------------------------------- steps
@@ -534,9 +878,9 @@ def _step_numbers(markers: Sequence[Marker]) -> set[str]:
     return {m.name.rsplit("#", 1)[-1] for m in markers}
 
 
-def steps_of(t: RankTimeline, busy_union: tuple["NDArray[np.int64]", "NDArray[np.int64]"] | None = None
+def steps_of(t: RankTimeline, blocks: tuple["NDArray[np.int64]", "NDArray[np.int64]"] | None = None
              ) -> tuple[list[StepRow], str]:
-    """Per-step rows; `busy_union`: the rank's busy blocks where analyse_rank already built them."""
+    """Per-step rows; `blocks`: the rank's busy blocks where analyse_rank already built them."""
     import numpy as np
     gpu = [m for m in t.markers if m.on_gpu]
     cpu = [m for m in t.markers if not m.on_gpu]
@@ -556,7 +900,7 @@ def steps_of(t: RankTimeline, busy_union: tuple["NDArray[np.int64]", "NDArray[np
                                                                max(have.end, marker.end), marker.on_gpu)
     if not by_step:
         return [], ""
-    busy_blocks = _Blocks(busy_union if busy_union is not None else _union(t.start, t.end))
+    busy_blocks = _Blocks(blocks if blocks is not None else busy_union(t))
     kernels = t.kind == KERNEL
     collective = _collective(t)
     comm_blocks = _Blocks(_union(t.start[kernels & collective], t.end[kernels & collective]))
@@ -649,6 +993,32 @@ def analyse_pieces(pieces: Sequence[RankPiece]) -> TimelineAnalysis | None:
                             curves=_curves_on_one_axis(curves))
 
 
+def _union_of_ranks(blocks: list[tuple["NDArray[np.int64]", "NDArray[np.int64]"]], chunk_rows: int = CHUNK_ROWS
+                    ) -> _UnionStream:
+    """The union of several ranks' busy blocks (each sorted), window by window of start time, nothing
+    kept but its figures: every rank's every step-th start bounds a window, so a window holds at
+    most `chunk_rows` blocks whatever the ranks' lengths."""
+    import numpy as np
+    parts = [(s, e) for s, e in blocks if len(s)]
+    union = _UnionStream(keep=False)
+    if not parts:
+        return union
+    step = max(1, chunk_rows // len(parts))
+    bounds = np.unique(np.concatenate([s[::step] for s, _ in parts]))
+    edges = [None, *bounds[1:].tolist(), None]
+    for low, high in zip(edges, edges[1:]):
+        pieces = [(s[a:b], e[a:b]) for s, e in parts
+                  for a, b in [(0 if low is None else int(np.searchsorted(s, low, side="left")),
+                                len(s) if high is None else int(np.searchsorted(s, high, side="left")))] if b > a]
+        if not pieces:
+            continue
+        start = np.concatenate([p[0] for p in pieces])
+        end = np.concatenate([p[1] for p in pieces])
+        order = np.argsort(start, kind="stable")
+        union.add(start[order], end[order])
+    return union
+
+
 def _merged(rows: list[TimelineRow],
             blocks: list[tuple["NDArray[np.int64]", "NDArray[np.int64]"]] | None = None) -> TimelineRow:
     """All ranks together. Times of the job (span, busy, idle, gaps) are unions on the ranks' clock,
@@ -663,13 +1033,9 @@ def _merged(rows: list[TimelineRow],
         return sum(int(getattr(r, name)) for r in rows)
     comm, hidden = total("communication_ns"), total("hidden_communication_ns")
     if blocks:
-        union = _union(np.concatenate([b[0] for b in blocks]), np.concatenate([b[1] for b in blocks]))
-        span = int(union[1][-1] - union[0][0]) if len(union[0]) else 0
-        busy = _length(*union)
-        holes = union[0][1:] - union[1][:-1]
-        counted = holes >= GAP_MIN_NS
-        gaps, gap_total = int(counted.sum()), int(holes[counted].sum())
-        largest = int(holes.max()) if len(holes) else 0
+        union = _union_of_ranks(blocks)
+        span = union.open[1] - union.first if union.open is not None and union.first is not None else 0
+        busy, gaps, gap_total, largest = union.length, union.gaps, union.gap_total, union.largest_hole
     else:
         span, busy = total("span_ns"), total("busy_ns")
         gaps, gap_total, largest = total("gaps"), total("gap_total_ns"), max(r.largest_gap_ns for r in rows)

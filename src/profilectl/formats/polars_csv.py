@@ -111,6 +111,40 @@ class TraceColumns:
                 for i, name in enumerate(self.names) if calls[i]}
 
 
+class _FirstSeen:
+    """A categorical column's codes (polars' own dictionary, filled inside its engine in parallel with
+    the parsing: no text column reaches Python) as ids in order of first appearance, the order the
+    csv module's reader gives; the texts are fetched once, at the end."""
+
+    def __init__(self, categories: Any) -> None:
+        import numpy as np
+        self.categories = categories
+        self.lookup = np.full(0, -1, dtype=np.int32)  # code -> id
+        self.codes: list[int] = []  # id -> code
+
+    def ids(self, physical: "NDArray[Any]") -> "NDArray[np.int32]":
+        import numpy as np
+        if not len(physical):
+            return np.zeros(0, dtype=np.int32)
+        top = int(physical.max()) + 1
+        if top > len(self.lookup):
+            self.lookup = np.concatenate([self.lookup, np.full(top - len(self.lookup), -1, dtype=np.int32)])
+        ids = self.lookup[physical]
+        missed = np.flatnonzero(ids < 0)
+        if len(missed):
+            distinct, first = np.unique(physical[missed], return_index=True)
+            for code in distinct[np.argsort(first)].tolist():
+                self.lookup[code] = len(self.codes)
+                self.codes.append(code)
+            ids = self.lookup[physical]
+        return ids
+
+    @property
+    def values(self) -> list[str]:
+        texts = self.categories.to_series().to_list()
+        return ["" if texts[code] is None else texts[code] for code in self.codes]
+
+
 class _Dictionary:
     """Text values as small integer ids, for columns with few distinct values among many rows
     (kernel names, stream keys). polars hashes the column inside its engine; here a row's hash finds
@@ -181,16 +215,26 @@ def trace_columns(path: Path, name_col: str, start_col: str, end_col: str, strea
     streams = tuple(c for c in stream_cols if c in header)
     correlation = correlation_col if correlation_col in header else None
     numbers = [start_col, end_col] + ([correlation] if correlation else [])
-    # Names and stream keys are hashed inside polars' engine (in parallel with the parsing); an
-    # empty cell reads as "" as the csv module reads it.
+    # Names and stream keys become categorical codes inside polars' engine (in parallel with the
+    # parsing; polars < 1.32 has no per-query categories: hashes there); an empty cell reads as ""
+    # as the csv module reads it.
     name = pl.col(name_col).fill_null("")
     stream = pl.concat_str([pl.col(c).fill_null("") for c in streams], separator=":") if streams else pl.lit("")
-    scan = pl.scan_csv(path, infer_schema=False, low_memory=False,
-                       schema_overrides={c: pl.Int64 for c in numbers}).select(
-        *numbers, name.alias("name"), name.hash(HASH_SEED).alias("name_hash"), stream.alias("stream"),
-        stream.hash(HASH_SEED).alias("stream_hash"))
-    starts, ends, name_parts, stream_parts, corr_parts = [], [], [], [], []
-    names, keys = _Dictionary(), _Dictionary()
+    base = pl.scan_csv(path, infer_schema=False, low_memory=False, schema_overrides={c: pl.Int64 for c in numbers})
+    categorical = hasattr(pl, "Categories")
+    names: "_FirstSeen | _Dictionary"
+    keys: "_FirstSeen | _Dictionary"
+    if categorical:
+        name_categories, stream_categories = pl.Categories.random(), pl.Categories.random()
+        names, keys = _FirstSeen(name_categories), _FirstSeen(stream_categories)
+        scan = base.select(*numbers, name.cast(pl.Categorical(name_categories)).to_physical().alias("name"),
+                           stream.cast(pl.Categorical(stream_categories)).to_physical().alias("stream"))
+    else:
+        names, keys = _Dictionary(), _Dictionary()
+        scan = base.select(*numbers, name.alias("name"), name.hash(HASH_SEED).alias("name_hash"),
+                           stream.alias("stream"), stream.hash(HASH_SEED).alias("stream_hash"))
+    starts, ends, name_parts, corr_parts = [], [], [], []
+    stream_parts: list[Any] = []
     rows = 0
     try:
         for batch in _batches(scan):
@@ -201,9 +245,18 @@ def trace_columns(path: Path, name_col: str, start_col: str, end_col: str, strea
                 raise FormatError(f"{path}:{rows + int(bad.arg_true()[0]) + 2}: truncated or malformed row")
             starts.append(batch[start_col].to_numpy())
             ends.append(batch[end_col].to_numpy())
-            name_parts.append(names.codes(batch["name_hash"].to_numpy(), batch["name"]))
-            if streams:
-                stream_parts.append(keys.codes(batch["stream_hash"].to_numpy(), batch["stream"]))
+            if isinstance(names, _FirstSeen) and isinstance(keys, _FirstSeen):
+                name_parts.append(names.ids(batch["name"].to_numpy()))
+                if streams:
+                    ids = keys.ids(batch["stream"].to_numpy())
+                    if stream_parts or len(keys.codes) > 1:
+                        if not stream_parts and rows:  # the rows before held the one key so far
+                            stream_parts.append(np.zeros(rows, dtype=np.int32))
+                        stream_parts.append(ids)
+            elif isinstance(names, _Dictionary) and isinstance(keys, _Dictionary):
+                name_parts.append(names.codes(batch["name_hash"].to_numpy(), batch["name"]))
+                if streams:
+                    stream_parts.append(keys.codes(batch["stream_hash"].to_numpy(), batch["stream"]))
             if correlation:
                 corr_parts.append(batch[correlation].fill_null(-1).to_numpy())
             rows += len(batch)
@@ -219,6 +272,9 @@ def trace_columns(path: Path, name_col: str, start_col: str, end_col: str, strea
     start_column, end_column = joined(starts, np.int64), joined(ends, np.int64)
     name_column = joined(name_parts, np.int32)
     return TraceColumns(start=start_column, end=end_column, name=name_column,
-                        names=names.values, stream=joined(stream_parts, np.int32) if streams else None,
+                        names=names.values,
+                        # one stream key throughout: one shared value, not a column
+                        stream=(joined(stream_parts, np.int32) if stream_parts else
+                                np.broadcast_to(np.int32(0), (len(start_column),))) if streams else None,
                         streams=keys.values,
                         correlation=joined(corr_parts, np.int64) if correlation else None)

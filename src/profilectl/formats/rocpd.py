@@ -16,7 +16,7 @@ import os
 import sqlite3
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterator
 
 from profilectl.errors import FormatError
 from profilectl.formats import ranks
@@ -252,27 +252,26 @@ FETCH_ROWS = 1 << 16  # rows per fetch of the column scan: Python objects only f
 ARROW_ROUTE = not os.environ.get("PROFILECTL_NO_ARROW")
 
 
-def _int_columns(path: Path, db: sqlite3.Connection, query: str, width: int) -> list["NDArray[np.int64]"]:
-    """The integer columns of a query as numpy arrays. connectorx (Arrow, several threads, no Python
-    object per value) where installed, else sqlite3 in batches converted at once (the same values)."""
+def _int_batches(path: Path, db: sqlite3.Connection, query: str, width: int) -> Iterator[list["NDArray[np.int64]"]]:
+    """The integer columns of a query, batch by batch, as numpy arrays. connectorx (Arrow, several
+    threads, no Python object per value) where installed, else sqlite3 rows converted a batch at a
+    time (the same values); a NULL reads as -1 ("no such id")."""
     import importlib.util
 
     import numpy as np
     if ARROW_ROUTE and importlib.util.find_spec("connectorx") and importlib.util.find_spec("pyarrow"):
         import connectorx
-        # Arrow record batches as they come: a batch's columns become numpy and the batch is let go
-        # (the whole table at once would hold every column twice, as Arrow and as numpy)
         stream = connectorx.read_sql(f"sqlite://{path}", query, return_type="arrow_stream", batch_size=1 << 18)
-        columns: list[list[Any]] = [[] for _ in range(width)]
         for batch in stream:
+            columns = []
             for i in range(width):
                 values = batch.column(i)
                 if values.null_count:
                     values = values.fill_null(-1)
-                columns[i].append(np.asarray(values.to_numpy(zero_copy_only=False), dtype=np.int64))
-        return [_joined(parts) for parts in columns]
+                columns.append(np.asarray(values.to_numpy(zero_copy_only=False), dtype=np.int64))
+            yield columns
+        return
     cursor = db.execute(query)
-    parts = []
     while True:
         rows = cursor.fetchmany(FETCH_ROWS)
         if not rows:
@@ -281,22 +280,67 @@ def _int_columns(path: Path, db: sqlite3.Connection, query: str, width: int) -> 
             batch = np.array(rows, dtype=np.int64)
         except (TypeError, ValueError):  # a NULL somewhere: -1, as "no such id"
             batch = np.array([[-1 if v is None else v for v in row] for row in rows], dtype=np.int64)
-        parts.append(batch.reshape(-1, width))
-    by_column: list[list[Any]] = [[np.ascontiguousarray(part[:, i]) for part in parts] for i in range(width)]
-    parts.clear()
-    return [_joined(column) for column in by_column]
+        batch = batch.reshape(-1, width)
+        yield [np.ascontiguousarray(batch[:, i]) for i in range(width)]
 
 
-def _joined(parts: list[Any]) -> Any:
-    """One column from its batches, the batches let go at once (one column doubled at a time)."""
-    import numpy as np
-    out = parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
-    parts.clear()
-    return out
+class _KernelColumns:
+    """Every dispatch as numpy columns filled batch by batch into arrays sized once (by the table's
+    rowid range, an upper bound: pages never written are never committed), so no column is ever held
+    twice; room is left after the dispatches for `extra` rows (the memory copies)."""
+
+    def __init__(self, rows: int, extra: int, linked: bool) -> None:
+        import numpy as np
+        self.size = 0
+        self.start = np.empty(rows + extra, dtype=np.int64)
+        self.end = np.empty(rows + extra, dtype=np.int64)
+        self.kernel = np.empty(rows + extra, dtype=np.int32)  # kernel ids, then name indices in place
+        self.correlation = np.empty(rows + extra, dtype=np.int64) if linked else None
+        self.stream = np.empty(0, dtype=np.int32)  # first-seen key ids, only once there are two keys
+        self.keys: dict[int, int] = {}
+        self.wide: list["NDArray[np.int64]"] = []  # kernel ids beyond int32 (never seen in rocpd)
+
+    def add(self, kernel: "NDArray[np.int64]", start: "NDArray[np.int64]", end: "NDArray[np.int64]",
+            key: "NDArray[np.int64]", correlation: "NDArray[np.int64] | None") -> None:
+        import numpy as np
+        at, count = self.size, len(kernel)
+        if at + count > len(self.start):  # more rows than the rowid range said: grow (not expected)
+            grow = max(at + count, 2 * len(self.start))
+            for attr in ("start", "end", "kernel", "correlation"):
+                old = getattr(self, attr)
+                if old is not None:
+                    new = np.empty(grow, dtype=old.dtype)
+                    new[:at] = old[:at]
+                    setattr(self, attr, new)
+        self.start[at:at + count] = start
+        self.end[at:at + count] = end
+        if count and (int(kernel.min()) < 0 or int(kernel.max()) >= 1 << 31):
+            self.wide.append(kernel)
+        self.kernel[at:at + count] = kernel
+        if self.correlation is not None and correlation is not None:
+            self.correlation[at:at + count] = correlation
+        if count:
+            self._keys(at, key)
+        self.size += count
+
+    def _keys(self, at: int, key: "NDArray[np.int64]") -> None:
+        """Stream keys (agent, queue) as first-seen ids; one key for every row so far is no column."""
+        import numpy as np
+        first = int(key[0])
+        if len(self.keys) <= 1 and (not self.keys or first in self.keys) and bool((key == first).all()):
+            self.keys.setdefault(first, 0)
+            if len(self.stream):
+                self.stream[at:at + len(key)] = 0
+            return
+        if not len(self.stream):
+            self.stream = np.zeros(len(self.start), dtype=np.int32)  # every earlier row had key id 0
+        distinct, inverse = np.unique(key, return_inverse=True)
+        ids = np.array([self.keys.setdefault(k, len(self.keys)) for k in distinct.tolist()], dtype=np.int32)
+        self.stream[at:at + len(key)] = ids[inverse.reshape(-1)]
 
 
-def _kernel_columns(path: Path, db: sqlite3.Connection, symbols: dict[tuple[Any, int], str]
-                    ) -> tuple["TraceColumns", bool]:
+def _kernel_columns(path: Path, db: sqlite3.Connection, symbols: dict[tuple[Any, int], str], extra: int = 0
+                    ) -> tuple["TraceColumns", bool, _KernelColumns]:
     """Every dispatch as numpy columns: start, end, name index, stream index, correlation; and whether
     the correlation ids are real (the schema links dispatches to events). One scan per guid."""
     import numpy as np
@@ -310,65 +354,66 @@ def _kernel_columns(path: Path, db: sqlite3.Connection, symbols: dict[tuple[Any,
     if linked:
         source += " LEFT JOIN rocpd_event EV ON EV.id = K.event_id AND EV.guid = K.guid"
         correlation = "coalesce(EV.correlation_id, -1)"
+    low, high = db.execute("SELECT min(rowid), max(rowid) FROM rocpd_kernel_dispatch").fetchone()
+    out = _KernelColumns(0 if low is None else high - low + 1, extra, linked)
     guids: list[str | None] = [*sorted({guid for guid, _ in symbols})] or [None]
     names: dict[str, int] = {}
-    parts = []
     for guid in guids:
         where = "" if len(guids) == 1 else f" WHERE K.guid = '{str(guid).replace(chr(39), chr(39) * 2)}'"
         # the stream key as one number: agent in the high half, queue in the low half
         key = f"(coalesce({agent}, -1) << 32) | (coalesce({queue}, -1) & 4294967295)"
-        got = _int_columns(path, db, f"SELECT K.kernel_id, {start}, {end}, {key}"
-                                     f"{', ' + correlation if linked else ''} FROM {source}{where}", 5 if linked else 4)
-        kernel, a, b, stream_key = got[:4]
-        names_of = _name_ids(kernel, guid, symbols, names)
-        del kernel, got[0]
-        parts.append((a, b, names_of, stream_key, got[3] if linked else None))
-    start_col, end_col, name_col, key_col = (_joined([p[i] for p in parts]) for i in range(4))
-    corr_col = _joined([p[4] for p in parts]) if linked else None
-    parts.clear()
-    if len(key_col) and (key_col == key_col[0]).all():  # one queue: no sort
-        keys, stream = key_col[:1], np.zeros(len(key_col), dtype=np.int32)
-    else:  # a few queues among millions of dispatches: their distinct keys, then a binary search each
-        keys = np.unique(_distinct(key_col))
-        stream = np.searchsorted(keys, key_col).astype(np.int32)
-    del key_col
+        first = out.size
+        for got in _int_batches(path, db, f"SELECT K.kernel_id, {start}, {end}, {key}"
+                                          f"{', ' + correlation if linked else ''} FROM {source}{where}",
+                                5 if linked else 4):
+            out.add(got[0], got[1], got[2], got[3], got[4] if linked else None)
+        _name_ids(out, first, guid, symbols, names)
+    count = out.size
+    distinct = sorted(out.keys)  # streams in key order, as named below
+    if len(distinct) <= 1:
+        stream: Any = np.broadcast_to(np.int32(0), (count,))
+    else:
+        rank = np.zeros(len(out.keys), dtype=np.int32)
+        for position, k in enumerate(distinct):
+            rank[out.keys[k]] = position
+        stream = out.stream[:count]
+        for at in range(0, count, 1 << 20):
+            stream[at:at + (1 << 20)] = rank[stream[at:at + (1 << 20)]]
     from profilectl.formats.polars_csv import TraceColumns
-    return TraceColumns(start=start_col, end=end_col, name=name_col, names=list(names),
-                        stream=stream.reshape(-1),
-                        streams=[f"queue {int(k) >> 32}:{int(k) & 0xFFFFFFFF}" for k in keys.tolist()],
-                        correlation=corr_col), linked
+    return TraceColumns(start=out.start[:count], end=out.end[:count], name=out.kernel[:count], names=list(names),
+                        stream=stream, streams=[f"queue {int(k) >> 32}:{int(k) & 0xFFFFFFFF}" for k in distinct],
+                        correlation=out.correlation[:count] if out.correlation is not None else None), linked, out
 
 
-def _distinct(values: "NDArray[np.int64]") -> "NDArray[np.int64]":
-    """The distinct values of a long column: hashed by polars where installed (no sort of the
-    column, no copies of it), else numpy's sort."""
+def _name_ids(out: _KernelColumns, first: int, guid: Any, symbols: dict[tuple[Any, int], str],
+              names: dict[str, int]) -> None:
+    """Kernel ids of rows first.. as indices into `names`, in place: a lookup table over the id range
+    (ids are small and dense in rocpd), so no sort of the dispatches; names in kernel id order."""
     import numpy as np
-    try:
-        import polars as pl
-    except ImportError:
-        return np.unique(values)
-    return pl.Series(values, dtype=pl.Int64).unique().to_numpy()
-
-
-def _name_ids(kernel: "NDArray[np.int64]", guid: Any, symbols: dict[tuple[Any, int], str], names: dict[str, int]
-              ) -> "NDArray[np.int32]":
-    """Kernel ids as indices into `names`: a lookup table over the id range (ids are small and dense
-    in rocpd), so no sort of the dispatches; a sort only for ids far apart."""
-    import numpy as np
+    kernel = out.kernel[first:out.size]
     if not len(kernel):
-        return np.zeros(0, dtype=np.int32)
+        return
+    if out.wide:
+        raise FormatError("kernel ids beyond 32 bits in rocpd_kernel_dispatch")
     low, high = int(kernel.min()), int(kernel.max())
     if high - low > 1 << 22:
-        distinct, inverse = np.unique(kernel, return_inverse=True)
-        ids = np.array([names.setdefault(symbols.get((guid, k), f"<unknown kernel {k}>"), len(names))
-                        for k in distinct.tolist()], dtype=np.int32)
-        return ids[inverse.reshape(-1)]
-    present = np.flatnonzero(np.bincount(kernel - low, minlength=high - low + 1))
+        distinct = np.unique(kernel)
+        lookup_ids = np.array([names.setdefault(symbols.get((guid, k), f"<unknown kernel {k}>"), len(names))
+                               for k in distinct.tolist()], dtype=np.int32)
+        for at in range(0, len(kernel), 1 << 20):
+            part = kernel[at:at + (1 << 20)]
+            part[:] = lookup_ids[np.searchsorted(distinct, part)]
+        return
+    present = np.zeros(high - low + 1, dtype=np.int64)
+    for at in range(0, len(kernel), 1 << 20):
+        present += np.bincount(kernel[at:at + (1 << 20)] - low, minlength=high - low + 1)
     lookup = np.zeros(high - low + 1, dtype=np.int32)
-    for offset in present.tolist():
+    for offset in np.flatnonzero(present).tolist():
         k = low + offset
         lookup[offset] = names.setdefault(symbols.get((guid, k), f"<unknown kernel {k}>"), len(names))
-    return lookup[kernel - low]
+    for at in range(0, len(kernel), 1 << 20):
+        part = kernel[at:at + (1 << 20)]
+        part[:] = lookup[part - low]
 
 
 def _interval_rows(db: sqlite3.Connection, table: str, alias: str, fields: tuple[str, ...],
@@ -400,11 +445,11 @@ def rocpd_read(path: Path, rank: str, host: str | None) -> tuple[dict[str, Kerne
     try:
         symbols = {(guid, sid): name for sid, guid, name in
                    db.execute("SELECT id, guid, display_name FROM rocpd_info_kernel_symbol")}
-        kernels, linked = _kernel_columns(path, db, symbols)
         strings = {(guid, sid): text for sid, guid, text in db.execute("SELECT id, guid, string FROM rocpd_string")} \
             if _columns(db, "rocpd_string") else {}
         copies = _interval_rows(db, "rocpd_memory_copy", "M", ("guid", "name_id"), ("stream_id",))
         regions = _interval_rows(db, "rocpd_region", "R", ("guid", "name_id"), ())
+        kernels, linked, filled = _kernel_columns(path, db, symbols, extra=len(copies))
     except (sqlite3.DatabaseError, FormatError) as exc:
         raise _unreadable(path, exc) from None
     except Exception as exc:  # connectorx's own errors: a file SQLite itself cannot read either
@@ -429,21 +474,31 @@ def rocpd_read(path: Path, rank: str, host: str | None) -> tuple[dict[str, Kerne
     api = [(a, b, c) for a, b, _, _, _, c in regions if c >= 0]
     markers = [Marker(text, a, b, False) for a, b, g, n, _, _ in regions
                if b > a and STEP_NAME.match(text := strings.get((g, n), ""))]
-    count = len(kernels.start)
-
-    def column(kernel_part: Any, values: list[int], dtype: Any) -> Any:
-        """The kernels' column, with the copies' values after it (no copy of it when there are none)."""
-        return np.concatenate([kernel_part, np.asarray(values, dtype=dtype)]) if values else kernel_part
+    count, total = len(kernels.start), len(kernels.start) + len(copies)
+    # the copies go into the room left after the dispatches: no column is copied to append them
+    filled.start[count:total] = [c[0] for c in copies]
+    filled.end[count:total] = [c[1] for c in copies]
+    filled.kernel[count:total] = copy_name
+    copy_linked = any(c[5] >= 0 for c in copies)
+    correlation = None
+    if linked and filled.correlation is not None:
+        filled.correlation[count:total] = [c[5] for c in copies]
+        correlation = filled.correlation[:total]
+    elif copy_linked:
+        correlation = np.full(total, -1, dtype=np.int64)
+        correlation[count:] = [c[5] for c in copies]
+    stream: Any = kernels.stream
+    if copies:
+        stream = np.empty(total, dtype=np.int32)
+        stream[:count] = kernels.stream if kernels.stream is not None else 0
+        stream[count:] = copy_stream
+    kind: Any = np.broadcast_to(np.int8(0), (total,))
+    if copies:
+        kind = np.zeros(total, dtype=np.int8)
+        kind[count:] = 1
     timeline = rank_timeline(
-        rank, host, start=column(kernels.start, [c[0] for c in copies], np.int64),
-        end=column(kernels.end, [c[1] for c in copies], np.int64),
-        stream=column(kernels.stream if kernels.stream is not None else np.zeros(count, np.int32), copy_stream,
-                      np.int32),
-        kind=np.concatenate([np.zeros(count, np.int8), np.ones(len(copies), np.int8)]),
-        name=column(kernels.name, copy_name, np.int32),
-        correlation=column(kernels.correlation if kernels.correlation is not None else
-                           np.full(count, -1, dtype=np.int64), [c[5] for c in copies], np.int64)
-        if linked or copies else None,
+        rank, host, start=filled.start[:total], end=filled.end[:total], stream=stream, kind=kind,
+        name=filled.kernel[:total], correlation=correlation,
         names=names, streams=streams, api_start=[a[0] for a in api], api_end=[a[1] for a in api],
         api_correlation=[a[2] for a in api], markers=markers)
     return stats, timeline

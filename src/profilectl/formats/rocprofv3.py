@@ -187,9 +187,14 @@ def rank_timeline_of(rank: str, host: str | None, files: dict[str, list[Path]]
         # a file without stream columns is one stream, named by its kind (as before)
         keys = [k if k else kind for k in cols.streams] or [kind]
         stream_map = np.asarray([streams.setdefault(k, len(streams)) for k in keys], dtype=np.int32)
-        name_parts.append(name_map[cols.name])
-        stream_parts.append(stream_map[cols.stream] if cols.stream is not None else
-                            np.full(len(cols.start), stream_map[0], dtype=np.int32))
+        # a rank's only file keeps its own ids (no copy of its columns)
+        same_names = np.array_equal(name_map, np.arange(len(name_map)))
+        name_parts.append(cols.name if same_names else name_map[cols.name])
+        if len(stream_map) == 1 or cols.stream is None:  # one stream: one shared value, not a column
+            stream_parts.append(np.broadcast_to(stream_map[0], (len(cols.start),)))
+        else:
+            stream_parts.append(cols.stream if np.array_equal(stream_map, np.arange(len(stream_map))) else
+                                stream_map[cols.stream])
     api = [_columns(p, (), ("Start_Timestamp", "End_Timestamp", "Correlation_Id"))
            for kind in API_KINDS for p in files.get(kind, [])]
     markers = []
@@ -202,8 +207,10 @@ def rank_timeline_of(rank: str, host: str | None, files: dict[str, list[Path]]
     timeline = rank_timeline(
         rank, host, start=parts[0][0].start if one else np.concatenate([c.start for c, _, _ in parts]),
         end=parts[0][0].end if one else np.concatenate([c.end for c, _, _ in parts]),
-        stream=np.concatenate(stream_parts), name=np.concatenate(name_parts),
-        kind=np.concatenate([np.full(len(c.start), code, dtype=np.int8) for c, code, _ in parts]),
+        stream=stream_parts[0] if one else np.concatenate(stream_parts),
+        name=name_parts[0] if one else np.concatenate(name_parts),
+        kind=np.broadcast_to(np.int8(parts[0][1]), (len(parts[0][0].start),)) if one else
+        np.concatenate([np.full(len(c.start), code, dtype=np.int8) for c, code, _ in parts]),
         correlation=np.concatenate([c.correlation if c.correlation is not None else np.full(len(c.start), -1)
                                     for c, _, _ in parts]) if linked else None,
         names=list(names), streams=list(streams),
