@@ -167,10 +167,10 @@ def _int_rows(path: Path, db: sqlite3.Connection, query: str) -> "NDArray[np.int
     """A query's integer columns as one int64 array (rows x columns): through Arrow (connectorx)
     where installed, else sqlite3 in batches (formats/rocpd.py's column reader, the same values)."""
     import numpy as np
-    from profilectl.formats.rocpd import _int_columns
+    from profilectl.formats.rocpd import int_batches
     width = len(db.execute(f"SELECT * FROM ({query}) LIMIT 0").description)
-    columns = _int_columns(path, db, query, width)
-    return np.column_stack(columns) if len(columns[0]) else np.zeros((0, width), dtype=np.int64)
+    batches = [np.column_stack(columns) for columns in int_batches(path, db, query, width)]
+    return np.concatenate(batches) if batches else np.zeros((0, width), dtype=np.int64)
 
 
 def _pids(global_ids: "NDArray[np.int64]") -> "NDArray[np.int64]":

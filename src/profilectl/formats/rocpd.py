@@ -252,7 +252,7 @@ FETCH_ROWS = 1 << 16  # rows per fetch of the column scan: Python objects only f
 ARROW_ROUTE = not os.environ.get("PROFILECTL_NO_ARROW")
 
 
-def _int_batches(path: Path, db: sqlite3.Connection, query: str, width: int) -> Iterator[list["NDArray[np.int64]"]]:
+def int_batches(path: Path, db: sqlite3.Connection, query: str, width: int) -> Iterator[list["NDArray[np.int64]"]]:
     """The integer columns of a query, batch by batch, as numpy arrays. connectorx (Arrow, several
     threads, no Python object per value) where installed, else sqlite3 rows converted a batch at a
     time (the same values); a NULL reads as -1 ("no such id")."""
@@ -363,7 +363,7 @@ def _kernel_columns(path: Path, db: sqlite3.Connection, symbols: dict[tuple[Any,
         # the stream key as one number: agent in the high half, queue in the low half
         key = f"(coalesce({agent}, -1) << 32) | (coalesce({queue}, -1) & 4294967295)"
         first = out.size
-        for got in _int_batches(path, db, f"SELECT K.kernel_id, {start}, {end}, {key}"
+        for got in int_batches(path, db, f"SELECT K.kernel_id, {start}, {end}, {key}"
                                           f"{', ' + correlation if linked else ''} FROM {source}{where}",
                                 5 if linked else 4):
             out.add(got[0], got[1], got[2], got[3], got[4] if linked else None)
