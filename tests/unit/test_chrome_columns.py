@@ -146,3 +146,21 @@ def test_a_sum_of_squares_beyond_64_bits_stays_exact():
                           "dur": hour_ns / 1000, "args": {"correlation": i}} for i in range(3)]).encode()
     partial = chrome_stream.aggregate_columns(chrome_stream.columnar_decoder()(events))
     assert partial.kernels["k"] == [3, 3 * hour_ns, 3 * hour_ns * hour_ns, hour_ns, hour_ns]
+
+
+def test_the_legacy_profilers_layout_and_odd_types_go_the_general_way(tmp_path):
+    """No "cat" (torch without Kineto: operators and kernels told apart by pid), a string time, an
+    event without "ph": the columns refuse the chunk and the loop reads it, with the same numbers."""
+    legacy = [{"ph": "X", "name": "aten::mm", "pid": "CPU functions", "tid": 1, "ts": 1.0, "dur": 5.0},
+              {"ph": "X", "name": "gemm", "pid": "CUDA functions", "tid": 2, "ts": 2.0, "dur": 3.0}]
+    odd = [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": "1.5", "dur": 2.0},
+           {"cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1.0, "dur": 2.0}]
+    for events in (legacy, odd):
+        data = json.dumps(events).encode()
+        decoded = chrome_stream.columnar_decoder()(data)
+        assert decoded is None or chrome_stream.aggregate_columns(decoded, None, data) is None
+        path = tmp_path / "trace.json"
+        path.write_text(json.dumps({"traceEvents": events * 40_000}))
+        assert chrome_stream.read_trace(path, workers=1, chunk=64 << 10) == \
+            chrome_stream.read_trace(path, fast=False, workers=1, chunk=64 << 10)
+    assert chrome_stream.read_trace(path, workers=1, chunk=64 << 10).kernels["k"][0] == 40_000  # no "ph": not an "X"
