@@ -1432,11 +1432,12 @@ def incremental(path: Path, start: int, at_array_start: bool, into: Partial) -> 
 
 @dataclass(frozen=True)
 class Task:
-    """One chunk: `[start, end)` of the stream, or its bytes (gzip: workers cannot seek in it)."""
+    """One chunk: `[start, end)` of the stream, or its bytes (gzip: workers cannot seek in it) as
+    `[` + the chunk + `]`, ready to decode (one copy of the inflated bytes, not three)."""
     path: str
     start: int
     end: int
-    data: bytes | None
+    data: bytearray | None
     last: bool
     fast: bool
     window: int = 1 << 20  # the last chunk's final part read incrementally
@@ -1445,8 +1446,7 @@ class Task:
 def _chunk_bytes(task: Task) -> bytearray:
     """`[` + the chunk + `]` in one buffer."""
     if task.data is not None:
-        buffer = bytearray(len(task.data) + 2)
-        buffer[1:-1] = task.data
+        return task.data
     else:
         buffer = bytearray(task.end - task.start + 2)
         with open(task.path, "rb") as fh:
@@ -1557,11 +1557,20 @@ def _tasks(path: Path, fh: IO[bytes], layout: Layout, first: bytes, size: int, c
             cut = _next_cut(buffer, chunk)
             _bound_event(path, len(buffer) - chunk, longest)
         if cut is None:
-            yield Task(name, start, start + len(buffer), bytes(buffer), True, fast, probe)
+            yield Task(name, start, start + len(buffer), _bracketed(buffer, len(buffer)), True, fast, probe)
             return
-        yield Task(name, start, start + cut[0], bytes(buffer[:cut[0]]), False, fast, probe)
+        yield Task(name, start, start + cut[0], _bracketed(buffer, cut[0]), False, fast, probe)
         start += cut[1]
         del buffer[:cut[1]]
+
+
+def _bracketed(buffer: bytearray, end: int) -> bytearray:
+    """`[` + buffer[:end] + `]`, copied once."""
+    out = bytearray(end + 2)
+    out[0], out[-1] = 0x5B, 0x5D
+    with memoryview(buffer) as view:
+        out[1:-1] = view[:end]
+    return out
 
 
 def _bound_event(path: Path, searched: int, longest: int) -> None:
