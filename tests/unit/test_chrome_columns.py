@@ -106,8 +106,11 @@ def _random_thread(rng: random.Random, nested: bool) -> chrome_stream.ThreadEven
     return shuffled
 
 
+@pytest.mark.parametrize("block", [1 << 18, 7])
 @pytest.mark.parametrize("nested", [True, False])
-def test_tree_by_columns_equals_the_walk_on_random_trees(nested):
+def test_tree_by_columns_equals_the_walk_on_random_trees(nested, block, monkeypatch):
+    """Also with threads cut into blocks of a few events at their top-level events."""
+    monkeypatch.setattr(chrome_stream, "TREE_BLOCK", block)
     rng = random.Random(26)
     for _ in range(300):
         partial = chrome_stream.Partial(names=["a", "b", "c", "d"])

@@ -830,14 +830,65 @@ def tree_sums(partial: Partial) -> tuple[dict[str, list[int]], dict[str, list[in
                 return np.zeros(len(start), dtype=np.int64)
             return prefix[np.searchsorted(starts, end)] - prefix[np.searchsorted(starts, start)]
         name_width = np.int64 if thread.name.itemsize == 8 else np.int32
-        if not _count_columns(by_kind, np.frombuffer(thread.start, dtype=np.int64),
-                              np.frombuffer(thread.end, dtype=np.int64),
-                              np.frombuffer(thread.name, dtype=name_width).astype(np.int64),
-                              np.frombuffer(bytes(thread.operator), dtype=np.uint8), gpu_between):
+        mine: tuple[dict[int, list[int]], ...] = ({}, {}, {})  # this thread's, kept only if every block nests
+        if _count_blocks(mine, np.frombuffer(thread.start, dtype=np.int64), np.frombuffer(thread.end, dtype=np.int64),
+                         np.frombuffer(thread.name, dtype=name_width), np.frombuffer(bytes(thread.operator),
+                                                                                      dtype=np.uint8), gpu_between):
+            _add_counts(by_kind, mine)
+        else:
             _walk(by_kind, thread, _between(starts, prefix))
     names = partial.names
     return ({names[i]: sums for i, sums in by_kind[TREE_OPERATOR].items()},
             {names[i]: sums for i, sums in by_kind[TREE_ANNOTATION].items()})
+
+
+TREE_BLOCK = 1 << 18  # events of one thread counted at a time by columns: their temporaries stay small
+
+
+def _count_blocks(by_kind: tuple[dict[int, list[int]], ...], start: Any, end: Any, name: Any, kind: Any,
+                  gpu_between: Any) -> bool:
+    """_count_columns over a thread cut into blocks of about TREE_BLOCK events at top-level events
+    (those that start after every earlier event has ended: no tree spans two blocks), so memory
+    follows the block, not the thread. False where a block does not nest strictly."""
+    import numpy as np
+    n = len(start)
+    if n <= TREE_BLOCK:
+        return _count_columns(by_kind, start, end, name.astype(np.int64), kind, gpu_between)
+    order = np.argsort(start, kind="stable")
+    start, end = start[order], end[order]
+    if not (end > start).all():
+        return False
+    # top level: no earlier event (by start) still open; a running maximum of ends, ties aside
+    reach = np.maximum.accumulate(end)
+    top = np.flatnonzero(np.r_[True, start[1:] >= reach[:-1]])
+    at = np.searchsorted(top, np.arange(TREE_BLOCK, n, TREE_BLOCK))
+    cuts = [0]
+    for position in top[at[at < len(top)]].tolist():
+        if position > cuts[-1]:
+            cuts.append(position)
+    cuts.append(n)
+    del reach, top
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        rows = order[a:b]
+        if not _count_columns(by_kind, start[a:b], end[a:b], name[rows].astype(np.int64), kind[rows], gpu_between):
+            return False
+    return True
+
+
+def _add_counts(into: tuple[dict[int, list[int]], ...], counts: tuple[dict[int, list[int]], ...]) -> None:
+    """One thread's sums added to all threads' (names new to them in the order they were counted)."""
+    for mine, theirs in zip(into, counts):
+        for index, sums in theirs.items():
+            have = mine.get(index)
+            if have is None:
+                mine[index] = sums
+                continue
+            for k in (0, 1, 2, 3):
+                have[k] += sums[k]
+            have[4] = min(have[4], sums[4])
+            have[5] = max(have[5], sums[5])
+            if len(sums) > 6:
+                have[6] += sums[6]
 
 
 def _walk(by_kind: tuple[dict[int, list[int]], ...], thread: ThreadEvents,
