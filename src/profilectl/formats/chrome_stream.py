@@ -184,8 +184,8 @@ def _remapped(index: array, remap: list[int]) -> array:
     import numpy as np
     out = array(index.typecode)
     if len(index):
-        out.frombytes(np.asarray(remap, dtype=np.dtype(index.typecode))[np.frombuffer(index, dtype=np.dtype(index.typecode))]
-                      .tobytes())
+        width = np.dtype(index.typecode)
+        out.frombytes(np.asarray(remap, dtype=width)[np.frombuffer(index, dtype=width)].tobytes())
     return out
 
 
@@ -816,6 +816,8 @@ def tree_sums(partial: Partial) -> tuple[dict[str, list[int]], dict[str, list[in
     torch. Settled bottom-up here: an only child of the same name is merged into its parent after
     it merged its own (one step per node reaches torch's fixed point). User annotations are nodes
     of the same tree and counted the same way (key_averages() lists them beside the operators).
+    A thread whose events nest strictly is counted by columns (_count_blocks, 2.5x less CPU for
+    1 M events), any other by that walk (_walk); both give the same sums, names in the same order.
     """
     import numpy as np
     by_kind: tuple[dict[int, list[int]], ...] = ({}, {}, {})  # by TREE_* kind, then name index
