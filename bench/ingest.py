@@ -5,6 +5,7 @@ Generates (once, into --workdir, with bench/gen_trace.py) and reads:
 - csv:    a rocprofv3 kernel_trace.csv of --dispatches dispatches (ROCm 7.0 layout);
 - rocpd:  a rocpd database of the same dispatches;
 - torch:  a torch.profiler Chrome trace of --events events (kineto's layout), as .json and .json.gz;
+          peers: ijson, orjson, the stdlib json and a straight msgspec chunk reader (the hand-written limit);
 - ranks:  --ranks processes' files of --rank-dispatches each, beside one file of all of them
           (CSV and rocpd): reading one file per rank must not cost more than 1.5x one big file;
 - start:  `env-check --json` and `report` of a finished run (fixed cost: imports, start-up).
@@ -95,6 +96,48 @@ import orjson, json, sys
 out = {}
 for e in orjson.loads(open(sys.argv[1], "rb").read())["traceEvents"]:
     add(out, e)
+json.dump(out, open(sys.argv[2], "w"))
+"""
+# What one would write by hand with msgspec: 16 MB chunks cut at the last `},{` of each block, decoded
+# into a Struct of the 4 fields this sum needs, one Python pass over the events. The .json.gz through
+# the stdlib's gzip, as such a script would. profilectl's target: within 1.2x of it (issue 26).
+STRAIGHT_MSGSPEC = """
+import gzip, json, re, sys
+import msgspec
+
+class E(msgspec.Struct, gc=False):
+    ph: str | None = None
+    cat: str | None = None
+    name: str = "?"
+    dur: float | None = None
+
+class Doc(msgspec.Struct, gc=False):
+    traceEvents: list[E]
+
+events, doc, cut = msgspec.json.Decoder(list[E]), msgspec.json.Decoder(Doc), re.compile(rb"\\}\\s*,\\s*\\{")
+out = {}
+
+def add(items):
+    for e in items:
+        if e.ph == "X" and e.cat == "kernel" and e.dur is not None:
+            s = out.get(e.name)
+            if s is None:
+                out[e.name] = [1, round(e.dur * 1000)]
+            else:
+                s[0] += 1
+                s[1] += round(e.dur * 1000)
+
+with (gzip.open if sys.argv[1].endswith(".gz") else open)(sys.argv[1], "rb") as fh:
+    buf = fh.read(16 << 20)
+    buf = buf[re.search(rb'"traceEvents"\\s*:\\s*\\[', buf).end():]
+    while more := fh.read(16 << 20):
+        buf += more
+        last = None
+        for last in cut.finditer(buf, max(0, len(buf) - (1 << 20))):
+            pass
+        add(events.decode(b"[" + buf[:last.start() + 1] + b"]"))
+        buf = buf[last.end() - 1:]
+    add(doc.decode(b'{"traceEvents": [' + buf).traceEvents)
 json.dump(out, open(sys.argv[2], "w"))
 """
 STDLIB_JSON = _TORCH_AGG + """
@@ -319,6 +362,11 @@ def main() -> int:
             record("torch", "profilectl first ingest (.json)", report(work / "json", cache, out))
             record("torch", "profilectl first ingest (.json.gz)", report(gz_dir, cache, work / "torch-gz.json"))
             ref = work / "torch-ijson.json"
+            straight = work / "torch-straight.json"
+            if installed("msgspec"):
+                record("torch", "straight msgspec chunk reader (.json)", measure(python(STRAIGHT_MSGSPEC, str(trace), str(straight))))
+                record("torch", "straight msgspec chunk reader (.json.gz, gzip)",
+                       measure(python(STRAIGHT_MSGSPEC, str(trace_gz), str(work / "torch-straight-gz.json"))))
             if "ijson" not in skip and installed("ijson"):
                 record("torch", "ijson streaming (yajl2_c)", measure(python(IJSON, str(trace), str(ref))))
             if "orjson" not in skip and installed("orjson"):
@@ -338,10 +386,16 @@ def main() -> int:
                     str(trace))))
             record("torch", "byte scan (.json)", measure(python(BYTE_SCAN, str(trace))))
             record("torch", "gunzip scan (.json.gz)", measure(python(GZIP_SCAN, str(trace_gz))))
+            if installed("isal"):
+                record("torch", "gunzip scan (.json.gz, isal)", measure(python(GZIP_SCAN.replace(
+                    "import gzip,", "from isal import igzip as gzip; import"), str(trace_gz))))
             if first and ref.exists():
                 same = kernels_of_report(out) == kernels_of_reference(ref) == kernels_of_report(work / "torch-gz.json")
                 checks.append(f"torch: profilectl (.json and .json.gz) == {ref.stem.split('-')[1]} for every kernel's "
                               f"calls and total: {same}")
+                if straight.exists():
+                    checks.append(f"torch: the straight msgspec reader (.json) == {ref.stem.split('-')[1]}: "
+                                  f"{kernels_of_reference(straight) == kernels_of_reference(ref)}")
         if "ranks" in wanted:
             for kind in ("csv", "rocpd"):
                 warm(paths[f"one-{kind}"])
