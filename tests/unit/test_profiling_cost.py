@@ -97,7 +97,8 @@ def test_trace_plan_shows_torch_profiler_options(machine, steps, first_steps):
     plan = json.loads(done.stdout)
     options = torch_options(plan)
     assert options == {"record_shapes": False, "with_stack": False, "profile_memory": False, "with_flops": False,
-                       "with_modules": False, "acc_events": False, "first_steps": first_steps}
+                       "with_modules": False, "acc_events": False, "first_steps": first_steps,
+                       "window_close": "pause"}
     window_note = any("records the start-up and the first 5 steps" in n for n in plan["notes"])
     assert window_note == (first_steps is not None)
 
@@ -166,6 +167,19 @@ def test_trace_records_the_first_steps_then_runs_unprofiled(machine, tmp_path):
     assert len(marks) in (4, 5) and "ProfilerStep#5" not in marks and "ProfilerStep#6" not in marks
     costs = status["profiler_costs_s"]
     assert set(costs) == {"start_s", "steps_s", "stop_s", "export_s"} and costs["export_s"] > 0
+
+
+@needs_torch
+@pytest.mark.parametrize("close", ["pause", "pause-cpu", "stop"])
+def test_each_way_of_closing_the_window_records_the_same_steps(machine, tmp_path, close):
+    # pause needs torch >= 2.4 (toggle_collection_dynamic): older torch falls back to the stop
+    options = json.dumps({"first_steps": 5, "window_close": close}, separators=(",", ":"))
+    result, run = json_run(machine, "trace", "--backend", "torch", "--env", f"PROFILECTL_TORCH_OPTIONS={options}",
+                           "--", *train_script(tmp_path, 8), timeout=300)
+    assert result["status"] == "ok", result["message"]
+    marks, status = profiler_steps(run)
+    assert status["optimizer_steps"] == 5 and status["steps"] == 8
+    assert len(marks) in (4, 5) and "ProfilerStep#5" not in marks and "ProfilerStep#6" not in marks
 
 
 @needs_torch

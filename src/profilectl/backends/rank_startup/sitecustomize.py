@@ -14,7 +14,12 @@ is a rank of this run, waits for `torch` to be imported and:
   off unless asked, each costs time in every profiled op or at the stop) and `first_steps`: without
   PROFILECTL_STEPS, record from the start to the end of that many steps, then run the rest of the
   loop unprofiled (a workload that never steps is recorded to its end); null records every step.
-  The trace is exported once the workload has ended (atexit), never inside its loop;
+  The trace is exported once the workload has ended (atexit), never inside its loop. `window_close`
+  "pause" (the backend's default): where torch has toggle_collection_dynamic (>= 2.4), the window's
+  end (first_steps, or B of --steps A:B) pauses collection instead of stopping the profiler there,
+  and the profiler stops at exit: Kineto's stop costs about as long as the steps it recorded, and
+  inside the loop it was most of the trace's cost to the loop ("pause-cpu" pauses the CPU operators
+  only, so kernels are recorded to the end; "stop", or older torch: the schedule's stop);
 - PROFILECTL_STEPS=A:B: profiles only steps A..B-1 (a step ends at each optimizer.step(), or at
   profilectl.step() for loops without an optimizer); PROFILECTL_STEP_ACTION says what the window
   drives: torch (torch.profiler's schedule), cuda-profiler (cudaProfilerStart/Stop, for
@@ -123,6 +128,10 @@ class _RankProfiler:
         self.options = _torch_options()
         self.ready = None  # the torch.profiler whose window closed: exported at exit, off the loop's path
         self.costs = {"start_s": 0.0, "steps_s": 0.0, "stop_s": 0.0, "export_s": 0.0}  # the profiler's own time
+        self.close = "stop"
+        self.close_at = None  # the step whose end closes the window without stopping the profiler in the loop
+        self.closed = False
+        self.activities = []
 
     # ------------------------------------------------------------ starting
     def start(self, torch):
@@ -156,6 +165,14 @@ class _RankProfiler:
                 # when it has one, and the per-step breakdown (and HTA) read those. Bounded to the
                 # first steps unless every step was asked for.
                 kwargs["schedule"] = _first_steps(ProfilerAction, self.options.get("first_steps"))
+            close = _window_close(self.options.get("window_close"), profile)
+            closes_at = self.window.last if self.window.bounded else self.options.get("first_steps")
+            if close != "stop" and closes_at:
+                # The window's end must not stop the profiler inside the loop (Kineto's stop costs about
+                # as long as the steps it recorded): the schedule records on, and on_step closes it.
+                self.close_at, self.close = closes_at, close
+                kwargs["schedule"] = _record_on(ProfilerAction, self.window.first if self.window.bounded else 0)
+            self.activities = activities
             self.profiler = self.mine = profile(**kwargs)
             started = time.perf_counter()
             self.profiler.start()
@@ -174,8 +191,13 @@ class _RankProfiler:
             self.step_ends_ns.append(time.perf_counter_ns())
         _debug(f"step {self.window.step} ended")
         if self.profiler is not None and self.action == "torch":
+            if self.closed:
+                return
             started = time.perf_counter()
-            self.profiler.step()  # the step that closes the window stops the profiler: its cost counts here
+            if self.close_at is not None and self.window.step >= self.close_at:
+                self._close_window()
+            else:
+                self.profiler.step()  # the step that closes the window stops the profiler: its cost counts here
             self.costs["steps_s"] += time.perf_counter() - started
             return
         if not self.window.bounded:
@@ -213,6 +235,35 @@ class _RankProfiler:
                 self.torch.cuda.synchronize()
             _nvtx(self.torch, "range_pop")
 
+    def _close_window(self):
+        """The window's last step ended: end its ProfilerStep range and pause collection; the
+        profiler stops at exit, off the loop's path."""
+        self.closed = True
+        profiler = self.profiler
+        step_range = getattr(profiler, "step_rec_fn", None)
+        if step_range is not None:
+            step_range.__exit__(None, None, None)
+            profiler.step_rec_fn = None
+        cpu = self.torch.profiler.ProfilerActivity.CPU
+        paused = [a for a in self.activities if self.close == "pause" or a == cpu]
+        if len(paused) > 1 and self.torch.cuda.is_available():
+            self.torch.cuda.synchronize()  # the window's last kernels finish while CUDA is still recorded
+        try:
+            profiler.toggle_collection_dynamic(False, paused)
+        except Exception as exc:  # the window then records on to the exit: a longer trace, a whole run
+            sys.stderr.write(f"profilectl: rank {self.rank}: could not pause torch.profiler: {exc}\n")
+        _debug(f"window paused after step {self.window.step}: {[str(a) for a in paused]}")
+
+    def _stopped(self):
+        """Stop the profiler: returns the profile to export."""
+        cuda = [a for a in self.activities if a != self.torch.profiler.ProfilerActivity.CPU]
+        if self.closed and self.close == "pause" and cuda:
+            self.profiler.toggle_collection_dynamic(True, cuda)  # what CUPTI buffered is read at the stop
+        started = time.perf_counter()
+        self.profiler.stop()  # an unfinished schedule window still exports what it has
+        self.costs["stop_s"] = time.perf_counter() - started
+        return self.ready or self.profiler
+
     # ------------------------------------------------------------ the end
     def trace_path(self):
         return os.path.join(self.out_dir, f"{self.host}-rank{self.rank}-{self.pid}.pt.trace.json")
@@ -241,11 +292,11 @@ class _RankProfiler:
             return
         self.own_profiler_step = self.window.step
         _debug(f"the workload starts its own torch.profiler at step {self.window.step}: profilectl's steps aside")
-        ours, self.profiler = self.profiler, None
         try:
-            ours.stop()
+            ours = self._stopped()
+            self.profiler = None
             if not self.exported:
-                self._export(self.ready or ours)
+                self._export(ours)
         except Exception as exc:
             sys.stderr.write(f"profilectl: rank {self.rank}: could not stop its torch.profiler for the workload's: "
                              f"{exc}\n")
@@ -256,11 +307,9 @@ class _RankProfiler:
         self.finishing = True
         if self.profiler is not None:
             try:
-                started = time.perf_counter()
-                self.profiler.stop()  # an unfinished schedule window still exports what it has
-                self.costs["stop_s"] = time.perf_counter() - started
+                ours = self._stopped()
                 if not self.exported:
-                    self._export(self.ready or self.profiler)
+                    self._export(ours)
             except Exception as exc:
                 sys.stderr.write(f"profilectl: rank {self.rank}: could not export the torch trace: {exc}\n")
         self._window_off()
@@ -331,6 +380,27 @@ def _first_steps(action, count):
         if not count or step < count - 1:
             return action.RECORD
         return action.RECORD_AND_SAVE if step == count - 1 else action.NONE
+    return schedule
+
+
+def _window_close(asked, profile):
+    """How the window closes: "pause" (CPU and CUDA collection paused, the profiler stopped at
+    exit), "pause-cpu" (CPU operators paused, kernels recorded on) — both need
+    toggle_collection_dynamic (torch >= 2.4) — or "stop" (torch.profiler's schedule stops it inside
+    the loop, as older torch must)."""
+    asked = "pause" if asked is None else asked  # an override of the options that leaves it out
+    if asked not in ("pause", "pause-cpu"):
+        return "stop"
+    if not hasattr(profile, "toggle_collection_dynamic"):
+        _debug("this torch cannot pause collection: the window's end stops the profiler")
+        return "stop"
+    return asked
+
+
+def _record_on(action, first):
+    """The schedule of a window that on_step closes: warm-up the step before the first, then record."""
+    def schedule(step):
+        return action.NONE if step < first - 1 else action.WARMUP if step < first else action.RECORD
     return schedule
 
 
