@@ -96,8 +96,11 @@ def test_a_rank_whose_files_are_gone_is_named_and_the_others_kept(tmp_path):
     shutil.rmtree(job / "node2-rank1" / "raw")
     summary = load_job(job)
     assert "rank 1 (node2): no raw files and no partial: its numbers are missing" in summary.notes
-    rank0 = next(r for r in raw.ranks if r.rank == "0")  # one rank left: no per-rank table, its totals
+    rank0 = next(r for r in raw.ranks if r.rank == "0")  # one rank's numbers left: its totals
     assert (summary.totals.gpu_time_ns, summary.totals.dispatches) == (rank0.total_ns, rank0.dispatches)
+    # the rank without numbers keeps its row and its status (a lost node's ranks are listed as lost)
+    assert [(r.rank, r.dispatches, r.status) for r in summary.ranks] == [
+        ("0", rank0.dispatches, rank0.status), ("1", 0, next(r for r in raw.ranks if r.rank == "1").status)]
 
 
 def test_a_partial_outlives_its_raw_files_and_says_so(tmp_path):

@@ -77,10 +77,11 @@ def job_summary(path: Path, job: "JobManifest", results: "Iterable[RankResult]")
                 notes.append(result.note)
             if result.how == "rebuilt":
                 rebuilt.append(result.rank.rank)
-            if result.partial is not None:
-                status = statuses.get(result.rank.rank)
-                yield dataclasses.replace(result.partial, ranks=tuple(
-                    dataclasses.replace(row, status=status or row.status) for row in result.partial.ranks))
+            # a rank without numbers (lost, or not reduced on its node) still has its row, as in the raw read
+            partial = result.partial or partials.make(path / result.rank.run / "raw", result.rank, files=())
+            status = statuses.get(result.rank.rank)
+            yield dataclasses.replace(partial, ranks=tuple(
+                dataclasses.replace(row, status=status or row.status) for row in partial.ranks))
     summary = partials.summary_of(path, used())
     if rebuilt:
         notes.append(f"{len(rebuilt)} of {seen} rank(s) read from raw files (no fresh partial): "
