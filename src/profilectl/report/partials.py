@@ -150,6 +150,18 @@ class RankIdentity:
 
 
 @dataclass(frozen=True)
+class BareRank:
+    """A rank of a bare profiler output (report/bare_partials.py): its key as the raw read names it,
+    where the raw read merges it, and whether its rank row was made here (a reader that names ranks
+    only where there are several)."""
+    rank: str
+    host: str | None
+    order_reader: int
+    order_place: str
+    own_row: bool = False
+
+
+@dataclass(frozen=True)
 class Partial:
     schema_version: int
     producer: str  # profilectl's version
@@ -177,6 +189,7 @@ class Partial:
     stall_reasons: dict[str, int] = field(default_factory=dict)
     had_timelines: bool = False  # the files had timestamps (even if no GPU activity): the timeline is analysed
     reductions: tuple[ReductionColumns, ...] = ()
+    bare: BareRank | None = None  # a rank of a bare folder, not of a job
 
     def tables(self) -> Tables:
         """The rank's Tables as the raw read gave them, less the timelines (they are `reductions`)."""
