@@ -80,15 +80,19 @@ def rank_groups(folder: Path) -> list[RankGroup]:
     claimed = recognised(folder, READERS)
     split: dict[RankKey, list[tuple[Reader, list[Path]]]] = {}
     order: dict[RankKey, tuple[int, str]] = {}
-    for index, (reader, files) in enumerate(claimed):
-        for position, path in enumerate(files):
+    for reader, files in claimed:
+        for path in files:
             key = _key_of(path)
             mine = split.setdefault(key, [])
             if not mine or mine[-1][0] is not reader:
                 mine.append((reader, []))
             mine[-1][1].append(path)
-            place = f"{key.host or ''}\0{key.rank}" if reader.kind in HOST_THEN_RANK else f"{position:012d}"
-            order[key] = min(order.get(key, (index, place)), (index, place))
+            # the reader's files come sorted by path (as Path objects compare: part by part, which
+            # "\0" between the parts keeps in a string): the same order on every node's folder
+            place = f"{key.host or ''}\0{key.rank}" if reader.kind in HOST_THEN_RANK else \
+                "\0".join(path.relative_to(folder).parts)
+            here = (READERS.index(reader), place)
+            order[key] = min(order.get(key, here), here)
     return sorted((RankGroup(key, groups, order[key]) for key, groups in split.items()), key=lambda g: g.order)
 
 
@@ -107,15 +111,16 @@ def make(root: Path, group: RankGroup) -> partials.Partial:
     from profilectl.formats.ranks import rank_row
     started = time.perf_counter()
     tables = read_groups(group.groups)
-    own_row = group.key.rank != REST and not tables.ranks and bool(tables.kernels or tables.operators)
-    if own_row:  # rocprofv3's CSV reader names ranks only where there are several: this rank's row
+    # rocprofv3's CSV reader names ranks only where there are several: this rank's row (one process
+    # alone has no rank table either way: summary.rank_summaries shows two or more)
+    if group.key.rank != REST and not tables.ranks and (tables.kernels or tables.operators):
         tables = dataclasses.replace(tables, ranks=(rank_row(group.key.rank, group.key.host, tables.kernels,
                                                              tables.operators),))
     partial = partials.of_tables(tables, root.resolve(), _files_of(root, group),
                                  seconds=time.perf_counter() - started)
     return dataclasses.replace(partial, bare=partials.BareRank(rank=group.key.rank, host=group.key.host,
                                                                order_reader=group.order[0],
-                                                               order_place=group.order[1], own_row=own_row))
+                                                               order_place=group.order[1]))
 
 
 def partials_folder(folder: Path, output: str | None) -> Path:
@@ -182,36 +187,41 @@ def _read_stored(place: Path) -> dict[RankKey, tuple[Path, partials.Partial]]:
 def load(folder: Path, place: Path) -> "Summary":
     """The folder's summary from its partials (in `place`): fresh ones merged, stale ones rebuilt and
     stored back, ranks in the raw files without a partial reduced and stored, ranks whose files are
-    gone named (their partials' numbers kept)."""
+    gone named (their partials' numbers kept).
+
+    The raw files are looked for in `folder` where the partials are inside it (a folder copied back
+    from scratch keeps sizes and mtimes: its partials stay fresh), else where each partial says it
+    was made (a shared folder of several nodes' partials: each node's scratch, if this machine sees it)."""
     stored = _read_stored(place)
-    raw_root = folder.resolve() if place != folder else None
-    if raw_root is None:  # a folder of partials alone: their raw files where the partials say, if there
-        roots = {Path(p.folder) for _, p in stored.values()}
-        raw_root = roots.pop() if len(roots) == 1 and next(iter(roots)).is_dir() else None
-    current: dict[RankKey, RankGroup] = {}
-    if raw_root is not None:
+    inside = place != folder
+    roots = [folder.resolve()] if inside else list(dict.fromkeys(Path(p.folder) for _, p in stored.values()))
+    current: dict[RankKey, tuple[Path, RankGroup]] = {}
+    unseen: list[Path] = []
+    for root in roots:
+        if not root.is_dir():
+            unseen.append(root)
+            continue
         try:
-            current = {g.key: g for g in rank_groups(raw_root)}
+            current.update({g.key: (root, g) for g in rank_groups(root)})
         except FormatError:
-            current = {}
+            pass  # nothing of a profiler's left there: the partials' ranks are named below
     notes: list[str] = []
     rebuilt: list[str] = []
     used: list[partials.Partial] = []
     for key in dict.fromkeys([*stored, *current]):
-        group = current.get(key)
         partial = stored[key][1] if key in stored else None
-        if group is None:
+        if key not in current:
             assert partial is not None
-            if raw_root is not None:
+            if inside or Path(partial.folder) not in unseen:
                 notes.append(f"{key.label}: its raw files are gone; its numbers come from its partial, made on "
                              f"{partial.made_on} at {partial.made_at}")
             used.append(partial)
             continue
-        assert raw_root is not None
-        if partial is not None and partial.files == _files_of(raw_root, group):
-            used.append(partial)
+        root, group = current[key]
+        if partial is not None and partial.files == _files_of(root, group):
+            used.append(_moved(partial, root))
             continue
-        fresh = make(raw_root, group)
+        fresh = make(root, group)
         if partial is not None:
             notes.append(f"{key.label}: partial stale (its raw files changed since {partial.made_at}): rebuilt")
         rebuilt.append(key.label)
@@ -222,10 +232,10 @@ def load(folder: Path, place: Path) -> "Summary":
         except OSError:
             pass  # the partial only saves time
         used.append(fresh)
-    if not used:
-        raise FormatError(f"{place}: no partials and no ranks' raw files in it")
-    if raw_root is None:
-        notes.append(f"merged from {len(used)} partial(s); their raw files are not on this machine")
+    if unseen:
+        notes.append(f"{sum(Path(p.folder) in unseen for _, p in stored.values())} rank(s) merged from their "
+                     f"partials only: their folders are not on this machine ({', '.join(map(str, unseen[:3]))}"
+                     + (" ..." if len(unseen) > 3 else "") + ")")
     if rebuilt:
         notes.append(f"{len(rebuilt)} of {len(used)} rank(s) read from raw files (no fresh partial): "
                      + ", ".join(rebuilt[:20]) + (" ..." if len(rebuilt) > 20 else ""))
@@ -233,11 +243,22 @@ def load(folder: Path, place: Path) -> "Summary":
     return dataclasses.replace(summary, notes=summary.notes + tuple(notes))
 
 
+def _moved(partial: partials.Partial, root: Path) -> partials.Partial:
+    """A partial of a folder since moved (copied back from scratch) names its files where they are now."""
+    if Path(partial.folder) == root:
+        return partial
+    before = partial.folder.rstrip("/") + "/"
+
+    def here(name: str) -> str:
+        return str(root / name[len(before):]) if name.startswith(before) else name
+    return dataclasses.replace(partial, folder=str(root),
+                               sources=tuple(Source(s.kind, tuple(map(here, s.files))) for s in partial.sources),
+                               trace_files=tuple(map(here, partial.trace_files)))
+
+
 def merged(used: list[partials.Partial]) -> tuple[Tables, tuple | None]:
     """The partials folded in the raw read's order, with one Source per reader (as the raw read)."""
     ordered = sorted(used, key=lambda p: (p.bare.order_reader, p.bare.order_place) if p.bare else (0, ""))
-    if len(ordered) == 1 and ordered[0].bare is not None and ordered[0].bare.own_row:
-        ordered = [dataclasses.replace(ordered[0], ranks=())]  # one process: the raw read has no rank rows
     tables, reduced = partials.merged_tables(ordered)
     by_kind: dict[str, list[str]] = {}
     for source in tables.sources:

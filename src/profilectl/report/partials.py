@@ -152,13 +152,11 @@ class RankIdentity:
 @dataclass(frozen=True)
 class BareRank:
     """A rank of a bare profiler output (report/bare_partials.py): its key as the raw read names it,
-    where the raw read merges it, and whether its rank row was made here (a reader that names ranks
-    only where there are several)."""
+    and where the raw read merges it (the reader's place, then the reader's own order of ranks)."""
     rank: str
     host: str | None
     order_reader: int
     order_place: str
-    own_row: bool = False
 
 
 @dataclass(frozen=True)
