@@ -128,17 +128,37 @@ def test_one_process_has_no_rank_rows_as_in_the_raw_read(tmp_path):
     assert figures(load(folder)) == figures(load(folder, raw=True))
 
 
+def test_a_damaged_partial_is_rebuilt_where_its_files_are_and_an_error_where_they_are_not(tmp_path):
+    folder = torch_tree(tmp_path / "t")
+    shared = tmp_path / "shared"
+    assert cli("report", str(folder), "--reduce-here").returncode == 0
+    assert cli("report", str(folder), "--reduce-here", "-o", str(shared)).returncode == 0
+    torn = folder / bare_partials.FOLDER / "vm.1.partial.json"
+    torn.write_text("{torn")
+    merged = load(folder)
+    assert figures(merged) == figures(load(folder, raw=True))
+    assert any("vm.1.partial.json: not a profilectl partial" in n and n.endswith("rebuilt from its raw files")
+               for n in merged.notes)
+    assert load(folder).notes == ()  # stored back whole
+    shutil.rmtree(folder)
+    (shared / "vm.0.partial.json").write_bytes((shared / "vm.0.partial.json").read_bytes()[:500])
+    done = cli("report", str(shared), "--format", "json")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "vm.0.partial.json: not a profilectl partial" in done.stderr and "Traceback" not in done.stderr
+
+
 def test_raw_forces_the_raw_read(tmp_path):
     folder = torch_tree(tmp_path / "t")
     assert cli("report", str(folder), "--reduce-here").returncode == 0
-    for f in (folder / bare_partials.FOLDER).iterdir():
-        f.write_text("{torn")
-    done = cli("report", str(folder), "--format", "json")
-    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "not a profilectl partial" in done.stderr
-    assert "Traceback" not in done.stderr
+    for name in ("vm-rank1-947.pt.trace.json.gz", "rank-1-vm-947.status.json"):
+        (folder / name).unlink()  # rank 1 gone: its partial still holds it, the raw read does not
+    with_partials = json.loads(cli("report", str(folder), "--format", "json").stdout)
     done = cli("report", str(folder), "--format", "json", "--raw")
     assert done.returncode == 0, done.stderr
-    assert len(json.loads(done.stdout)["ranks"]) == 2
+    raw = json.loads(done.stdout)
+    assert [r["rank"] for r in with_partials["ranks"]] == ["0", "1"] and with_partials["ranks"][1]["dispatches"] > 0
+    assert any(n.startswith("rank 1 (vm): its raw files are gone") for n in with_partials["notes"])
+    assert raw["ranks"] == [] and not any("partial" in n for n in raw["notes"])  # one rank left: no rank table
 
 
 def test_bad_inputs_are_one_line_and_an_exit_code(tmp_path):

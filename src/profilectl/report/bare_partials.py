@@ -166,22 +166,23 @@ def stored_partials(folder: Path) -> Path | None:
     return None
 
 
-def _read_stored(place: Path) -> dict[RankKey, tuple[Path, partials.Partial]]:
+def _read_stored(place: Path) -> tuple[dict[RankKey, tuple[Path, partials.Partial]], dict[str, str]]:
+    """The partials in `place` by rank, and those that cannot be used (file name: why, in one line)."""
     found = {}
+    unusable = {}
     for path in sorted(place.glob(f"*{SUFFIX}")):
         try:
-            data = path.read_bytes()
+            partial = partials.decode(path.read_bytes(), str(path))
         except OSError as exc:
-            raise FormatError(f"{path}: cannot read ({exc.strerror})") from None
-        try:
-            partial = partials.decode(data, str(path))
+            unusable[path.name] = f"{path}: cannot read ({exc.strerror})"
+            continue
         except partials.PartialError as exc:
-            raise FormatError(f"{exc} (remove it, or rebuild with `profilectl report "
-                              f"{place.parent if place.name == FOLDER else place} --reduce-here`)") from None
+            unusable[path.name] = str(exc)
+            continue
         if partial.bare is None:
             raise FormatError(f"{path}: a job rank's partial, not a bare folder's (report the job folder)")
         found[RankKey(partial.bare.rank, partial.bare.host)] = (path, partial)
-    return found
+    return found, unusable
 
 
 def load(folder: Path, place: Path) -> "Summary":
@@ -192,7 +193,7 @@ def load(folder: Path, place: Path) -> "Summary":
     The raw files are looked for in `folder` where the partials are inside it (a folder copied back
     from scratch keeps sizes and mtimes: its partials stay fresh), else where each partial says it
     was made (a shared folder of several nodes' partials: each node's scratch, if this machine sees it)."""
-    stored = _read_stored(place)
+    stored, unusable = _read_stored(place)
     inside = place != folder
     roots = [folder.resolve()] if inside else list(dict.fromkeys(Path(p.folder) for _, p in stored.values()))
     current: dict[RankKey, tuple[Path, RankGroup]] = {}
@@ -224,6 +225,8 @@ def load(folder: Path, place: Path) -> "Summary":
         fresh = make(root, group)
         if partial is not None:
             notes.append(f"{key.label}: partial stale (its raw files changed since {partial.made_at}): rebuilt")
+        elif key.file_name in unusable:  # its raw files are here: the damaged one is replaced
+            notes.append(f"{unusable.pop(key.file_name)}: rebuilt from its raw files")
         rebuilt.append(key.label)
         from profilectl.files import write_atomic
         data = partials.encode(fresh)
@@ -232,6 +235,9 @@ def load(folder: Path, place: Path) -> "Summary":
         except OSError:
             pass  # the partial only saves time
         used.append(fresh)
+    if unusable:  # a damaged partial whose rank's raw files are not here: its numbers are lost
+        why = next(iter(unusable.values()))
+        raise FormatError(f"{why} (remove it, or make it again with `profilectl report RAW_FOLDER --reduce-here`)")
     if unseen:
         notes.append(f"{sum(Path(p.folder) in unseen for _, p in stored.values())} rank(s) merged from their "
                      f"partials only: their folders are not on this machine ({', '.join(map(str, unseen[:3]))}"
