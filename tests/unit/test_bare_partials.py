@@ -6,7 +6,8 @@ rank whose files are gone; bad inputs are one line and an exit code.
 Inputs: real rocprofv3 traces (tests/fixtures/rocprofv3-docs) laid out as rocprofv3 writes one
 output per process (<host>/<pid>_kernel_trace.csv, _memory_copy_trace.csv, _hip_api_trace.csv),
 each process's durations changed so that no two ranks agree; and real torch.profiler traces of two
-gloo DDP ranks with their status files (tests/fixtures/diagnosis/straggler and ddp)."""
+gloo DDP ranks with their status files (tests/fixtures/diagnosis/straggler); rocpd databases, one
+per process, made as test_rocpd_reading makes them."""
 
 from __future__ import annotations
 
@@ -59,6 +60,16 @@ def torch_tree(root: Path) -> Path:
     return root
 
 
+def rocpd_tree(root: Path) -> Path:
+    """rocprofv3's rocpd output, one database per process (<host>/<pid>_results.db), in both schema
+    generations (test_rocpd_reading.make_db: its tables as rocprofv3 writes them, rows made up)."""
+    from test_rocpd_reading import make_db
+    for host, pid, dispatches, stamps in (("n1", 101, 300, False), ("n1", 102, 500, True), ("n2", 7, 200, False)):
+        (root / host).mkdir(parents=True, exist_ok=True)
+        make_db(root / host / f"{pid}_results.db", dispatches, stamps)
+    return root
+
+
 def cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "profilectl", *args], capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(REPO / "src")})
@@ -71,7 +82,8 @@ def figures(summary) -> dict:
     return data
 
 
-@pytest.mark.parametrize("make", [rocprofv3_tree, torch_tree], ids=["rocprofv3-per-process", "torch-ranks"])
+@pytest.mark.parametrize("make", [rocprofv3_tree, rocpd_tree, torch_tree],
+                         ids=["rocprofv3-per-process", "rocpd-per-process", "torch-ranks"])
 def test_merged_partials_equal_the_raw_read(tmp_path, make):
     folder = make(tmp_path / "out")
     raw = load(folder, raw=True)
