@@ -220,7 +220,7 @@ def load(folder: Path, place: Path) -> "Summary":
             continue
         root, group = current[key]
         if partial is not None and partial.files == _files_of(root, group):
-            used.append(_moved(partial, root))
+            used.append(partial)
             continue
         fresh = make(root, group)
         if partial is not None:
@@ -245,13 +245,16 @@ def load(folder: Path, place: Path) -> "Summary":
     if rebuilt:
         notes.append(f"{len(rebuilt)} of {len(used)} rank(s) read from raw files (no fresh partial): "
                      + ", ".join(rebuilt[:20]) + (" ..." if len(rebuilt) > 20 else ""))
+    if inside:  # the files named as the raw read of `folder` names them (a moved folder's, where they are now)
+        used = [_moved(p, folder) for p in used]
     summary = summary_of(folder, used)
     return dataclasses.replace(summary, notes=summary.notes + tuple(notes))
 
 
 def _moved(partial: partials.Partial, root: Path) -> partials.Partial:
-    """A partial of a folder since moved (copied back from scratch) names its files where they are now."""
-    if Path(partial.folder) == root:
+    """The partial's files named under `root`, as given (the raw read's names): where the folder is
+    now (copied back from scratch), relative where the user named it so."""
+    if partial.folder == str(root):
         return partial
     before = partial.folder.rstrip("/") + "/"
 
