@@ -218,3 +218,21 @@ def test_partials_made_on_scratch_stay_fresh_when_the_folder_is_copied_back(tmp_
     merged = load(back)
     assert merged.notes == ()
     assert figures(merged) == figures(load(back, raw=True))
+
+
+def test_a_relative_path_reports_as_the_raw_read_of_it(tmp_path):
+    rocprofv3_tree(tmp_path / "out")
+
+    def report(*extra: str) -> dict:
+        done = subprocess.run([sys.executable, "-m", "profilectl", "report", "out", "--format", "json", *extra],
+                              capture_output=True, text=True, cwd=tmp_path,
+                              env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+        assert done.returncode == 0, done.stderr
+        data = json.loads(done.stdout) if done.stdout.startswith("{") else {}
+        for key in ("notes", "cache_hit"):
+            data.pop(key, None)
+        return data
+    raw = report("--raw")
+    assert report("--reduce-here") == {}
+    merged = report()
+    assert merged == raw and merged["source"]["files"][0].startswith("out/")
