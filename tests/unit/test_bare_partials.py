@@ -236,3 +236,13 @@ def test_a_relative_path_reports_as_the_raw_read_of_it(tmp_path):
     assert report("--reduce-here") == {}
     merged = report()
     assert merged == raw and merged["source"]["files"][0].startswith("out/")
+
+
+def test_a_rank_whose_file_is_broken_is_named_and_the_others_reduced(tmp_path):
+    folder = rocprofv3_tree(tmp_path / "out")
+    broken = folder / "node2" / "3_kernel_trace.csv"
+    broken.write_text(broken.read_text().splitlines()[0] + '\n"KERNEL_DISPATCH","Agent 4",1,1,1,1,1,"k",1,12x,13\n')
+    done = cli("report", str(folder), "--reduce-here")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "rank pid 3 (node2): not reduced" in done.stderr and "1 of 4 rank(s) not reduced" in done.stderr
+    assert len(done.stdout.splitlines()) == 3 == len(list((folder / bare_partials.FOLDER).iterdir()))

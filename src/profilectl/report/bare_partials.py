@@ -127,8 +127,11 @@ def partials_folder(folder: Path, output: str | None) -> Path:
     return Path(output) if output else folder / FOLDER
 
 
-def reduce_command(folder: Path, output: str | None, out: TextIO) -> int:
-    """`report FOLDER --reduce-here [-o PARTIALS]`: one partial per rank, one line per partial."""
+def reduce_command(folder: Path, output: str | None, out: TextIO, err: TextIO | None = None) -> int:
+    """`report FOLDER --reduce-here [-o PARTIALS]`: one partial per rank, one line per partial; a
+    rank whose files cannot be read is named (on `err`) and the others still reduced."""
+    import sys
+    err = sys.stderr if err is None else err
     if not folder.exists():
         raise UsageError(f"{folder} does not exist")
     target = partials_folder(folder, output)
@@ -144,15 +147,28 @@ def reduce_command(folder: Path, output: str | None, out: TextIO) -> int:
         probe.unlink()
     except OSError as exc:
         raise UsageError(f"{target}: cannot write partials there ({exc.strerror or exc})") from None
+    from profilectl.errors import ProfilectlError
     from profilectl.files import write_atomic
+    failed = []
     for group in found:
-        partial = make(folder, group)
+        try:  # a rank's bad file costs that rank, not the others
+            partial = make(folder, group)
+        except (ProfilectlError, OSError) as exc:
+            failed.append(group.key.label)
+            err.write(f"profilectl: {group.key.label}: not reduced: {exc}\n")
+            continue
         data = partials.encode(partial)
         place = target / group.key.file_name
-        write_atomic(place, lambda fh: fh.write(data), binary=True)
+        try:
+            write_atomic(place, lambda fh: fh.write(data), binary=True)
+        except OSError as exc:
+            raise UsageError(f"{place}: cannot write ({exc.strerror or exc})") from None
         out.write(f"{place}  {group.key.label}: {len(partial.files)} file(s), {len(partial.kernels.name)} kernel(s), "
                   f"{len(partial.operators.name)} operator(s), {partial.seconds:.2f} s\n")
-    out.flush()
+        out.flush()
+    if failed:
+        raise FormatError(f"{len(failed)} of {len(found)} rank(s) not reduced: {', '.join(failed[:5])}"
+                          + (" ..." if len(failed) > 5 else ""))
     return 0
 
 
