@@ -134,6 +134,9 @@ def reduce_command(folder: Path, output: str | None, out: TextIO, err: TextIO | 
     err = sys.stderr if err is None else err
     if not folder.exists():
         raise UsageError(f"{folder} does not exist")
+    if (folder / "manifest.json").is_file():  # a run of profilectl's: its report is its summary.json
+        raise UsageError(f"{folder} is a profilectl run directory: `report {folder}` reads its summary; "
+                         "--reduce-here reduces a SLURM job folder or a profiler's own output folder")
     target = partials_folder(folder, output)
     folder = folder.resolve()  # the partials name their files from anywhere they are read
     try:
