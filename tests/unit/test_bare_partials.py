@@ -246,3 +246,14 @@ def test_a_rank_whose_file_is_broken_is_named_and_the_others_reduced(tmp_path):
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "rank pid 3 (node2): not reduced" in done.stderr and "1 of 4 rank(s) not reduced" in done.stderr
     assert len(done.stdout.splitlines()) == 3 == len(list((folder / bare_partials.FOLDER).iterdir()))
+
+
+def test_a_bare_partial_reads_the_same_without_msgspec(tmp_path):
+    """The nodes of the compose cluster have no msgspec: the standard library's reading is the same."""
+    from profilectl.report import partials
+    folder = torch_tree(tmp_path / "t")
+    assert cli("report", str(folder), "--reduce-here").returncode == 0
+    for path in (folder / bare_partials.FOLDER).iterdir():
+        data = path.read_bytes()
+        assert partials._decode_stdlib(data, str(path)) == partials.decode(data, str(path))
+        assert partials.decode(data).bare is not None
