@@ -233,7 +233,8 @@ def _report_options(report: argparse.ArgumentParser) -> None:
     job.add_argument("--dry-run", action="store_true", help="with --on-cluster: print the srun argv per node; run nothing")
     job.add_argument("--reduce-here", action="store_true",
                      help="reduce this node's ranks of the job folder and print their partials (what each "
-                          "--on-cluster job step runs)")
+                          "--on-cluster job step runs); on a bare profiler output, write one partial per rank "
+                          "to -o FOLDER (default PATH/profilectl-partials/), which `report PATH` then merges")
     _report_window_options(report)
 
 

@@ -110,11 +110,15 @@ _JOB_READ: contextvars.ContextVar[JobRead] = contextvars.ContextVar("job_read", 
 
 
 def report_job_options(path: str, raw: bool, on_cluster: bool, nodes: str | None, dry_run: bool,
-                       reduce_here: bool) -> int | JobRead:
+                       reduce_here: bool, output: str | None = None) -> int | JobRead:
     """report's job options: an exit code when they did the whole work (--reduce-here, --dry-run),
     else how to read the job."""
     from profilectl.report import on_cluster as cluster_read
     if reduce_here:
+        from profilectl import jobs
+        if not jobs.is_job_dir(Path(path)):  # a bare profiler output: one partial per rank, into a folder
+            from profilectl.report import bare_partials
+            return bare_partials.reduce_command(Path(path), output, sys.stdout)
         return cluster_read.reduce_here(Path(path), sys.stdout)
     if dry_run and not on_cluster:
         raise errors.UsageError("report --dry-run shows the job steps of --on-cluster: add --on-cluster")
@@ -354,7 +358,7 @@ def report(path: str, fmt: str, output: str | None, top: int, force: bool = Fals
            on_cluster: bool = False, nodes: str | None = None, dry_run: bool = False, reduce_here: bool = False) -> int:
     if top < 1:
         raise errors.UsageError("--top must be at least 1")
-    how = report_job_options(path, raw, on_cluster, nodes, dry_run, reduce_here)
+    how = report_job_options(path, raw, on_cluster, nodes, dry_run, reduce_here, output=output)
     if isinstance(how, int):
         return how
     if how != JobRead():

@@ -145,6 +145,14 @@ def load(path: Path, raw: bool = False) -> Summary:
         if runs_inside:  # a traces folder: merging every run's raw files would mean nothing
             raise FormatError(f"{path} is a traces folder with {len(runs_inside)} runs: list them with "
                               f"`profilectl ls {path}` and report one run directory")
+    if path.is_dir() and not raw:  # a bare output reduced per rank (`report --reduce-here`): its partials
+        from profilectl.report import bare_partials
+        place = bare_partials.stored_partials(path)
+        if place is not None:
+            merged = bare_partials.load(path, place)
+            present = tuple(f for f in merged.source.files if Path(f).is_file())  # a gone rank's files say nothing
+            return dataclasses.replace(merged, metadata=files_metadata(dataclasses.replace(
+                merged, source=dataclasses.replace(merged.source, files=present))))
     from profilectl.backends import READERS  # the registry: every backend's readers
     groups = recognised(path, READERS)
     files = [f for _, group in groups for f in group]

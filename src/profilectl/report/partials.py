@@ -150,6 +150,16 @@ class RankIdentity:
 
 
 @dataclass(frozen=True)
+class BareRank:
+    """A rank of a bare profiler output (report/bare_partials.py): its key as the raw read names it,
+    and where the raw read merges it (the reader's place, then the reader's own order of ranks)."""
+    rank: str
+    host: str | None
+    order_reader: int
+    order_place: str
+
+
+@dataclass(frozen=True)
 class Partial:
     schema_version: int
     producer: str  # profilectl's version
@@ -177,6 +187,7 @@ class Partial:
     stall_reasons: dict[str, int] = field(default_factory=dict)
     had_timelines: bool = False  # the files had timestamps (even if no GPU activity): the timeline is analysed
     reductions: tuple[ReductionColumns, ...] = ()
+    bare: BareRank | None = None  # a rank of a bare folder, not of a job
 
     def tables(self) -> Tables:
         """The rank's Tables as the raw read gave them, less the timelines (they are `reductions`)."""
