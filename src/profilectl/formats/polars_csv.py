@@ -189,6 +189,10 @@ class _Dictionary:
         return codes
 
 
+def _fits_int32(values: "NDArray[Any]") -> bool:
+    return not len(values) or (int(values.min()) >= -(1 << 31) and int(values.max()) < 1 << 31)
+
+
 def _batches(scan: "pl.LazyFrame") -> Iterator["pl.DataFrame"]:
     """The query's result in batches of about BATCH_ROWS rows (polars >= 1.31 streams them; older
     releases collect the columns whole, which holds them in memory at once)."""
@@ -266,7 +270,8 @@ def trace_columns(path: Path, name_col: str, start_col: str, end_col: str, strea
 
     def joined(parts: list[Any], dtype: Any) -> Any:
         """One column from its batches, the batches let go at once (one column doubled at a time)."""
-        out = np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype=dtype)
+        # straight into the column's type (never a wider copy first); callers check that values fit
+        out = np.concatenate(parts, dtype=dtype, casting="unsafe") if parts else np.zeros(0, dtype=dtype)
         parts.clear()
         return out
     start_column, end_column = joined(starts, np.int64), joined(ends, np.int64)
@@ -277,4 +282,6 @@ def trace_columns(path: Path, name_col: str, start_col: str, end_col: str, strea
                         stream=(joined(stream_parts, np.int32) if stream_parts else
                                 np.broadcast_to(np.int32(0), (len(start_column),))) if streams else None,
                         streams=keys.values,
-                        correlation=joined(corr_parts, np.int64) if correlation else None)
+                        # correlation ids as int32 where every one fits: half the column
+                        correlation=joined(corr_parts, np.int32 if all(map(_fits_int32, corr_parts)) else np.int64)
+                        if correlation else None)
