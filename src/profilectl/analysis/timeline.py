@@ -512,7 +512,7 @@ def _union_in_chunks(start: "NDArray[np.int64]", end: "NDArray[np.int64]", chunk
     """_union(start, end) chunk by chunk through a stable sort's order (none where already in order);
     `order`: that order where the caller has it (None: in order), True to make it here."""
     count = len(start)
-    if order is True:
+    if order is True or order is False:
         order = start_order(start)
     union = _UnionStream(keep=True, capacity=count)
     for at in range(0, count, chunk_rows):
