@@ -990,7 +990,12 @@ def rank_order(rank: str, host: str | None) -> tuple[int, str, str]:
 def analyse(parts: Sequence[RankTimeline]) -> TimelineAnalysis | None:
     timelines = [t for t in combine(parts) if not t.empty]
     timelines.sort(key=lambda t: rank_order(t.rank, t.host))
-    return analyse_pieces([rank_piece(t) for t in timelines])
+    pieces = []
+    for t in timelines:
+        pieces.append(rank_piece(t))
+        if len(timelines) > 1:  # several ranks' orders would add up: the idle analysis makes each again
+            t.release_order()
+    return analyse_pieces(pieces)
 
 
 def analyse_pieces(pieces: Sequence[RankPiece]) -> TimelineAnalysis | None:
