@@ -195,9 +195,9 @@ class _Dictionary:
 
 
 def _index_type(count: int) -> Any:
-    """int16 for ids below 32 Ki (kernel names and streams nearly always): half of int32's column."""
+    """The narrowest type of ids below `count`: int8 (streams), int16 (kernel names nearly always)."""
     import numpy as np
-    return np.int16 if count <= 1 << 15 else np.int32
+    return np.int8 if count <= 1 << 7 else np.int16 if count <= 1 << 15 else np.int32
 
 
 def _narrow(ids: "NDArray[np.int32]", count: int) -> "NDArray[Any]":
@@ -256,8 +256,8 @@ def trace_columns(path: Path, name_col: str, start_col: str, end_col: str, strea
     capacity = _estimated_rows(path)
     # ends held as durations (int32 while every one fits: half the column) while polars' engine holds
     # its own buffers; the int64 ends are made once it has finished
-    starts, durations = _Growing(capacity, np.int64), _Growing(capacity, np.int32)
-    name_ids, stream_ids = _Growing(capacity, np.int16), _Growing(capacity, np.int16)
+    starts, durations = _Offsets(capacity), _Growing(capacity, np.int32)
+    name_ids, stream_ids = _Growing(capacity, np.int8), _Growing(capacity, np.int8)
     # correlation ids as int32 while every one fits: half the column
     corr_ids = _Growing(capacity if correlation else 0, np.int32)
     rows = 0
@@ -270,8 +270,8 @@ def trace_columns(path: Path, name_col: str, start_col: str, end_col: str, strea
                 raise FormatError(f"{path}:{rows + int(bad.arg_true()[0]) + 2}: truncated or malformed row")
             start_values = batch[start_col].to_numpy()
             duration = batch[end_col].to_numpy() - start_values
-            if not _fits_int32(duration):
-                durations.widen(np.int64)
+            # int32 where every duration of the batch fits (the column widens to int64 otherwise)
+            duration = duration.astype(np.int32) if _fits_int32(duration) else duration
             starts.add(start_values)
             durations.add(duration)
             del start_values, duration
@@ -281,7 +281,7 @@ def trace_columns(path: Path, name_col: str, start_col: str, end_col: str, strea
                     ids = _narrow(keys.ids(batch["stream"].to_numpy()), len(keys.codes))
                     if stream_ids.size or len(keys.codes) > 1:
                         if not stream_ids.size and rows:  # the rows before held the one key so far
-                            stream_ids.add(np.zeros(rows, dtype=np.int16))
+                            stream_ids.add(np.zeros(rows, dtype=np.int8))
                         stream_ids.add(ids)
             elif isinstance(names, _Dictionary) and isinstance(keys, _Dictionary):
                 name_ids.add(_narrow(names.codes(batch["name_hash"].to_numpy(), batch["name"]), len(names.values)))
@@ -290,14 +290,13 @@ def trace_columns(path: Path, name_col: str, start_col: str, end_col: str, strea
                                            len(keys.values)))
             if correlation:
                 values = batch[correlation].fill_null(-1).to_numpy()
-                if not _fits_int32(values):
-                    corr_ids.widen(np.int64)
-                corr_ids.add(values)
+                corr_ids.add(values.astype(np.int32) if _fits_int32(values) else values)
             rows += len(batch)
     except (pl.exceptions.PolarsError, OSError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise FormatError(f"{path}: truncated or malformed CSV ({first[:200]})") from None
-    start_column = starts.column()
+    start_column = starts.values()
+    del starts
     end_column = np.empty(len(start_column), dtype=np.int64)
     duration_column = durations.column()
     for at in range(0, len(start_column), 1 << 20):
@@ -328,6 +327,45 @@ def _estimated_rows(path: Path) -> int:
         return 1 << 16
     lines = max(head.count(b"\n"), 1)
     return int(size / (len(head) / lines) * 1.25) + (1 << 16)
+
+
+class _Offsets:
+    """int64 values (start timestamps) held as int32 offsets from each batch's smallest value while
+    every batch's range fits (a batch of 64 Ki dispatches spans far less than 2 s), as int64 from
+    the first batch that does not: half the column while polars' engine holds its own buffers."""
+
+    def __init__(self, capacity: int) -> None:
+        import numpy as np
+        self.column = _Growing(capacity, np.int32)
+        self.bases: list[tuple[int, int]] = []  # (first row, base) per batch while offsets
+        self.wide = False
+
+    def add(self, values: "NDArray[np.int64]") -> None:
+        import numpy as np
+        if not len(values):
+            return
+        if not self.wide:
+            base = int(values.min())
+            if int(values.max()) - base < 1 << 31:
+                self.bases.append((self.column.size, base))
+                self.column.add((values - np.int64(base)).astype(np.int32))
+                return
+            whole = self.values()  # the offsets so far as int64, then every value as it is
+            self.column = _Growing(max(len(self.column.data), len(whole)), np.int64)
+            self.column.add(whole)
+            self.wide = True
+        self.column.add(values)
+
+    def values(self) -> "NDArray[np.int64]":
+        import numpy as np
+        held = self.column.column()
+        if self.wide:
+            return held
+        out = np.empty(len(held), dtype=np.int64)
+        for i, (row, base) in enumerate(self.bases):
+            stop = self.bases[i + 1][0] if i + 1 < len(self.bases) else len(held)
+            np.add(held[row:stop], np.int64(base), out=out[row:stop])
+        return out
 
 
 class _Growing:
