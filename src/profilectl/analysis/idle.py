@@ -180,7 +180,9 @@ def _matching(names: Sequence[str], pattern: "re.Pattern[str] | None") -> "NDArr
 def analyse_rank(t: RankTimeline, busy: "Intervals | None" = None) -> RankIdle:
     import numpy as np
     r = rules()
+    hta = hta_breakdown(t)  # first: its chunks' temporaries never stack on the holes' columns below
     busy = busy if busy is not None else busy_union(t)  # chunk by chunk: no sorted copy of the columns
+    t.release_order()  # the last walk in start order: its order need not stay beside the holes' columns
     span_start, span_end = int(busy[0][0]), int(busy[1][-1])
     low, high = busy[1][:-1], busy[0][1:]  # the holes
     length = high - low
@@ -234,7 +236,7 @@ def analyse_rank(t: RankTimeline, busy: "Intervals | None" = None) -> RankIdle:
     # cost seconds per million holes in comparisons
     code = {name: i for i, name in enumerate(STEP_PHASES)}
     phase = np.full(len(low), code["steady"], dtype=np.int8)
-    step_of = np.full(len(low), -1, dtype=np.int32)
+    step_of = np.full(len(low) if ranges else 0, -1, dtype=np.int32)  # a column only where steps are marked
     count = len(ranges)
     if ranges:
         # windows: a step runs from its start to the next step's start (the host's time between two
@@ -282,7 +284,7 @@ def analyse_rank(t: RankTimeline, busy: "Intervals | None" = None) -> RankIdle:
                     steady=steady, whole=whole,
                     phases=tuple((p, int(length.sum(where=phase == code[p]))) for p in STEP_PHASES
                                  if (phase == code[p]).any()),
-                    steps=tuple(steps), hta=hta_breakdown(t), host_recorded=host_recorded,
+                    steps=tuple(steps), hta=hta, host_recorded=host_recorded,
                     step_ranges=tuple((int(n), int(a), int(b)) for n, a, b in ranges))
 
 
@@ -370,7 +372,7 @@ def hta_breakdown(t: RankTimeline, consecutive_kernel_delay_ns: int = 30_000, ch
         api = t.api_correlation[by_correlation], t.api_start[by_correlation]
     # the activities in start order (a stable sort's, as per stream before), chunk by chunk: per
     # stream the end of its last activity so far is carried, so no column is copied whole
-    order = None if bool((t.start[1:] >= t.start[:-1]).all()) else np.argsort(t.start, kind="stable")
+    order = t.start_order
     last_end: dict[int, int] = {}
     sums: dict[int, list[int]] = {}
     for at in range(0, count, chunk_rows):

@@ -8,6 +8,7 @@ the csv-module readers (identical results, slower on large files).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
@@ -68,6 +69,10 @@ def grouped_durations_csv(path: Path, name_col: str, start_col: str, end_col: st
 # Rows per batch of the one-pass read: big enough that polars' per-batch cost vanishes, small enough
 # that a batch's text columns stay a few tens of MB whatever the file's size.
 BATCH_ROWS = 1 << 16
+# polars' allocator (jemalloc, read at polars' first import) hands freed pages back at once rather
+# than after its 10 s decay: the CSV reader's buffers are gone before the columns are analysed
+# (10 M rows: the peak 30 MB lower); a value the user set is kept
+os.environ.setdefault("_RJEM_MALLOC_CONF", "dirty_decay_ms:0,muzzy_decay_ms:0")
 HASH_SEED = 0x70726F66
 STATS_BLOCK = 1 << 20
 
@@ -79,11 +84,11 @@ class TraceColumns:
     are None where the caller did not ask for them (or the file lacks them: correlation)."""
     start: "NDArray[np.int64]"
     end: "NDArray[np.int64]"
-    name: "NDArray[np.int32]"
+    name: "NDArray[np.signedinteger[Any]]"  # int16 where there are fewer than 32 Ki names
     names: list[str]
-    stream: "NDArray[np.int32] | None" = None
+    stream: "NDArray[np.signedinteger[Any]] | None" = None
     streams: list[str] = field(default_factory=list)
-    correlation: "NDArray[np.int64] | None" = None
+    correlation: "NDArray[np.signedinteger[Any]] | None" = None  # int32 where every id fits
 
     def stats(self) -> dict[str, KernelStats]:
         """Per-name duration statistics, exact integer sums (as the streaming group-by gives), in
@@ -189,6 +194,21 @@ class _Dictionary:
         return codes
 
 
+def _index_type(count: int) -> Any:
+    """The narrowest type of ids below `count`: int8 (streams), int16 (kernel names nearly always)."""
+    import numpy as np
+    return np.int8 if count <= 1 << 7 else np.int16 if count <= 1 << 15 else np.int32
+
+
+def _narrow(ids: "NDArray[np.int32]", count: int) -> "NDArray[Any]":
+    """A batch's ids as _index_type(count) (the ids so far are below count)."""
+    return ids.astype(_index_type(count), copy=False)
+
+
+def _fits_int32(values: "NDArray[Any]") -> bool:
+    return not len(values) or (int(values.min()) >= -(1 << 31) and int(values.max()) < 1 << 31)
+
+
 def _batches(scan: "pl.LazyFrame") -> Iterator["pl.DataFrame"]:
     """The query's result in batches of about BATCH_ROWS rows (polars >= 1.31 streams them; older
     releases collect the columns whole, which holds them in memory at once)."""
@@ -233,8 +253,13 @@ def trace_columns(path: Path, name_col: str, start_col: str, end_col: str, strea
         names, keys = _Dictionary(), _Dictionary()
         scan = base.select(*numbers, name.alias("name"), name.hash(HASH_SEED).alias("name_hash"),
                            stream.alias("stream"), stream.hash(HASH_SEED).alias("stream_hash"))
-    starts, ends, name_parts, corr_parts = [], [], [], []
-    stream_parts: list[Any] = []
+    capacity = _estimated_rows(path)
+    # ends held as durations (int32 while every one fits: half the column) while polars' engine holds
+    # its own buffers; the int64 ends are made once it has finished
+    starts, durations = _Offsets(capacity), _Growing(capacity, np.int32)
+    name_ids, stream_ids = _Growing(capacity, np.int8), _Growing(capacity, np.int8)
+    # correlation ids as int32 while every one fits: half the column
+    corr_ids = _Growing(capacity if correlation else 0, np.int32)
     rows = 0
     try:
         for batch in _batches(scan):
@@ -243,38 +268,131 @@ def trace_columns(path: Path, name_col: str, start_col: str, end_col: str, strea
             bad = batch[start_col].is_null() | batch[end_col].is_null()
             if bad.any():
                 raise FormatError(f"{path}:{rows + int(bad.arg_true()[0]) + 2}: truncated or malformed row")
-            starts.append(batch[start_col].to_numpy())
-            ends.append(batch[end_col].to_numpy())
+            start_values = batch[start_col].to_numpy()
+            duration = batch[end_col].to_numpy() - start_values
+            # int32 where every duration of the batch fits (the column widens to int64 otherwise)
+            duration = duration.astype(np.int32) if _fits_int32(duration) else duration
+            starts.add(start_values)
+            durations.add(duration)
+            del start_values, duration
             if isinstance(names, _FirstSeen) and isinstance(keys, _FirstSeen):
-                name_parts.append(names.ids(batch["name"].to_numpy()))
+                name_ids.add(_narrow(names.ids(batch["name"].to_numpy()), len(names.codes)))
                 if streams:
-                    ids = keys.ids(batch["stream"].to_numpy())
-                    if stream_parts or len(keys.codes) > 1:
-                        if not stream_parts and rows:  # the rows before held the one key so far
-                            stream_parts.append(np.zeros(rows, dtype=np.int32))
-                        stream_parts.append(ids)
+                    ids = _narrow(keys.ids(batch["stream"].to_numpy()), len(keys.codes))
+                    if stream_ids.size or len(keys.codes) > 1:
+                        if not stream_ids.size and rows:  # the rows before held the one key so far
+                            stream_ids.add(np.zeros(rows, dtype=np.int8))
+                        stream_ids.add(ids)
             elif isinstance(names, _Dictionary) and isinstance(keys, _Dictionary):
-                name_parts.append(names.codes(batch["name_hash"].to_numpy(), batch["name"]))
+                name_ids.add(_narrow(names.codes(batch["name_hash"].to_numpy(), batch["name"]), len(names.values)))
                 if streams:
-                    stream_parts.append(keys.codes(batch["stream_hash"].to_numpy(), batch["stream"]))
+                    stream_ids.add(_narrow(keys.codes(batch["stream_hash"].to_numpy(), batch["stream"]),
+                                           len(keys.values)))
             if correlation:
-                corr_parts.append(batch[correlation].fill_null(-1).to_numpy())
+                values = batch[correlation].fill_null(-1).to_numpy()
+                corr_ids.add(values.astype(np.int32) if _fits_int32(values) else values)
             rows += len(batch)
     except (pl.exceptions.PolarsError, OSError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise FormatError(f"{path}: truncated or malformed CSV ({first[:200]})") from None
-
-    def joined(parts: list[Any], dtype: Any) -> Any:
-        """One column from its batches, the batches let go at once (one column doubled at a time)."""
-        out = np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype=dtype)
-        parts.clear()
-        return out
-    start_column, end_column = joined(starts, np.int64), joined(ends, np.int64)
-    name_column = joined(name_parts, np.int32)
-    return TraceColumns(start=start_column, end=end_column, name=name_column,
+    start_column = starts.values()
+    del starts
+    end_column = np.empty(len(start_column), dtype=np.int64)
+    duration_column = durations.column()
+    for at in range(0, len(start_column), 1 << 20):
+        np.add(start_column[at:at + (1 << 20)], duration_column[at:at + (1 << 20)], out=end_column[at:at + (1 << 20)])
+    del duration_column
+    del durations
+    return TraceColumns(start=start_column, end=end_column, name=name_ids.column(),
                         names=names.values,
                         # one stream key throughout: one shared value, not a column
-                        stream=(joined(stream_parts, np.int32) if stream_parts else
-                                np.broadcast_to(np.int32(0), (len(start_column),))) if streams else None,
+                        stream=(stream_ids.column() if stream_ids.size else
+                                np.broadcast_to(np.int32(0), (rows,))) if streams else None,
                         streams=keys.values,
-                        correlation=joined(corr_parts, np.int64) if correlation else None)
+                        correlation=corr_ids.column() if correlation else None)
+
+
+ESTIMATE_BYTES = 1 << 20  # the file's first MiB gives its bytes per row
+
+
+def _estimated_rows(path: Path) -> int:
+    """An estimate of the file's row count from its first MiB, with room to spare (unwritten room
+    costs no memory: its pages are never committed)."""
+    import os
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as handle:
+            head = handle.read(ESTIMATE_BYTES)
+    except OSError:
+        return 1 << 16
+    lines = max(head.count(b"\n"), 1)
+    return int(size / (len(head) / lines) * 1.25) + (1 << 16)
+
+
+class _Offsets:
+    """int64 values (start timestamps) held as int32 offsets from each batch's smallest value while
+    every batch's range fits (a batch of 64 Ki dispatches spans far less than 2 s), as int64 from
+    the first batch that does not: half the column while polars' engine holds its own buffers."""
+
+    def __init__(self, capacity: int) -> None:
+        import numpy as np
+        self.column = _Growing(capacity, np.int32)
+        self.bases: list[tuple[int, int]] = []  # (first row, base) per batch while offsets
+        self.wide = False
+
+    def add(self, values: "NDArray[np.int64]") -> None:
+        import numpy as np
+        if not len(values):
+            return
+        if not self.wide:
+            base = int(values.min())
+            if int(values.max()) - base < 1 << 31:
+                self.bases.append((self.column.size, base))
+                self.column.add((values - np.int64(base)).astype(np.int32))
+                return
+            whole = self.values()  # the offsets so far as int64, then every value as it is
+            self.column = _Growing(max(len(self.column.data), len(whole)), np.int64)
+            self.column.add(whole)
+            self.wide = True
+        self.column.add(values)
+
+    def values(self) -> "NDArray[np.int64]":
+        import numpy as np
+        held = self.column.column()
+        if self.wide:
+            return held
+        out = np.empty(len(held), dtype=np.int64)
+        for i, (row, base) in enumerate(self.bases):
+            stop = self.bases[i + 1][0] if i + 1 < len(self.bases) else len(held)
+            np.add(held[row:stop], np.int64(base), out=out[row:stop])
+        return out
+
+
+class _Growing:
+    """A column written batch by batch into one array sized once from the estimated row count (a
+    list of batches joined at the end held each column twice), grown only where the estimate was
+    short; integer ids wider than the array so far widen it."""
+
+    def __init__(self, capacity: int, dtype: Any) -> None:
+        import numpy as np
+        self.data = np.empty(capacity, dtype=dtype)
+        self.size = 0
+
+    def widen(self, dtype: Any) -> None:
+        import numpy as np
+        if np.dtype(dtype).itemsize > self.data.dtype.itemsize:
+            self.data = self.data.astype(dtype)
+
+    def add(self, values: "NDArray[Any]") -> None:
+        import numpy as np
+        self.widen(values.dtype)
+        count = len(values)
+        if self.size + count > len(self.data):  # more rows than estimated: grow (a copy, rare)
+            grown = np.empty(max(self.size + count, len(self.data) * 3 // 2), dtype=self.data.dtype)
+            grown[:self.size] = self.data[:self.size]
+            self.data = grown
+        self.data[self.size:self.size + count] = values
+        self.size += count
+
+    def column(self) -> "NDArray[Any]":
+        return self.data[:self.size]

@@ -270,6 +270,9 @@ def int_batches(path: Path, db: sqlite3.Connection, query: str, width: int) -> I
                     values = values.fill_null(-1)
                 columns.append(np.asarray(values.to_numpy(zero_copy_only=False), dtype=np.int64))
             yield columns
+        del stream
+        import pyarrow  # type: ignore[import-untyped]
+        pyarrow.default_memory_pool().release_unused()  # Arrow's allocator keeps freed batches otherwise
         return
     cursor = db.execute(query)
     while True:
@@ -295,7 +298,8 @@ class _KernelColumns:
         self.start = np.empty(rows + extra, dtype=np.int64)
         self.end = np.empty(rows + extra, dtype=np.int64)
         self.kernel = np.empty(rows + extra, dtype=np.int32)  # kernel ids, then name indices in place
-        self.correlation = np.empty(rows + extra, dtype=np.int64) if linked else None
+        # correlation ids as int32 while they fit (rocpd numbers them from 1): half the column
+        self.correlation = np.empty(rows + extra, dtype=np.int32) if linked else None
         self.stream = np.empty(0, dtype=np.int32)  # first-seen key ids, only once there are two keys
         self.keys: dict[int, int] = {}
         self.wide: list["NDArray[np.int64]"] = []  # kernel ids beyond int32 (never seen in rocpd)
@@ -318,6 +322,8 @@ class _KernelColumns:
             self.wide.append(kernel)
         self.kernel[at:at + count] = kernel
         if self.correlation is not None and correlation is not None:
+            if count and self.correlation.dtype != np.int64 and not _fits_int32(correlation):
+                self.correlation = self.correlation.astype(np.int64)
             self.correlation[at:at + count] = correlation
         if count:
             self._keys(at, key)
@@ -337,6 +343,10 @@ class _KernelColumns:
         distinct, inverse = np.unique(key, return_inverse=True)
         ids = np.array([self.keys.setdefault(k, len(self.keys)) for k in distinct.tolist()], dtype=np.int32)
         self.stream[at:at + len(key)] = ids[inverse.reshape(-1)]
+
+
+def _fits_int32(values: "NDArray[np.int64]") -> bool:
+    return not len(values) or (int(values.min()) >= -(1 << 31) and int(values.max()) < 1 << 31)
 
 
 def _kernel_columns(path: Path, db: sqlite3.Connection, symbols: dict[tuple[Any, int], str], extra: int = 0
@@ -482,15 +492,21 @@ def rocpd_read(path: Path, rank: str, host: str | None) -> tuple[dict[str, Kerne
     copy_linked = any(c[5] >= 0 for c in copies)
     correlation = None
     if linked and filled.correlation is not None:
-        filled.correlation[count:total] = [c[5] for c in copies]
+        copy_ids = np.array([c[5] for c in copies], dtype=np.int64)
+        if filled.correlation.dtype != np.int64 and not _fits_int32(copy_ids):
+            filled.correlation = filled.correlation.astype(np.int64)
+        filled.correlation[count:total] = copy_ids
         correlation = filled.correlation[:total]
     elif copy_linked:
         correlation = np.full(total, -1, dtype=np.int64)
         correlation[count:] = [c[5] for c in copies]
     stream: Any = kernels.stream
     if copies:
-        stream = np.empty(total, dtype=np.int32)
-        stream[:count] = kernels.stream if kernels.stream is not None else 0
+        if len(filled.stream) >= total:  # the dispatches' stream column has room left for the copies
+            stream = filled.stream[:total]
+        else:
+            stream = np.empty(total, dtype=np.int32)
+            stream[:count] = kernels.stream if kernels.stream is not None else 0
         stream[count:] = copy_stream
     kind: Any = np.broadcast_to(np.int8(0), (total,))
     if copies:

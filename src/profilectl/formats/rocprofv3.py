@@ -211,8 +211,9 @@ def rank_timeline_of(rank: str, host: str | None, files: dict[str, list[Path]]
         name=name_parts[0] if one else np.concatenate(name_parts),
         kind=np.broadcast_to(np.int8(parts[0][1]), (len(parts[0][0].start),)) if one else
         np.concatenate([np.full(len(c.start), code, dtype=np.int8) for c, code, _ in parts]),
-        correlation=np.concatenate([c.correlation if c.correlation is not None else np.full(len(c.start), -1)
-                                    for c, _, _ in parts]) if linked else None,
+        correlation=(parts[0][0].correlation if one and parts[0][0].correlation is not None else  # no copy
+                     np.concatenate([c.correlation if c.correlation is not None else np.full(len(c.start), -1)
+                                     for c, _, _ in parts])) if linked else None,
         names=list(names), streams=list(streams),
         api_start=np.concatenate([np.asarray(c["Start_Timestamp"], dtype=np.int64) for c in api]) if api else (),
         api_end=np.concatenate([np.asarray(c["End_Timestamp"], dtype=np.int64) for c in api]) if api else (),
