@@ -25,9 +25,25 @@ if TYPE_CHECKING:
 FAST_PATH_MIN_BYTES = 8 * 2**20  # below this the csv module is as fast and starts quicker
 
 
+def _polars() -> Any:
+    """polars, its allocator (jemalloc, configured once, at polars' first import) told to hand freed
+    pages back at once rather than after its 10 s decay: the CSV reader's buffers are gone before the
+    columns are analysed (10 M rows: the peak 30 MB lower). Set only for that import, so no workload
+    profilectl starts inherits it; a value the user set is kept."""
+    import sys
+    if "polars" not in sys.modules and "_RJEM_MALLOC_CONF" not in os.environ:
+        os.environ["_RJEM_MALLOC_CONF"] = "dirty_decay_ms:0,muzzy_decay_ms:0"
+        try:
+            import polars
+        finally:
+            del os.environ["_RJEM_MALLOC_CONF"]
+    import polars
+    return polars
+
+
 def fast_engine_available() -> bool:
     try:
-        import polars  # noqa: F401
+        _polars()
     except ImportError:
         return False
     return True
@@ -35,7 +51,7 @@ def fast_engine_available() -> bool:
 
 def grouped_durations_csv(path: Path, name_col: str, start_col: str, end_col: str) -> dict[str, KernelStats]:
     """Per-name duration statistics of one CSV file: a polars streaming group-by (bounded memory)."""
-    import polars as pl
+    pl = _polars()
 
     columns = csv_header(path)
     missing = [c for c in (name_col, start_col, end_col) if c not in columns]
@@ -69,10 +85,6 @@ def grouped_durations_csv(path: Path, name_col: str, start_col: str, end_col: st
 # Rows per batch of the one-pass read: big enough that polars' per-batch cost vanishes, small enough
 # that a batch's text columns stay a few tens of MB whatever the file's size.
 BATCH_ROWS = 1 << 16
-# polars' allocator (jemalloc, read at polars' first import) hands freed pages back at once rather
-# than after its 10 s decay: the CSV reader's buffers are gone before the columns are analysed
-# (10 M rows: the peak 30 MB lower); a value the user set is kept
-os.environ.setdefault("_RJEM_MALLOC_CONF", "dirty_decay_ms:0,muzzy_decay_ms:0")
 HASH_SEED = 0x70726F66
 STATS_BLOCK = 1 << 20
 
@@ -225,7 +237,7 @@ def trace_columns(path: Path, name_col: str, start_col: str, end_col: str, strea
     """One pass over a trace file: the columns the tables and the timeline need, batch by batch
     (the file's text never held whole). A row without its timestamps is a FormatError naming its line."""
     import numpy as np
-    import polars as pl
+    pl = _polars()
 
     header = csv_header(path)
     missing = [c for c in (name_col, start_col, end_col) if c not in header]
