@@ -57,7 +57,14 @@ def _job_from_partials(path: Path, job: "JobManifest") -> tuple[Summary, tuple[s
     """O(ranks) small reads, one rank at a time (each partial is folded in and dropped); a rank's raw
     files are read only where its partial is stale or missing."""
     from profilectl.report import partials
-    return job_summary(path, job, (partials.for_rank(path, rank) for rank in job.ranks))
+
+    def with_row(result: "RankResult") -> "RankResult":
+        # a rank of this folder without numbers (a lost node's) keeps its row and status, as in the raw read
+        if result.partial is not None:
+            return result
+        empty = partials.make(path / result.rank.run / "raw", result.rank, files=())
+        return dataclasses.replace(result, partial=empty)
+    return job_summary(path, job, (with_row(partials.for_rank(path, rank)) for rank in job.ranks))
 
 
 def job_summary(path: Path, job: "JobManifest", results: "Iterable[RankResult]") -> tuple[Summary, tuple[str, ...]]:
@@ -77,11 +84,10 @@ def job_summary(path: Path, job: "JobManifest", results: "Iterable[RankResult]")
                 notes.append(result.note)
             if result.how == "rebuilt":
                 rebuilt.append(result.rank.rank)
-            # a rank without numbers (lost, or not reduced on its node) still has its row, as in the raw read
-            partial = result.partial or partials.make(path / result.rank.run / "raw", result.rank, files=())
-            status = statuses.get(result.rank.rank)
-            yield dataclasses.replace(partial, ranks=tuple(
-                dataclasses.replace(row, status=status or row.status) for row in partial.ranks))
+            if result.partial is not None:
+                status = statuses.get(result.rank.rank)
+                yield dataclasses.replace(result.partial, ranks=tuple(
+                    dataclasses.replace(row, status=status or row.status) for row in result.partial.ranks))
     summary = partials.summary_of(path, used())
     if rebuilt:
         notes.append(f"{len(rebuilt)} of {seen} rank(s) read from raw files (no fresh partial): "
