@@ -271,7 +271,7 @@ def int_batches(path: Path, db: sqlite3.Connection, query: str, width: int) -> I
                 columns.append(np.asarray(values.to_numpy(zero_copy_only=False), dtype=np.int64))
             yield columns
         del stream
-        import pyarrow  # type: ignore[import-untyped]
+        import pyarrow
         pyarrow.default_memory_pool().release_unused()  # Arrow's allocator keeps freed batches otherwise
         return
     cursor = db.execute(query)
