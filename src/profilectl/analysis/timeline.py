@@ -298,6 +298,14 @@ def _union(start: "NDArray[np.int64]", end: "NDArray[np.int64]", presorted: bool
     else:
         order = np.argsort(start, kind="stable")
         s, e = start[order], end[order]
+    first, last, reach = _blocks(s, e)
+    return s[first], reach[last]
+
+
+def _blocks(s: "NDArray[np.int64]", e: "NDArray[np.int64]"
+            ) -> tuple["NDArray[np.intp]", "NDArray[np.intp]", "NDArray[np.int64]"]:
+    """Of intervals in start order: each block's first and last interval, and the running end."""
+    import numpy as np
     reach = np.maximum.accumulate(e)
     # a new block starts where an interval begins after everything before it has ended
     new = np.empty(len(s), dtype=bool)
@@ -305,7 +313,7 @@ def _union(start: "NDArray[np.int64]", end: "NDArray[np.int64]", presorted: bool
     np.greater(s[1:], reach[:-1], out=new[1:])
     first = np.flatnonzero(new)
     last = np.append(first[1:] - 1, len(s) - 1)
-    return s[first], reach[last]
+    return first, last, reach
 
 
 def _concurrency(s: "NDArray[np.int64]", e: "NDArray[np.int64]") -> tuple[int, int]:
@@ -659,12 +667,7 @@ class RankStream:
             e = np.concatenate([[carried[1]], e])
             name = np.concatenate([[self.best[1]], name])
             index = np.concatenate([[self.best[0]], index])
-        reach = np.maximum.accumulate(e)
-        new = np.empty(len(s), dtype=bool)
-        new[0] = True
-        np.greater(s[1:], reach[:-1], out=new[1:])
-        first = np.flatnonzero(new)
-        last = np.append(first[1:] - 1, len(s) - 1)
+        first, last, reach = _blocks(s, e)
         starts, ends = s[first], reach[last]
         self.busy.closed(starts, ends)
 
