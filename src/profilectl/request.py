@@ -45,6 +45,13 @@ class Bounds:
     def launch_window(self) -> bool:
         return self.launch_skip is not None or self.launch_count is not None
 
+    @property
+    def kernel_selection(self) -> tuple[str, ...]:
+        """The options given that choose kernels or launches (what a tracer of every kernel refuses)."""
+        return tuple(option for option, value in (("--kernel", self.kernel), ("--exclude-kernel", self.exclude_kernel),
+                                                  ("--launch-skip", self.launch_skip),
+                                                  ("--launch-count", self.launch_count)) if value is not None)
+
 
 @dataclass(frozen=True)
 class Attach:

@@ -103,11 +103,9 @@ class NsightSystems(Backend):
         """--range and --steps as an NVTX capture range (captured from the range's start to its end,
         the program runs on); what nsys cannot select is refused."""
         bounds = job.request.bounds
-        for option, value in (("--kernel", bounds.kernel), ("--exclude-kernel", bounds.exclude_kernel),
-                              ("--launch-skip", bounds.launch_skip), ("--launch-count", bounds.launch_count)):
-            if value is not None:
-                raise unsupported("Nsight Systems", option, "it traces every kernel of the captured range; bound the "
-                                  "trace with --range NAME (an NVTX range) or --steps, or use Nsight Compute (counters)")
+        for option in bounds.kernel_selection:
+            raise unsupported("Nsight Systems", option, "it traces every kernel of the captured range; bound the "
+                              "trace with --range NAME (an NVTX range) or --steps, or use Nsight Compute (counters)")
         if bounds.steps is not None and bounds.nvtx_range is not None:
             raise unsupported("Nsight Systems", "--steps with --range", "both choose the one capture range; give one")
         if bounds.steps is not None and not job.launch.python_ranks:

@@ -60,9 +60,9 @@ class LegacyRocprof(Backend):
 
     def steps(self, job: Job) -> tuple[Step, ...]:
         bounds = job.request.bounds
-        asked = [option for option, value in (("--kernel", bounds.kernel), ("--exclude-kernel", bounds.exclude_kernel),
-                                              ("--launch-skip", bounds.launch_skip), ("--launch-count", bounds.launch_count),
-                                              ("--steps", bounds.steps), ("--range", bounds.nvtx_range)) if value is not None]
+        asked = [*bounds.kernel_selection, *(option for option, value in (("--steps", bounds.steps),
+                                                                          ("--range", bounds.nvtx_range))
+                                             if value is not None)]
         if asked:
             raise unsupported(f"legacy {self.name}", asked[0], "it has no kernel filters or windows; use rocprofv3 "
                               "(ROCm 6.3+) for bounded profiling")

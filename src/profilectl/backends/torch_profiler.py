@@ -97,11 +97,9 @@ class TorchProfiler(Backend):
 
     def steps(self, job: Job) -> tuple[Step, ...]:
         bounds = job.request.bounds
-        for option, value in (("--kernel", bounds.kernel), ("--exclude-kernel", bounds.exclude_kernel),
-                              ("--launch-skip", bounds.launch_skip), ("--launch-count", bounds.launch_count)):
-            if value is not None:
-                raise unsupported("torch.profiler", option, "it records every kernel of the profiled steps; bound "
-                                  "it with --steps, or use rocprofv3 / Nsight Compute")
+        for option in bounds.kernel_selection:
+            raise unsupported("torch.profiler", option, "it records every kernel of the profiled steps; bound "
+                              "it with --steps, or use rocprofv3 / Nsight Compute")
         if bounds.nvtx_range is not None and bounds.steps is not None:
             raise unsupported("torch.profiler", "--range with --steps", "its window is either the steps or the "
                               "record_function ranges; give one")
