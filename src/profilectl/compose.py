@@ -204,6 +204,9 @@ def engine_error(lines: list[str]) -> str | None:
     return None
 
 
+INTERRUPTED_BY_CTRL_C = 130  # compose run's exit status when SIGINT stopped it
+
+
 def run_one_shot(compose_cmd: list[str], service: str, service_args: list[str], vendor: str | None) -> int:
     """Run the service with stdin and stdout as they are (a terminal stays a terminal) and compose's
     stderr read here: the container's own stderr is passed on line by line, Docker's refusal to
@@ -222,6 +225,10 @@ def run_one_shot(compose_cmd: list[str], service: str, service_args: list[str], 
             sys.stderr.write(text)
             sys.stderr.flush()
         code = process.wait()
+        if code == INTERRUPTED_BY_CTRL_C:
+            # compose stopped on the Ctrl-C before our own SIGINT was handled (a loaded machine): the
+            # same interruption, said the same way
+            raise KeyboardInterrupt
     except KeyboardInterrupt:
         # compose got the same SIGINT and stops the container (the run is finalised as interrupted):
         # wait for it, and never leave it behind (a second Ctrl-C or the grace running out kills it)
