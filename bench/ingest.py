@@ -10,6 +10,11 @@ Generates (once, into --workdir, with bench/gen_trace.py) and reads:
           (CSV and rocpd): reading one file per rank must not cost more than 1.5x one big file;
 - start:  `env-check --json` and `report` of a finished run (fixed cost: imports, start-up).
 
+profilectl is measured as a user gets it: `pip install` of this checkout, no extras, into a venv of
+its own under --workdir (--from-checkout: tools/profilectl of this checkout, with whatever its venv
+holds, connectorx included). The peers run in the Python that runs this script (`pip install
+.[bench]`). At the end, issue 26's targets are printed as met or MISSED with their figures.
+
 Each measurement is its own process: wall seconds and that process's peak RSS (wait4, children
 included). Every figure is the median of --repeat rounds; within a round the measurements run one
 after the other, so slow spells of a shared machine hit every line alike. The slowest baselines
@@ -17,7 +22,7 @@ after the other, so slow spells of a shared machine hit every line alike. The sl
 ingest of the same input. Results are checked: every kernel's calls and total time from profilectl
 equal polars' (CSV), SQLite's (rocpd) and ijson's / orjson's (torch).
 
-    python3 bench/ingest.py [--dispatches 10000000] [--events 2000000] [--ranks 8]
+    python3 bench/ingest.py [--dispatches 1000000,10000000] [--events 2000000] [--ranks 8]
                             [--rank-dispatches 1000000] [--repeat 3] [--only csv,rocpd,torch,ranks,start]
                             [--skip pandas,pyarrow,duckdb,json] [--workdir /tmp/profilectl-bench]
 """
@@ -37,7 +42,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bench"))
-PROFILECTL = [sys.executable, str(REPO / "tools" / "profilectl")]
+CHECKOUT = [sys.executable, str(REPO / "tools" / "profilectl")]
+PROFILECTL = CHECKOUT
 
 # Reference scripts: argv[1] the input, argv[2] where to write {kernel: [calls, total_ns]}.
 POLARS = """
@@ -170,8 +176,30 @@ with gzip.open(sys.argv[1], "rb") as fh:
 """
 
 
+def plain_install(workdir: Path) -> list[str]:
+    """This checkout as a user gets it: `pip install` of it (no extras, not editable) into a venv of
+    its own under workdir, refreshed every run; its console script is what is measured."""
+    venv = workdir / "plain-install"
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    if not (venv / "bin" / "python").exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([*pip, str(REPO)], check=True)
+    else:  # the dependencies stay; the project is rebuilt from the checkout
+        subprocess.run([*pip, "--no-deps", "--force-reinstall", str(REPO)], check=True)
+    return [str(venv / "bin" / "profilectl")]
+
+
+def measured_env(env: dict[str, str] | None) -> dict[str, str]:
+    """Bytecode written and read as on a user's machine (a session's PYTHONDONTWRITEBYTECODE would
+    make every import compile its source: 0.5 s more per command here)."""
+    env = dict(os.environ if env is None else env)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
 def measure(argv: list[str], env: dict[str, str] | None = None, stdout: Path | None = None) -> tuple[float, float]:
     """(wall seconds, peak RSS MiB of the process and its children) of one child process."""
+    env = measured_env(env)
     out = open(stdout, "wb") if stdout else subprocess.DEVNULL
     started = time.perf_counter()
     process = subprocess.Popen(argv, stdout=out, stderr=subprocess.PIPE, env=env)
@@ -196,19 +224,20 @@ def installed(module: str) -> bool:
 def generate(data: Path, args: argparse.Namespace, wanted: set[str]) -> dict[str, Path]:
     """The inputs, generated once per size (reused by later runs of the bench)."""
     gen = [sys.executable, str(REPO / "bench" / "gen_trace.py")]
-    paths = {"csv": data / f"csv-{args.dispatches}", "rocpd": data / f"rocpd-{args.dispatches}",
+    paths = {**{f"csv-{n}": data / f"csv-{n}" for n in args.sizes},
+             **{f"rocpd-{n}": data / f"rocpd-{n}" for n in args.sizes},
              "torch": data / f"torch-{args.events}", "ranks-csv": data / f"ranks-csv-{args.ranks}x{args.rank_dispatches}",
              "one-csv": data / f"one-csv-{args.ranks * args.rank_dispatches}",
              "ranks-rocpd": data / f"ranks-rocpd-{args.ranks}x{args.rank_dispatches}",
              "one-rocpd": data / f"one-rocpd-{args.ranks * args.rank_dispatches}"}
-    jobs = {"csv": ["--dispatches", str(args.dispatches)],
-            "rocpd": ["--dispatches", str(args.dispatches), "--rocpd", "--no-csv"],
+    jobs = {**{f"csv-{n}": ["--dispatches", str(n)] for n in args.sizes},
+            **{f"rocpd-{n}": ["--dispatches", str(n), "--rocpd", "--no-csv"] for n in args.sizes},
             "torch": ["--chrome", str(args.events), "--gzip", "--no-csv", "--dispatches", "0"],
             "ranks-csv": ["--dispatches", str(args.ranks * args.rank_dispatches), "--ranks", str(args.ranks)],
             "ranks-rocpd": ["--dispatches", str(args.ranks * args.rank_dispatches), "--ranks", str(args.ranks),
                             "--rocpd", "--no-csv"],
             }
-    needed = {"csv": "csv" in wanted, "rocpd": "rocpd" in wanted, "torch": "torch" in wanted,
+    needed = {**{k: k.split("-")[0] in wanted for k in paths}, "torch": "torch" in wanted,
               **{k: "ranks" in wanted for k in ("ranks-csv", "one-csv", "ranks-rocpd", "one-rocpd")}}
     for key, folder in paths.items():
         done = folder / ".complete"
@@ -267,9 +296,55 @@ def kernels_of_reference(path: Path) -> dict[str, tuple[int, int]]:
     return {name: (int(n), round(total)) for name, (n, total) in json.loads(path.read_text()).items()}
 
 
+MEMORY_BUDGET_MIB = 512
+# Peers that compute the same table in one tool call (not the byte scans, not profilectl's cache)
+PEER_WORDS = ("polars", "duckdb", "sqlite3, rocpd", "straight msgspec", "ijson", "orjson")
+
+
+def targets(medians: dict[tuple[str, str], tuple[float, float]]) -> list[str]:
+    """Issue 26's targets, each as met or missed with its figures: CSV <= 1.0x polars, every other
+    reader <= 1.2x its best peer, peak memory <= 512 MiB, N ranks' files <= 1.5x one file of them all."""
+    out = []
+    sections = dict.fromkeys(section for section, _ in medians)
+    for section in sections:
+        rows = {label: figures for (s, label), figures in medians.items() if s == section}
+        if section.startswith("ranks"):
+            one, many = (next(f for label, f in rows.items() if word in label) for word in (" one ", " files of "))
+            out.append(f"{'met ' if many[0] <= 1.5 * one[0] else 'MISSED'} {section}: several files {many[0] / one[0]:.2f}x "
+                       "one file of them all (target <= 1.5x)")
+            out += [f"{'met ' if rss <= MEMORY_BUDGET_MIB else 'MISSED'} {section}: {label} peak {rss:.0f} MiB "
+                    f"(target <= {MEMORY_BUDGET_MIB} MiB)" for label, (_, rss) in rows.items()]
+        if section == "start":
+            for word, limit in (("env-check", 0.15), ("finished run", 0.1), ("cached bare", 0.1)):
+                found = next(((label, f) for label, f in rows.items() if word in label), None)
+                if found:
+                    out.append(f"{'met ' if found[1][0] <= limit else 'MISSED'} start: {found[0]} {found[1][0]:.3f} s "
+                               f"(target <= {limit} s)")
+        for kind in (".json.gz", ".json") if section == "torch" else ("",):
+            ours = next((f for label, f in rows.items() if label.startswith("profilectl first ingest")
+                         and (not kind or label.endswith(f"({kind})"))), None)
+            if ours is None:
+                continue
+            peers = {label: f for label, f in rows.items() if label.startswith(PEER_WORDS)
+                     and (".gz" in label) == (kind == ".json.gz")}
+            if section.startswith("csv"):
+                peers = {label: f for label, f in peers.items() if label.startswith("polars")}
+            limit = 1.0 if section.startswith("csv") else 1.2
+            if peers:
+                label, best = min(peers.items(), key=lambda item: item[1][0])
+                out.append(f"{'met ' if ours[0] <= limit * best[0] else 'MISSED'} {section} {kind}: profilectl "
+                           f"{ours[0]:.2f} s = {ours[0] / best[0]:.2f}x {label} ({best[0]:.2f} s; target <= {limit}x)")
+            out.append(f"{'met ' if ours[1] <= MEMORY_BUDGET_MIB else 'MISSED'} {section} {kind}: profilectl peak "
+                       f"{ours[1]:.0f} MiB (target <= {MEMORY_BUDGET_MIB} MiB)")
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dispatches", type=int, default=10_000_000)
+    parser.add_argument("--dispatches", default="1000000,10000000",
+                        help="comma list: one csv and one rocpd section per size")
+    parser.add_argument("--from-checkout", action="store_true",
+                        help="measure this checkout's tools/profilectl instead of a plain `pip install` of it")
     parser.add_argument("--events", type=int, default=2_000_000, help="events of the torch Chrome trace")
     parser.add_argument("--ranks", type=int, default=8)
     parser.add_argument("--rank-dispatches", type=int, default=1_000_000)
@@ -278,9 +353,13 @@ def main() -> int:
     parser.add_argument("--skip", default="", help="comma list of: pandas, pyarrow, duckdb, json, ijson, orjson")
     parser.add_argument("--repeat", type=int, default=3, help="rounds; each figure is the median")
     args = parser.parse_args()
+    args.sizes = [int(n) for n in args.dispatches.split(",") if n]
     wanted = set(filter(None, args.only.split(",")))
     skip = set(filter(None, args.skip.split(",")))
     paths = generate(args.workdir, args, wanted)
+    global PROFILECTL
+    if not args.from_checkout:
+        PROFILECTL = plain_install(args.workdir)
     print(f"machine: {platform.node()}, {os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}, "
           f"{platform.platform()}")
     for key, folder in paths.items():
@@ -288,8 +367,7 @@ def main() -> int:
             size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file() and not p.name.startswith("."))
             print(f"  {key}: {size / 2**30:.2f} GiB in {folder}")
 
-    csv_file = next(iter(sorted(paths["csv"].rglob("*_kernel_trace.csv"))), None)
-    db_file = next(iter(sorted(paths["rocpd"].rglob("*_results.db"))), None)
+    print(f"  profilectl: {' '.join(PROFILECTL)}")
     trace, trace_gz = paths["torch"] / "torch_trace.json", paths["torch"] / "torch_trace.json.gz"
     rounds: dict[tuple[str, str], list[tuple[float, float]]] = {}
     checks: list[str] = []
@@ -318,44 +396,58 @@ def main() -> int:
     (tiny / "h").mkdir(parents=True)
     (tiny / "h" / "1_kernel_trace.csv").write_text(
         (REPO / "tests/fixtures/rocprofv3-docs/kernel_trace.csv").read_text())
-    subprocess.run([*PROFILECTL, "report", str(tiny), "--format", "json"], capture_output=True, check=True,
-                   env=dict(os.environ, PROFILECTL_CACHE_DIR=str(work / "seed")))
+    # the warm state the fixed-cost targets are about: a bare folder's first report is never kept (it
+    # says "not cached"), its second is; env-check's answers are kept per tool file
+    for _ in range(2):
+        subprocess.run([*PROFILECTL, "report", str(tiny), "--format", "json"], capture_output=True, check=True,
+                       env=measured_env(dict(os.environ, PROFILECTL_CACHE_DIR=str(work / "seed"))))
+    subprocess.run([*PROFILECTL, "env-check", "--json"], capture_output=True, env=measured_env(None))
+    subprocess.run([*PROFILECTL, "report", str(run), "--format", "json"], capture_output=True, check=True,
+                   env=measured_env(dict(os.environ, PROFILECTL_CACHE_DIR=str(work / "seed"))))
 
     for round_number in range(args.repeat):
         first = round_number == 0
         cache = work / f"cache{round_number}"  # cold: every first ingest reads the files
-        if "csv" in wanted and csv_file:
-            warm(paths["csv"])  # the section's input in the page cache for every tool alike
-            out = work / "csv-profilectl.json"
-            record("csv", "profilectl first ingest", report(paths["csv"], cache, out))
-            ref = work / "csv-polars.json"
-            record("csv", "polars streaming group-by", measure(python(POLARS, str(csv_file), str(ref))))
-            if first:
-                checks.append(f"csv: profilectl == polars for every kernel's calls and total: "
-                              f"{kernels_of_report(out) == kernels_of_reference(ref)}")
-            record("csv", "profilectl re-report (cached)", report(paths["csv"], cache))
-            if "duckdb" not in skip and installed("duckdb"):
-                record("csv", "duckdb read_csv group-by", measure(python(DUCKDB, str(csv_file))))
-            record("csv", "byte scan", measure(python(BYTE_SCAN, str(csv_file))))
-            if first and "pyarrow" not in skip and installed("pyarrow"):
-                record("csv", "pyarrow read_csv + group_by (1 run)", measure(python(PYARROW, str(csv_file))))
-            if first and "pandas" not in skip and installed("pandas"):
-                record("csv", "pandas read_csv + groupby (1 run)", measure(python(PANDAS, str(csv_file))))
-        if "rocpd" in wanted and db_file:
-            warm(paths["rocpd"])
-            out = work / "rocpd-profilectl.json"
-            record("rocpd", "profilectl first ingest", report(paths["rocpd"], cache, out))
-            ref = work / "rocpd-sqlite.json"
-            record("rocpd", "sqlite3, rocpd's view SQL (group by name)", measure(python(ROCPD_VIEW_SQL, str(db_file), str(ref))))
-            if first:
-                checks.append(f"rocpd: profilectl == SQLite view SQL for every kernel's calls and total: "
-                              f"{kernels_of_report(out) == kernels_of_reference(ref)}")
-            # the same reader through the stdlib sqlite3 rows instead of connectorx's Arrow batches
-            measured = measure([*PROFILECTL, "report", str(paths["rocpd"]), "--format", "json"],
-                               dict(os.environ, PROFILECTL_CACHE_DIR=str(work / f"noarrow{round_number}"),
-                                    PROFILECTL_NO_ARROW="1"))
-            record("rocpd", "profilectl, sqlite3 route (PROFILECTL_NO_ARROW=1)", measured)
-            record("rocpd", "byte scan", measure(python(BYTE_SCAN, str(db_file))))
+        for size in args.sizes:
+            name = f"{size / 1e6:g} M"
+            csv_dir, db_dir = paths[f"csv-{size}"], paths[f"rocpd-{size}"]
+            csv_file = next(iter(sorted(csv_dir.rglob("*_kernel_trace.csv"))), None)
+            db_file = next(iter(sorted(db_dir.rglob("*_results.db"))), None)
+            if "csv" in wanted and csv_file:
+                section = f"csv {name}"
+                warm(csv_dir)  # the section's input in the page cache for every tool alike
+                out = work / f"csv-{size}-profilectl.json"
+                record(section, "profilectl first ingest (timeline on)", report(csv_dir, cache, out))
+                ref = work / f"csv-{size}-polars.json"
+                record(section, "polars streaming group-by", measure(python(POLARS, str(csv_file), str(ref))))
+                if first:
+                    checks.append(f"{section}: profilectl == polars for every kernel's calls and total: "
+                                  f"{kernels_of_report(out) == kernels_of_reference(ref)}")
+                record(section, "profilectl re-report (cached)", report(csv_dir, cache))
+                if "duckdb" not in skip and installed("duckdb"):
+                    record(section, "duckdb read_csv group-by (256 MB limit)", measure(python(DUCKDB, str(csv_file))))
+                record(section, "byte scan", measure(python(BYTE_SCAN, str(csv_file))))
+                if first and "pyarrow" not in skip and installed("pyarrow"):
+                    record(section, "pyarrow read_csv + group_by (1 run)", measure(python(PYARROW, str(csv_file))))
+                if first and "pandas" not in skip and installed("pandas"):
+                    record(section, "pandas read_csv + groupby (1 run)", measure(python(PANDAS, str(csv_file))))
+            if "rocpd" in wanted and db_file:
+                section = f"rocpd {name}"
+                warm(db_dir)
+                out = work / f"rocpd-{size}-profilectl.json"
+                record(section, "profilectl first ingest (timeline on)", report(db_dir, cache, out))
+                ref = work / f"rocpd-{size}-sqlite.json"
+                record(section, "sqlite3, rocpd's view SQL (group by name)",
+                       measure(python(ROCPD_VIEW_SQL, str(db_file), str(ref))))
+                if first:
+                    checks.append(f"{section}: profilectl == SQLite view SQL for every kernel's calls and total: "
+                                  f"{kernels_of_report(out) == kernels_of_reference(ref)}")
+                if PROFILECTL is CHECKOUT:  # a plain install has no connectorx: its route is already sqlite3
+                    measured = measure([*PROFILECTL, "report", str(db_dir), "--format", "json"],
+                                       dict(os.environ, PROFILECTL_CACHE_DIR=str(work / f"noarrow{round_number}-{size}"),
+                                            PROFILECTL_NO_ARROW="1"))
+                    record(section, "profilectl, sqlite3 route (PROFILECTL_NO_ARROW=1)", measured)
+                record(section, "byte scan", measure(python(BYTE_SCAN, str(db_file))))
         if "torch" in wanted:
             warm(paths["torch"])
             out = work / "torch-profilectl.json"
@@ -401,10 +493,10 @@ def main() -> int:
                 warm(paths[f"one-{kind}"])
                 warm(paths[f"ranks-{kind}"])
                 one = work / f"one-{kind}.json"
-                record("ranks", f"profilectl, one {kind} file of {args.ranks * args.rank_dispatches:,}",
+                record(f"ranks {kind}", f"profilectl, one {kind} file of {args.ranks * args.rank_dispatches:,}",
                        report(paths[f"one-{kind}"], cache, one))
                 many = work / f"ranks-{kind}.json"
-                record("ranks", f"profilectl, {args.ranks} {kind} files of {args.rank_dispatches:,}",
+                record(f"ranks {kind}", f"profilectl, {args.ranks} {kind} files of {args.rank_dispatches:,}",
                        report(paths[f"ranks-{kind}"], cache, many))
                 if first:
                     checks.append(f"ranks {kind}: {args.ranks} files == one file for every kernel's calls and total: "
@@ -412,19 +504,24 @@ def main() -> int:
         if "start" in wanted:
             record("start", "python -c pass (interpreter alone)", measure([sys.executable, "-c", "pass"]))
             record("start", "profilectl env-check --json", measure([*PROFILECTL, "env-check", "--json"]))
-            record("start", "profilectl report, finished run (json)", report(run, cache))
-            record("start", "profilectl report, cached bare dir (json)", report(tiny, work / "seed"))
+            record("start", "profilectl report, finished run (json, kept render)", report(run, work / "seed"))
+            record("start", "profilectl report, cached bare dir (json, kept render)", report(tiny, work / "seed"))
 
-    print(f"\n{'section':<7} {'measurement (median of ' + str(args.repeat) + ' interleaved rounds)':<52} "
+    print(f"\n{'section':<12} {'measurement (median of ' + str(args.repeat) + ' interleaved rounds)':<52} "
           f"{'wall s':>8} {'peak RSS MiB':>13} {'ratio':>7}")
     base: dict[str, float] = {}
+    medians: dict[tuple[str, str], tuple[float, float]] = {}
     for (section, label), figures in rounds.items():
         wall = statistics.median(w for w, _ in figures)
         rss = max(r for _, r in figures)
+        medians[(section, label)] = (wall, rss)
         base.setdefault(section, wall)
-        print(f"{section:<7} {label:<52} {wall:>8.2f} {rss:>13.0f} {wall / base[section]:>7.2f}")
+        print(f"{section:<12} {label:<52} {wall:>8.2f} {rss:>13.0f} {wall / base[section]:>7.2f}")
     print()
     for line in checks:
+        print(line)
+    print()
+    for line in targets(medians):
         print(line)
     import shutil
     shutil.rmtree(work, ignore_errors=True)  # the bench's own scratch (caches, outputs), not the inputs
