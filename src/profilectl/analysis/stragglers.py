@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
 from profilectl.analysis.idle import RankIdle, rules
-from profilectl.analysis.timeline import COLLECTIVE, KERNEL, RankTimeline, _Blocks, _union, combine
+from profilectl.analysis.timeline import KERNEL, RankTimeline, _Blocks, _union, collective_names, combine
 
 if TYPE_CHECKING:
     import numpy as np
@@ -62,7 +62,7 @@ class StragglerAnalysis:
 def _collective_blocks(t: RankTimeline) -> tuple[tuple["NDArray[np.int64]", "NDArray[np.int64]"], str]:
     """NCCL/RCCL kernels where the rank has them, else its host collectives."""
     import numpy as np
-    names = np.array([bool(COLLECTIVE.search(n)) for n in t.names] or [False], dtype=bool)
+    names = collective_names(t.names)
     gpu = (t.kind == KERNEL) & names[t.name] if len(t.name) else np.zeros(0, dtype=bool)
     if gpu.any():
         return _union(t.start[gpu], t.end[gpu]), "NCCL/RCCL kernels"

@@ -24,7 +24,6 @@ Definitions, chosen to match Holistic Trace Analysis (HTA) where it has the same
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
@@ -34,7 +33,20 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
     Ints = Sequence[int] | NDArray[Any]  # a column: a list, or a numpy array kept as it is
 
-COLLECTIVE = re.compile(r"nccl|rccl", re.IGNORECASE)
+COLLECTIVE_WORDS = ("nccl", "rccl")  # NCCL/RCCL kernels: communication, not compute
+
+
+def is_collective(name: str) -> bool:
+    """A collective's kernel, by its name: a substring test of the lower-cased name (a case-blind
+    regex search took 0.08 s over the 3,000 long template names of a 1 M-dispatch trace; this 4 ms)."""
+    lowered = name.lower()
+    return COLLECTIVE_WORDS[0] in lowered or COLLECTIVE_WORDS[1] in lowered
+
+
+def collective_names(names: Sequence[str]) -> "NDArray[np.bool_]":
+    """Per name id: a collective's kernel or not (one False where there are no names)."""
+    import numpy as np
+    return np.array([is_collective(n) for n in names] or [False], dtype=bool)
 GAP_MIN_NS = 10_000  # 10 µs
 SHORT_KERNEL_NS = 5_000  # a typical launch call's cost, where a kernel's own launch is not in the trace
 TOP_GAPS = 5
@@ -398,7 +410,7 @@ def _collective(t: RankTimeline) -> "NDArray[np.bool_]":
     import numpy as np
     if not len(t.name):
         return np.zeros(0, dtype=bool)
-    return np.array([bool(COLLECTIVE.search(n)) for n in t.names] or [False], dtype=bool)[t.name]
+    return collective_names(t.names)[t.name]
 
 
 # ---------------------------------------------------------------- one rank, chunk by chunk
@@ -638,7 +650,7 @@ class RankStream:
         del depth, ends
         # compute, communication, copies
         if len(self.collective) < len(self.names):
-            self.collective = np.array([bool(COLLECTIVE.search(n)) for n in self.names] or [False], dtype=bool)
+            self.collective = collective_names(self.names)
         kernels = kind == KERNEL
         comm = kernels & self.collective[name] if len(name) else kernels
         compute = kernels & ~comm

@@ -12,10 +12,10 @@ import re
 from pathlib import Path
 
 from profilectl.formats.tables import RankRow, StatsByName
+from profilectl.analysis.timeline import is_collective
 
 _RANK = re.compile(r"(?:^|[-_.])rank(?P<rank>\d+)(?:-(?P<pid>\d+))?")
 _PID_PREFIX = re.compile(r"^(?P<pid>\d+)_")
-COLLECTIVE = re.compile(r"nccl|rccl", re.IGNORECASE)  # NCCL/RCCL kernels: communication, not compute
 # torch.profiler's CPU operators of communication: gloo's own (gloo:all_reduce), c10d's dispatch
 # (c10d::allreduce_) and NCCL's host side; their self times do not nest in one another.
 CPU_COLLECTIVE = re.compile(r"^(gloo:|nccl:|c10d::|record_param_comms)", re.IGNORECASE)
@@ -49,5 +49,5 @@ def rank_row(rank: str, host: str | None, kernels: StatsByName, operators: Stats
     total = sum(s.total for s in kernels.values())
     top = max(kernels.items(), key=lambda item: item[1].total, default=None)
     return RankRow(rank=rank, host=host, kernels=len(kernels), dispatches=sum(s.calls for s in kernels.values()),
-                   total_ns=total, basis="gpu", collective_ns=sum(s.total for name, s in kernels.items() if COLLECTIVE.search(name)),
+                   total_ns=total, basis="gpu", collective_ns=sum(s.total for name, s in kernels.items() if is_collective(name)),
                    top_kernel=top[0] if top else None, top_kernel_ns=top[1].total if top else 0.0)
