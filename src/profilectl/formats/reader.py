@@ -17,6 +17,7 @@ from profilectl.formats.tables import Source, Tables, merge_all
 
 class Reader(ABC):
     kind: ClassVar[str]  # names the source in reports ("rocprofv3-csv", "chrome-trace" ...)
+    reduces_ranks: ClassVar[bool] = False  # read_reducing lets each rank's events go as it reads the next
 
     @abstractmethod
     def recognises(self, path: Path) -> bool:
@@ -29,6 +30,13 @@ class Reader(ABC):
     def read_file(self, path: Path) -> Tables:
         """One file's tables; readers that need all files at once override `read` instead."""
         raise NotImplementedError(f"{type(self).__name__} reads its files together")
+
+    def read_reducing(self, files: list[Path]) -> Tables:
+        """`read`, where the files hold several ranks, with each rank's timeline reduced
+        (analysis/reduce.py) as soon as the rank is read, and its events let go: Tables.reductions in
+        place of Tables.timelines, the same numbers. Only where no other reader's timelines can
+        belong to the same ranks (read_groups); readers with `reduces_ranks` override it."""
+        return self.read(files)
 
 
 T = TypeVar("T")
@@ -89,12 +97,21 @@ def recognised(path: Path, readers: Sequence[Reader]) -> Groups:
     return groups
 
 
-def read_groups(groups: Groups) -> Tables:
-    parts = []
-    for reader, files in groups:
-        tables = reader.read(files)
-        parts.append(Tables(sources=(Source(reader.kind, tuple(str(f) for f in files)),)).merge(tables))
-    return merge_all(parts)
+def read_groups(groups: Groups, reduce_ranks: bool = False) -> Tables:
+    """Each group read, merged in the groups' order. `reduce_ranks`: where exactly one group's reader
+    `reduces_ranks` and no other group gives timelines (a torch trace of the same ranks would be
+    combined with their raw events), that group is read last with read_reducing: its ranks'
+    timelines come reduced (Tables.reductions, for summary.build), never all held at once."""
+    reducing = [i for i, (reader, _) in enumerate(groups) if reader.reduces_ranks] if reduce_ranks else []
+    order = [i for i in range(len(groups)) if i not in reducing] + reducing if len(reducing) == 1 else \
+        list(range(len(groups)))
+    read: dict[int, Tables] = {}
+    for i in order:
+        reader, files = groups[i]
+        alone = len(reducing) == 1 and i == reducing[0] and not any(t.timelines for t in read.values())
+        read[i] = reader.read_reducing(files) if alone else reader.read(files)
+    return merge_all(Tables(sources=(Source(reader.kind, tuple(str(f) for f in files)),)).merge(read.pop(i))
+                     for i, (reader, files) in enumerate(groups))
 
 
 def read_path(path: Path, readers: Sequence[Reader], required: bool = True) -> Tables:

@@ -12,6 +12,7 @@ SQLite's own sorter threads (PRAGMA threads) gain less on two cores and cost mem
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sqlite3
 from concurrent.futures import ThreadPoolExecutor
@@ -526,8 +527,24 @@ class RocpdReader(Reader):
     def recognises(self, path: Path) -> bool:
         return path.suffix == ".db" and is_rocpd(path)
 
+    reduces_ranks = True
+
     def read(self, files: list[Path]) -> Tables:
         return merge_all(each_file(self.read_file, files))  # one database per rank, read side by side
+
+    def read_reducing(self, files: list[Path]) -> Tables:
+        """Each database's timeline reduced as soon as it is read, where each is a rank of its own
+        (two of one rank would be combined first)."""
+        if len({ranks.identity(f) for f in files}) < max(len(files), 2):
+            return self.read(files)
+        return merge_all(each_file(self._read_reduced, files))
+
+    def _read_reduced(self, path: Path) -> Tables:
+        from profilectl.analysis.reduce import reduce_timelines
+        tables = self.read_file(path)
+        if not tables.timelines:
+            return tables
+        return dataclasses.replace(tables, timelines=(), reductions=reduce_timelines(tables.timelines))
 
     def read_file(self, path: Path) -> Tables:
         rank_id, host = ranks.identity(path)

@@ -7,6 +7,7 @@ columns instead of 19; only the columns read here are required.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 
@@ -22,6 +23,7 @@ from profilectl.formats.tables import (PER_DISPATCH, AnnotationRow, CounterValue
                                        Tables, merge_stats)
 
 if TYPE_CHECKING:
+    from profilectl.analysis.reduce import RankReduction
     from profilectl.analysis.timeline import RankTimeline
 
 KINDS = ("kernel_trace", "counter_collection", "hip_api_trace", "hip_runtime_api_trace", "memory_copy_trace",
@@ -268,7 +270,14 @@ class Rocprofv3CsvReader(Reader):
         prefix = path.name[: -len(f"{kind}.csv")]
         return not (prefix and (path.parent / f"{prefix}results.db").exists())
 
-    def read(self, files: list[Path]) -> Tables:
+    reduces_ranks = True
+
+    def read_reducing(self, files: list[Path]) -> Tables:
+        return self.read(files, reduce_ranks=True)
+
+    def read(self, files: list[Path], reduce_ranks: bool = False) -> Tables:
+        """`reduce_ranks` (read_reducing): with several ranks, each rank's timeline is reduced as soon
+        as it is read (Tables.reductions), and let go before the next rank is parsed."""
         by_kind: dict[str, list[Path]] = {}
         for path in files:
             by_kind.setdefault(kind_of(path.name) or "", []).append(path)
@@ -280,9 +289,9 @@ class Rocprofv3CsvReader(Reader):
         per_rank: dict[tuple[str, str | None], StatsByName] = {}
         found: list[RankTimeline] = []
         notes: list[str] = []
-        for (rank, host), rank_files in _ranks_of(by_kind).items():
-            if "kernel_trace" not in rank_files:
-                continue
+        traced = [(key, rank_files) for key, rank_files in _ranks_of(by_kind).items() if "kernel_trace" in rank_files]
+        reductions: list[RankReduction] | None = [] if reduce_ranks and len(traced) > 1 else None
+        for (rank, host), rank_files in traced:
             columns: list[tuple[Path, polars_csv.TraceColumns | None]]
             try:
                 timeline, read = rank_timeline_of(rank, host, rank_files)
@@ -299,10 +308,19 @@ class Rocprofv3CsvReader(Reader):
                 key = ranks.identity(path)
                 per_rank[key] = merge_stats(per_rank.get(key, {}), stats)
             if timeline is not None and kernels:
-                found.append(timeline)
+                if reductions is None:
+                    found.append(timeline)
+                else:
+                    from profilectl.analysis.reduce import reduce_timelines
+                    reductions += reduce_timelines((timeline,))
+            # the rank's columns go before the next rank is parsed (nothing else holds them when reduced)
+            timeline, read, columns, cols = None, [], [], None
         rank_rows = tuple(ranks.rank_row(rank, host, stats) for (rank, host), stats in sorted(per_rank.items(),
                                                                                               key=_host_then_rank))
-        return self._tables(by_kind, kernels, rank_rows, tuple(found), tuple(notes))
+        tables = self._tables(by_kind, kernels, rank_rows, tuple(found), tuple(notes))
+        if not reductions:  # one rank, or no timeline: as `read`
+            return tables
+        return dataclasses.replace(tables, reductions=tuple(reductions))
 
     def _read_slowly(self, by_kind: dict[str, list[Path]]) -> Tables:
         """Without polars: the csv module (the same numbers, slower on large files)."""

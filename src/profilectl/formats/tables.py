@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable, TypeVar
 
 if TYPE_CHECKING:  # numpy arrays inside: imported where a trace with timestamps is read
+    from profilectl.analysis.reduce import RankReduction
     from profilectl.analysis.timeline import RankTimeline
 
 # How a kernel's time was measured, best first. When several readers of one folder report kernels,
@@ -221,6 +222,9 @@ class Tables:
     step_ends_ns: tuple[tuple[int, ...], ...] = ()
     # GPU activity with timestamps, per process (analysis/timeline.py); empty for tools without them
     timelines: tuple["RankTimeline", ...] = ()
+    # Ranks' timelines reduced as they were read, in their place (formats/reader.py read_groups; None:
+    # none was; a reduction per non-empty timeline): summary.build takes them as `reduced`
+    reductions: tuple["RankReduction", ...] | None = None
     ranks: tuple[RankRow, ...] = ()
     trace_files: tuple[str, ...] = ()  # files that open in Perfetto
     sources: tuple[Source, ...] = ()
@@ -250,6 +254,7 @@ class Tables:
                       annotations=self.annotations + other.annotations,
                       counters=self.counters + other.counters, timing_s=self.timing_s + other.timing_s,
                       step_ends_ns=self.step_ends_ns + other.step_ends_ns, timelines=self.timelines + other.timelines,
+                      reductions=_joined(self.reductions, other.reductions),
                       ranks=self.ranks + other.ranks, trace_files=self.trace_files + other.trace_files,
                       pc_samples=_add_counts(self.pc_samples, other.pc_samples),
                       stall_reasons=_add_counts(self.stall_reasons, other.stall_reasons),
@@ -258,6 +263,11 @@ class Tables:
 
 
 K = TypeVar("K")
+V = TypeVar("V")
+
+
+def _joined(a: tuple[V, ...] | None, b: tuple[V, ...] | None) -> tuple[V, ...] | None:
+    return a if b is None else b if a is None else a + b
 
 
 def _add_counts(a: dict[K, int], b: dict[K, int]) -> dict[K, int]:

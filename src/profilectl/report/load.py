@@ -164,13 +164,14 @@ def load(path: Path, raw: bool = False) -> Summary:
     files = [f for _, group in groups for f in group]
 
     def summarise() -> Summary:
-        tables = read_groups(groups)
+        # ranks reduced as they are read (one rank's events held at a time): the same numbers
+        tables = read_groups(groups, reduce_ranks=True)
         source = SourceInfo(kind="+".join(s.kind for s in tables.sources), path=str(path),
                             files=tuple(f for s in tables.sources for f in s.files))
         from profilectl.countersets import derived_for_files
         derived = derived_for_files({c.counter for c in tables.counters})
         return build(tables, source, derived or None,
-                     perfetto_trace=tables.trace_files[0] if tables.trace_files else None)
+                     perfetto_trace=tables.trace_files[0] if tables.trace_files else None, reduced=tables.reductions)
 
     result, hit = cache.cached(path, files, summarise)
     if not has_records(result):
