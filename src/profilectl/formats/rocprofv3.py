@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from profilectl.formats import polars_csv, ranks
 from profilectl.errors import FormatError
 from profilectl.formats.common import csv_header, number, read_csv
-from profilectl.formats.reader import Reader
+from profilectl.formats.reader import Reader, release_freed_memory
 from profilectl.formats.tables import (PER_DISPATCH, AnnotationRow, CounterValue, KernelStats, RankRow, StatsByName,
                                        Tables, merge_stats)
 
@@ -315,6 +315,8 @@ class Rocprofv3CsvReader(Reader):
                     reductions += reduce_timelines((timeline,))
             # the rank's columns go before the next rank is parsed (nothing else holds them when reduced)
             timeline, read, columns, cols = None, [], [], None
+            if reductions is not None:
+                release_freed_memory()
         rank_rows = tuple(ranks.rank_row(rank, host, stats) for (rank, host), stats in sorted(per_rank.items(),
                                                                                               key=_host_then_rank))
         tables = self._tables(by_kind, kernels, rank_rows, tuple(found), tuple(notes))
