@@ -45,9 +45,10 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Callable, Iterable, Iterator, NamedTuple, Union
 
 if TYPE_CHECKING:  # imported where used: `profilectl env-check` loads this module and needs none
+    import mmap
     from concurrent.futures import Executor, Future
 
-from profilectl.errors import FormatError
+from profilectl.errors import FormatError, ProfilectlError
 
 GZIP_MAGIC = b"\x1f\x8b"
 EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
@@ -266,7 +267,7 @@ def exact_float(text: str) -> Any:
     return value if -EXACT_BELOW < value < EXACT_BELOW else text
 
 
-def needs_exact(chunk: bytes | bytearray) -> bool:
+def needs_exact(chunk: bytes | bytearray | memoryview) -> bool:
     first = FIRST_TS.search(chunk)
     return first is not None and abs(int(first.group(1))) >= EXACT_BELOW and LARGE_FRACTION_TS.search(chunk) is not None
 
@@ -572,6 +573,7 @@ def merge_partials(parts: Iterable[Partial]) -> Partial:
 # a number past a double's exact integers) goes through `aggregate`: the same numbers (tested).
 
 _NO_CORRELATION = -(1 << 63)  # an event without args.correlation (a chunk spelling it goes the general way)
+NO_CORRELATION_TEXT = re.compile(re.escape(str(_NO_CORRELATION).encode()))  # `in` would not search a memoryview
 _NOT_COMPLETE = "\0"  # the "cat" of every phase but "X": no role
 _ROLE_OF_CAT = {**_ROLE, **{cat: 16 for cat in GPU_MARKERS}}
 # Chrome's trace event format: every phase it defines (one Struct each: msgspec tags by value)
@@ -693,7 +695,7 @@ _EXACT_DOUBLE = float(1 << 53)
 
 
 def aggregate_columns(events: list[Any], into: Partial | None = None,
-                      text: bytes | bytearray | None = None) -> Partial | None:
+                      text: bytes | bytearray | memoryview | None = None) -> Partial | None:
     """`aggregate` of events from columnar_decoder's decoding (of `text`), by columns. None (nothing
     changed) where the chunk needs the general loop: a duration or time beyond a double's exact
     integers, the legacy profiler's layout, a correlation id spelt like the stand-in for none."""
@@ -735,7 +737,7 @@ def aggregate_columns(events: list[Any], into: Partial | None = None,
     if len(gpu) or len(api):
         correlation = np.fromiter(map(_CORRELATION, picked), dtype=np.int64, count=m)
         if (correlation[gpu] == _NO_CORRELATION).any() or (correlation[api] == _NO_CORRELATION).any():
-            if text is None or str(_NO_CORRELATION).encode() in text:
+            if text is None or NO_CORRELATION_TEXT.search(text):
                 return None
         api = api[correlation[api] != _NO_CORRELATION]
 
@@ -1281,19 +1283,21 @@ def _read(fh: IO[bytes], size: int, path: Path | str) -> bytes:
 WHITESPACE = frozenset(b" \t\r\n")
 
 
-def _next_cut(data: bytes | bytearray, start: int) -> tuple[int, int] | None:
-    """(end of one event, start of the next) of the first `}` `,` `{` separator at or after start."""
+def _next_cut(data: bytes | bytearray | mmap.mmap, start: int, stop: int | None = None) -> tuple[int, int] | None:
+    """(end of one event, start of the next) of the first `}` `,` `{` separator at or after start
+    (and before `stop`: the data's end unless given)."""
+    stop = len(data) if stop is None else stop
     while True:
-        comma = data.find(b",", start)
+        comma = data.find(b",", start, stop)
         if comma < 0:
             return None
         before = comma - 1
         while before >= 0 and data[before] in WHITESPACE:
             before -= 1
         after = comma + 1
-        while after < len(data) and data[after] in WHITESPACE:
+        while after < stop and data[after] in WHITESPACE:
             after += 1
-        if before >= 0 and data[before] == 0x7D and after < len(data) and data[after] == 0x7B:  # } and {
+        if before >= 0 and data[before] == 0x7D and after < stop and data[after] == 0x7B:  # } and {
             return before + 1, after
         start = comma + 1
 
@@ -1486,7 +1490,7 @@ def incremental(path: Path, start: int, at_array_start: bool, into: Partial) -> 
 @dataclass(frozen=True)
 class Task:
     """One chunk: `[start, end)` of the stream, or its bytes (gzip: workers cannot seek in it) as
-    `[` + the chunk + `]`, ready to decode (one copy of the inflated bytes, not three)."""
+    `[` + the chunk + `]`, ready to decode: in `data`, or at offset `slot` of the shared ring (_Ring)."""
     path: str
     start: int
     end: int
@@ -1494,10 +1498,44 @@ class Task:
     last: bool
     fast: bool
     window: int = 1 << 20  # the last chunk's final part read incrementally
+    slot: int = -1  # where `[` + the chunk + `]` is in the ring, or -1
+
+
+class _Ring:
+    """The slots of a gzip trace's inflated chunks, shared with the worker processes: one anonymous
+    shared mapping made before the pool forks (the workers inherit it; no name, nothing left behind
+    if a process is killed). The parent writes `[` + chunk + `]` into the next slot and the worker
+    decodes it in place: no pickling through the pool's pipe, no fresh pages per chunk (sending 4 MB
+    chunks as bytes cost the parent 0.6 s and the workers ~5 s of CPU in page faults and copies for
+    805 MB of JSON). A slot is written again only once the chunk before in it was decoded: `slots`
+    must exceed the chunks in flight (read_trace's in_workers waits for the oldest beyond `ahead`)."""
+
+    def __init__(self, slots: int, slot_size: int) -> None:
+        import mmap
+        self.slots, self.slot_size, self.turn = slots, slot_size, 0
+        self.memory = mmap.mmap(-1, slots * slot_size)
+
+    def next_slot(self) -> int:
+        """The offset of the slot of the next task (every task takes its turn, in a slot or not)."""
+        offset = self.turn * self.slot_size
+        self.turn = (self.turn + 1) % self.slots
+        return offset
+
+
+_RING: list[Any] = []  # in a worker: the mapping of the ring of the read that forked it
+
+
+def _slot_bytes(task: Task) -> memoryview:
+    """`[` + the chunk + `]` where the parent wrote it, in place."""
+    if not _RING:
+        raise RuntimeError("a chunk in a shared ring, read by a process that has none")
+    return memoryview(_RING[0])[task.slot:task.slot + task.end - task.start + 2]
 
 
 def _chunk_bytes(task: Task) -> bytearray:
     """`[` + the chunk + `]` in one buffer."""
+    if task.slot >= 0:
+        return bytearray(_slot_bytes(task))
     if task.data is not None:
         return task.data
     else:
@@ -1518,6 +1556,9 @@ def _chunk_bytes(task: Task) -> bytearray:
 def read_chunk(task: Task) -> Partial:
     """A worker's job: decode one chunk and aggregate it. _Undecodable if it does not decode."""
     with gc_paused():
+        if task.slot >= 0 and not task.last:
+            view = _slot_bytes(task)
+            return _aggregate_chunk(task.path, view, task.fast, needs_exact(view))
         buffer = _chunk_bytes(task)
         exact = needs_exact(buffer)
         if not task.last:
@@ -1544,7 +1585,7 @@ def read_chunk(task: Task) -> Partial:
         return partial
 
 
-def _aggregate_chunk(path: str, data: bytearray, fast: bool, exact: bool, into: Partial | None = None) -> Partial:
+def _aggregate_chunk(path: str, data: bytearray | memoryview, fast: bool, exact: bool, into: Partial | None = None) -> Partial:
     """By columns where the chunk's types allow it, else the general decoder and loop."""
     columnar = columnar_decoder() if fast and not exact else None
     if columnar is not None:
@@ -1570,9 +1611,10 @@ def gc_paused() -> Iterator[None]:
 
 
 def _tasks(path: Path, fh: IO[bytes], layout: Layout, first: bytes, size: int, chunk: int,
-           fast: bool, seekable: bool) -> Iterator[Task]:
+           fast: bool, seekable: bool, ring: _Ring | None = None) -> Iterator[Task]:
     """Chunks of about `chunk` bytes, cut at guessed event boundaries, in file order. A plain file
-    is only sampled here (a window at each cut); the workers read the chunks themselves."""
+    is only sampled here (a window at each cut); the workers read the chunks themselves. A stream
+    (gzip) is read here, its chunks copied into `ring` where given, else into their own buffers."""
     name = str(path)
     start = layout.events_start
     probe = min(1 << 20, chunk)  # how much is read around each cut
@@ -1595,6 +1637,9 @@ def _tasks(path: Path, fh: IO[bytes], layout: Layout, first: bytes, size: int, c
                 return
             yield Task(name, start, target + cut[0], None, False, fast, probe)
             start = target + cut[1]
+    if ring is not None:
+        yield from _ring_tasks(path, fh, first, start, chunk, probe, fast, longest, ring)
+        return
     buffer = bytearray(first)
     eof = False
     while True:
@@ -1615,6 +1660,55 @@ def _tasks(path: Path, fh: IO[bytes], layout: Layout, first: bytes, size: int, c
         yield Task(name, start, start + cut[0], _bracketed(buffer, cut[0]), False, fast, probe)
         start += cut[1]
         del buffer[:cut[1]]
+
+
+def _ring_tasks(path: Path, fh: IO[bytes], first: bytes, start: int, chunk: int, probe: int, fast: bool,
+                longest: int, ring: _Ring) -> Iterator[Task]:
+    """_tasks of a stream, inflated straight into the ring's slots: `[`, the bytes left after the
+    last cut, the stream up to `chunk` + `probe` bytes, cut at the first boundary after `chunk`, `]`
+    written over the separator. An event longer than a slot takes the general way (its own buffer)."""
+    name, memory, room = str(path), ring.memory, ring.slot_size - 2
+    carry, eof = first, False
+    while True:
+        base = ring.next_slot()
+        body = base + 1
+        buffer: bytearray | None = None
+        filled = len(carry)
+        if filled <= room:
+            memory[base] = 0x5B
+            memory[body:body + filled] = carry
+            while not eof and filled < room:
+                more = _read(fh, room - filled, path)  # one read: smaller ones cost more (1 MB: 1.5x)
+                eof = not more
+                memory[body + filled:body + filled + len(more)] = more
+                filled += len(more)
+            if filled < room:  # the stream's end: the last chunk
+                memory[body + filled] = 0x5D
+                yield Task(name, start, start + filled, None, True, fast, probe, base)
+                return
+            cut = _next_cut(memory, body + chunk, body + filled)
+            if cut is not None:
+                memory[cut[0]] = 0x5D  # over the separator after the event's `}`
+                carry = memory[cut[1]:body + filled]
+                yield Task(name, start, start + cut[0] - body, None, False, fast, probe, base)
+                start += cut[1] - body
+                continue
+            buffer = bytearray(memory[body:body + filled])
+        # an event longer than the slot's spare room (or a head longer than a slot)
+        buffer = buffer if buffer is not None else bytearray(carry)
+        found = _next_cut(buffer, chunk) if len(buffer) >= chunk + probe else None
+        while found is None and not eof:
+            more = _read(fh, probe, path)
+            eof = not more
+            buffer += more
+            found = _next_cut(buffer, chunk)
+            _bound_event(path, len(buffer) - chunk, longest)
+        if found is None:
+            yield Task(name, start, start + len(buffer), _bracketed(buffer, len(buffer)), True, fast, probe)
+            return
+        yield Task(name, start, start + found[0], _bracketed(buffer, found[0]), False, fast, probe)
+        start += found[1]
+        carry = bytes(buffer[found[1]:])
 
 
 def _bracketed(buffer: bytearray, end: int) -> bytearray:
@@ -1638,11 +1732,16 @@ def workers_for(size: int) -> int:
     return max(1, min(os.cpu_count() or 1, 8))
 
 
+def _forks() -> bool:
+    """Whether pool() forks its workers (they inherit what the parent mapped before)."""
+    import multiprocessing
+    return "fork" in multiprocessing.get_all_start_methods()
+
+
 def pool(workers: int) -> Executor:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
-    methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("fork" if "fork" in methods else None)
+    context = multiprocessing.get_context("fork" if _forks() else None)
     return ProcessPoolExecutor(max_workers=workers, mp_context=context)
 
 
@@ -1659,7 +1758,9 @@ def read_trace(path: Path, fast: bool = True, workers: int | None = None, chunk:
         # gzip: the chunks' bytes travel to the workers, so smaller ones keep memory flat
         chunk = chunk or max(CHUNK_MIN, min(CHUNK_MIN if gz else CHUNK_MAX, expected // max(1, count * 4)))
         ahead = count + 1 if gz else 2 * count  # chunks in flight: the workers never wait, memory stays flat
-        tasks = _tasks(path, fh, layout, first, size, chunk, fast, seekable=not gz)
+        # gzip: the chunks go to the workers through shared memory (a slot more than in flight)
+        ring = _Ring(ahead + 1, chunk + min(1 << 20, chunk) + 2) if gz and count > 1 and _forks() else None
+        tasks = _tasks(path, fh, layout, first, size, chunk, fast, seekable=not gz, ring=ring)
         failed_at: list[int] = []  # where a chunk did not decode: read on incrementally from there
 
         def in_process() -> Iterator[Partial]:
@@ -1687,8 +1788,18 @@ def read_trace(path: Path, fast: bool = True, workers: int | None = None, chunk:
             if count <= 1:
                 merged = merge_partials(in_process())
             else:
-                with pool(count) as executor:  # merged as chunks come back, while others decode
-                    merged = merge_partials(in_workers(executor))
+                from concurrent.futures import BrokenExecutor
+                _RING[:] = [ring.memory] if ring is not None else []  # for the workers the pool forks
+                try:
+                    with pool(count) as executor:  # merged as chunks come back, while others decode
+                        merged = merge_partials(in_workers(executor))
+                except BrokenExecutor:
+                    raise ProfilectlError(f"{path}: a process reading it ended abruptly (killed? out of memory?); "
+                                          "PROFILECTL_NO_PARALLEL=1 reads it in one process") from None
+                finally:  # the pool is shut down: no worker reads the ring any more
+                    _RING.clear()
+                    if ring is not None:
+                        ring.memory.close()
     with gc_paused():
         if failed_at:
             merged = incremental(path, failed_at[0], failed_at[0] == layout.events_start, merged)
