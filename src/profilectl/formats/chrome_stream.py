@@ -1503,8 +1503,8 @@ class Task:
 
 class _Ring:
     """The slots of a gzip trace's inflated chunks, shared with the worker processes: one anonymous
-    shared mapping made before the pool forks (the workers inherit it; no name, nothing left behind
-    if a process is killed). The parent writes `[` + chunk + `]` into the next slot and the worker
+    shared mapping made before the pool forks (the workers inherit it: pool(); no name, nothing left
+    behind if a process is killed). The parent writes `[` + chunk + `]` into the next slot and the worker
     decodes it in place: no pickling through the pool's pipe, no fresh pages per chunk (sending 4 MB
     chunks as bytes cost the parent 0.6 s and the workers ~5 s of CPU in page faults and copies for
     805 MB of JSON). A slot is written again only once the chunk before in it was decoded: `slots`
@@ -1522,7 +1522,7 @@ class _Ring:
         return offset
 
 
-_RING: list[Any] = []  # in a worker: the mapping of the ring of the read that forked it
+_RING: list[Any] = []  # in a worker: the ring of the pool it belongs to (pool's initializer)
 
 
 def _slot_bytes(task: Task) -> memoryview:
@@ -1738,11 +1738,21 @@ def _forks() -> bool:
     return "fork" in multiprocessing.get_all_start_methods()
 
 
-def pool(workers: int) -> Executor:
+def pool(workers: int, ring: mmap.mmap | None = None) -> Executor:
+    """Worker processes, forked where the system can; with `ring`, a shared mapping they inherit
+    (the initializer's arguments are not pickled under fork) and read chunks from (_slot_bytes)."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     context = multiprocessing.get_context("fork" if _forks() else None)
-    return ProcessPoolExecutor(max_workers=workers, mp_context=context)
+    if ring is None:
+        return ProcessPoolExecutor(max_workers=workers, mp_context=context)
+    if context.get_start_method() != "fork":
+        raise ValueError("a shared ring needs forked workers")
+    return ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_attach_ring, initargs=(ring,))
+
+
+def _attach_ring(memory: mmap.mmap) -> None:
+    _RING[:] = [memory]
 
 
 def read_trace(path: Path, fast: bool = True, workers: int | None = None, chunk: int | None = None) -> Partial:
@@ -1789,15 +1799,13 @@ def read_trace(path: Path, fast: bool = True, workers: int | None = None, chunk:
                 merged = merge_partials(in_process())
             else:
                 from concurrent.futures import BrokenExecutor
-                _RING[:] = [ring.memory] if ring is not None else []  # for the workers the pool forks
-                try:
-                    with pool(count) as executor:  # merged as chunks come back, while others decode
+                try:  # merged as chunks come back, while others decode
+                    with pool(count, ring.memory if ring is not None else None) as executor:
                         merged = merge_partials(in_workers(executor))
                 except BrokenExecutor:
                     raise ProfilectlError(f"{path}: a process reading it ended abruptly (killed? out of memory?); "
                                           "PROFILECTL_NO_PARALLEL=1 reads it in one process") from None
                 finally:  # the pool is shut down: no worker reads the ring any more
-                    _RING.clear()
                     if ring is not None:
                         ring.memory.close()
     with gc_paused():
