@@ -1506,7 +1506,7 @@ class _Ring:
     shared mapping made before the pool forks (the workers inherit it: pool(); no name, nothing left
     behind if a process is killed). The parent writes `[` + chunk + `]` into the next slot and the worker
     decodes it in place: no pickling through the pool's pipe, no fresh pages per chunk (sending 4 MB
-    chunks as bytes cost the parent 0.6 s and the workers ~5 s of CPU in page faults and copies for
+    chunks as bytes cost the parent 0.6 s and the workers 3-5 s of CPU in page faults and copies for
     805 MB of JSON). A slot is written again only once the chunk before in it was decoded: `slots`
     must exceed the chunks in flight (read_trace's in_workers waits for the oldest beyond `ahead`)."""
 
