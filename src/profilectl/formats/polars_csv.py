@@ -25,14 +25,19 @@ if TYPE_CHECKING:
 FAST_PATH_MIN_BYTES = 8 * 2**20  # below this the csv module is as fast and starts quicker
 
 
+# polars' allocator (jemalloc) hands freed pages back after 100 ms instead of its 10 s: the CSV
+# reader's buffers are gone before the columns are analysed. 10 M rows (report, one process each):
+# 10 s decay 14.4 s / 675 MiB, 1 s 13.9 s / 588 MiB, 100 ms 14.1-14.8 s / 502 MiB, 0 (at once)
+# 21.1 s / 493 MiB: at 0 every freed page was returned and faulted in again (14 s of system CPU).
+JEMALLOC_CONF = "dirty_decay_ms:100,muzzy_decay_ms:0"
+
+
 def _polars() -> Any:
-    """polars, its allocator (jemalloc, configured once, at polars' first import) told to hand freed
-    pages back at once rather than after its 10 s decay: the CSV reader's buffers are gone before the
-    columns are analysed (10 M rows: the peak 30 MB lower). Set only for that import, so no workload
-    profilectl starts inherits it; a value the user set is kept."""
+    """polars, its allocator configured once, at polars' first import (JEMALLOC_CONF). Set only for
+    that import, so no workload profilectl starts inherits it; a value the user set is kept."""
     import sys
     if "polars" not in sys.modules and "_RJEM_MALLOC_CONF" not in os.environ:
-        os.environ["_RJEM_MALLOC_CONF"] = "dirty_decay_ms:0,muzzy_decay_ms:0"
+        os.environ["_RJEM_MALLOC_CONF"] = JEMALLOC_CONF
         try:
             import polars
         finally:
