@@ -59,14 +59,15 @@ T = TypeVar("T")
 CONCURRENT_MIN_BYTES = 16 << 20  # several files smaller than this together: one after the other
 
 
-def each_file(read: Callable[[Path], T], files: Sequence[Path]) -> list[T]:
+def each_file(read: Callable[[Path], T], files: Sequence[Path], concurrent: bool = True) -> list[T]:
     """read(file) for every file, in order; concurrently (one thread per core) when there are
-    several large ones. For readers whose work runs outside the GIL: SQLite, polars."""
+    several large ones and `concurrent`: for readers whose work runs outside the GIL (connectorx,
+    polars). Python-heavy reading (sqlite3 rows) loses in threads: they pass the GIL back and forth."""
     try:
         total = sum(f.stat().st_size for f in files)
     except OSError:
         total = 0
-    if len(files) < 2 or total < CONCURRENT_MIN_BYTES or os.environ.get("PROFILECTL_NO_PARALLEL"):
+    if not concurrent or len(files) < 2 or total < CONCURRENT_MIN_BYTES or os.environ.get("PROFILECTL_NO_PARALLEL"):
         return [read(f) for f in files]
     from concurrent.futures import ThreadPoolExecutor
     with ThreadPoolExecutor(max_workers=min(len(files), os.cpu_count() or 1)) as pool:

@@ -253,14 +253,19 @@ FETCH_ROWS = 1 << 16  # rows per fetch of the column scan: Python objects only f
 ARROW_ROUTE = not os.environ.get("PROFILECTL_NO_ARROW")
 
 
+def arrow_route() -> bool:
+    """Whether the dispatch columns come through connectorx's Arrow batches (else sqlite3 rows)."""
+    import importlib.util
+    return ARROW_ROUTE and importlib.util.find_spec("connectorx") is not None and \
+        importlib.util.find_spec("pyarrow") is not None
+
+
 def int_batches(path: Path, db: sqlite3.Connection, query: str, width: int) -> Iterator[list["NDArray[np.int64]"]]:
     """The integer columns of a query, batch by batch, as numpy arrays. connectorx (Arrow, several
     threads, no Python object per value) where installed, else sqlite3 rows converted a batch at a
     time (the same values); a NULL reads as -1 ("no such id")."""
-    import importlib.util
-
     import numpy as np
-    if ARROW_ROUTE and importlib.util.find_spec("connectorx") and importlib.util.find_spec("pyarrow"):
+    if arrow_route():
         import connectorx
         stream = connectorx.read_sql(f"sqlite://{path}", query, return_type="arrow_stream", batch_size=1 << 18)
         for batch in stream:
@@ -530,14 +535,16 @@ class RocpdReader(Reader):
     reduces_ranks = True
 
     def read(self, files: list[Path]) -> Tables:
-        return merge_all(each_file(self.read_file, files))  # one database per rank, read side by side
+        # one database per rank, read side by side where the Arrow route reads outside the GIL: two
+        # threads of sqlite3 rows (8 x 1 M dispatches) took 61.5 s against 26.5 s one after the other
+        return merge_all(each_file(self.read_file, files, concurrent=arrow_route()))
 
     def read_reducing(self, files: list[Path]) -> Tables:
         """Each database's timeline reduced as soon as it is read, where each is a rank of its own
         (two of one rank would be combined first)."""
         if len({ranks.identity(f) for f in files}) < max(len(files), 2):
             return self.read(files)
-        return merge_all(each_file(self._read_reduced, files))
+        return merge_all(each_file(self._read_reduced, files, concurrent=arrow_route()))
 
     def _read_reduced(self, path: Path) -> Tables:
         from profilectl.analysis.reduce import reduce_timelines
