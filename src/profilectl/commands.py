@@ -113,12 +113,12 @@ def report_job_options(path: str, raw: bool, on_cluster: bool, nodes: str | None
                        reduce_here: bool, output: str | None = None) -> int | JobRead:
     """report's job options: an exit code when they did the whole work (--reduce-here, --dry-run),
     else how to read the job."""
-    from profilectl.report import on_cluster as cluster_read
     if reduce_here:
         from profilectl import jobs
         if not jobs.is_job_dir(Path(path)):  # a bare profiler output: one partial per rank, into a folder
             from profilectl.report import bare_partials
             return bare_partials.reduce_command(Path(path), output, sys.stdout)
+        from profilectl.report import on_cluster as cluster_read  # subprocess, shutil: only where used
         return cluster_read.reduce_here(Path(path), sys.stdout)
     if dry_run and not on_cluster:
         raise errors.UsageError("report --dry-run shows the job steps of --on-cluster: add --on-cluster")
@@ -126,6 +126,7 @@ def report_job_options(path: str, raw: bool, on_cluster: bool, nodes: str | None
         raise errors.UsageError("--raw and --on-cluster: choose one (--on-cluster reads the raw files on the nodes)")
     if not on_cluster:
         return JobRead(raw=raw)
+    from profilectl.report import on_cluster as cluster_read
     chosen = cluster_read.job_nodes(Path(path), nodes)
     if dry_run:
         import shlex
