@@ -1647,13 +1647,7 @@ def _tasks(path: Path, fh: IO[bytes], layout: Layout, first: bytes, size: int, c
             more = _read(fh, 4 << 20, path)
             eof = not more
             buffer += more
-        cut = _next_cut(buffer, chunk) if len(buffer) >= chunk + probe else None
-        while cut is None and not eof:
-            more = _read(fh, probe, path)
-            eof = not more
-            buffer += more
-            cut = _next_cut(buffer, chunk)
-            _bound_event(path, len(buffer) - chunk, longest)
+        cut, eof = _read_to_cut(path, fh, buffer, chunk, probe, eof, longest)
         if cut is None:
             yield Task(name, start, start + len(buffer), _bracketed(buffer, len(buffer)), True, fast, probe)
             return
@@ -1696,19 +1690,28 @@ def _ring_tasks(path: Path, fh: IO[bytes], first: bytes, start: int, chunk: int,
             buffer = bytearray(memory[body:body + filled])
         # an event longer than the slot's spare room (or a head longer than a slot)
         buffer = buffer if buffer is not None else bytearray(carry)
-        found = _next_cut(buffer, chunk) if len(buffer) >= chunk + probe else None
-        while found is None and not eof:
-            more = _read(fh, probe, path)
-            eof = not more
-            buffer += more
-            found = _next_cut(buffer, chunk)
-            _bound_event(path, len(buffer) - chunk, longest)
+        found, eof = _read_to_cut(path, fh, buffer, chunk, probe, eof, longest)
         if found is None:
             yield Task(name, start, start + len(buffer), _bracketed(buffer, len(buffer)), True, fast, probe)
             return
         yield Task(name, start, start + found[0], _bracketed(buffer, found[0]), False, fast, probe)
         start += found[1]
         carry = bytes(buffer[found[1]:])
+
+
+def _read_to_cut(path: Path, fh: IO[bytes], buffer: bytearray, chunk: int, probe: int, eof: bool,
+                 longest: int) -> tuple[tuple[int, int] | None, bool]:
+    """The first event boundary after `chunk` bytes of buffer, reading on into it `probe` bytes at a
+    time until one comes or the stream ends (None then), and whether it has ended; an event longer
+    than `longest` is refused."""
+    cut = _next_cut(buffer, chunk) if len(buffer) >= chunk + probe else None
+    while cut is None and not eof:
+        more = _read(fh, probe, path)
+        eof = not more
+        buffer += more
+        cut = _next_cut(buffer, chunk)
+        _bound_event(path, len(buffer) - chunk, longest)
+    return cut, eof
 
 
 def _bracketed(buffer: bytearray, end: int) -> bytearray:
