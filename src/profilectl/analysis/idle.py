@@ -29,7 +29,8 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
-from profilectl.analysis.timeline import CHUNK_ROWS, HOST_OPERATOR, Marker, RankTimeline, _union, busy_union
+from profilectl.analysis.timeline import CHUNK_ROWS, HOST_OPERATOR, Marker, RankTimeline, _union, busy_union, \
+    small_distinct
 
 if TYPE_CHECKING:
     import numpy as np
@@ -181,7 +182,8 @@ def analyse_rank(t: RankTimeline, busy: "Intervals | None" = None) -> RankIdle:
     import numpy as np
     r = rules()
     hta = hta_breakdown(t)  # first: its chunks' temporaries never stack on the holes' columns below
-    busy = busy if busy is not None else busy_union(t)  # chunk by chunk: no sorted copy of the columns
+    if busy is None:  # the reader's blocks where it made them while parsing, else chunk by chunk
+        busy = t.streamed.timeline[2] if t.streamed is not None else busy_union(t)
     t.release_order()  # the last walk in start order: its order need not stay beside the holes' columns
     span_start, span_end = int(busy[0][0]), int(busy[1][-1])
     low, high = busy[1][:-1], busy[0][1:]  # the holes
@@ -357,38 +359,59 @@ def merge_causes(groups: Sequence[Sequence[IdleCause]]) -> tuple[IdleCause, ...]
 # ---------------------------------------------------------------- HTA's breakdown, for comparison
 def hta_breakdown(t: RankTimeline, consecutive_kernel_delay_ns: int = 30_000, chunk_rows: int = CHUNK_ROWS
                   ) -> tuple[HtaStreamIdle, ...]:
-    """HTA's get_idle_time_breakdown per stream: between consecutive GPU activities of a stream
-    (kernels, copies, memsets, by start time), the interval is host wait when the next one's launch
-    call began after the previous one ended, else kernel wait when shorter than
-    consecutive_kernel_delay (HTA's default: 30 µs), else other. Intervals are summed as HTA sums
-    them (a negative interval, an overlap on one stream, counts negative)."""
-    import numpy as np
+    """HTA's get_idle_time_breakdown per stream (HtaStream), the activities given in start order
+    chunk by chunk (no column copied whole); the figures the reader made while parsing where it did."""
+    if t.streamed is not None and consecutive_kernel_delay_ns == HTA_KERNEL_DELAY_NS:
+        return t.streamed.hta
     count = len(t.start)
     if not count:
         return ()
-    api: tuple[Any, Any] | None = None
-    if len(t.api_correlation):
-        by_correlation = np.argsort(t.api_correlation, kind="stable")
-        api = t.api_correlation[by_correlation], t.api_start[by_correlation]
-    # the activities in start order (a stable sort's, as per stream before), chunk by chunk: per
-    # stream the end of its last activity so far is carried, so no column is copied whole
     order = t.start_order
-    last_end: dict[int, int] = {}
-    sums: dict[int, list[int]] = {}
+    stream = HtaStream(t.api_start, t.api_correlation, consecutive_kernel_delay_ns)
     for at in range(0, count, chunk_rows):
         part: Any = slice(at, at + chunk_rows) if order is None else order[at:at + chunk_rows]
-        start, end, stream = t.start[part], t.end[part], t.stream[part]
+        stream.add(t.start[part], t.end[part], t.stream[part], t.correlation[part])
+    return stream.result(t.streams)
+
+
+HTA_KERNEL_DELAY_NS = 30_000  # HTA's default consecutive_kernel_delay
+
+
+class HtaStream:
+    """HTA's idle breakdown per stream: between consecutive GPU activities of a stream (kernels,
+    copies, memsets, by start time), the interval is host wait when the next one's launch call began
+    after the previous one ended, else kernel wait when shorter than consecutive_kernel_delay, else
+    other. Intervals are summed as HTA sums them (a negative interval, an overlap on one stream,
+    counts negative). Activities arrive in start order, chunk by chunk; per stream the end of its
+    last activity so far is carried."""
+
+    def __init__(self, api_start: "NDArray[np.int64]", api_correlation: "NDArray[np.int64]",
+                 consecutive_kernel_delay_ns: int = HTA_KERNEL_DELAY_NS) -> None:
+        import numpy as np
+        self.delay = consecutive_kernel_delay_ns
+        self.api: tuple[Any, Any] | None = None
+        if len(api_correlation):
+            by_correlation = np.argsort(api_correlation, kind="stable")
+            self.api = api_correlation[by_correlation], api_start[by_correlation]
+        self.last_end: dict[int, int] = {}
+        self.sums: dict[int, list[int]] = {}
+
+    def add(self, start: "NDArray[np.int64]", end: "NDArray[np.int64]", stream: "NDArray[Any]",
+            correlation: "NDArray[Any]") -> None:
+        import numpy as np
         launch_start = np.full(len(start), -1, dtype=np.int64)
+        api = self.api
         if api is not None:
-            correlation = t.correlation[part]
             where = np.minimum(np.searchsorted(api[0], correlation), len(api[0]) - 1)
             linked = (correlation >= 0) & (api[0][where] == correlation)
             launch_start[linked] = api[1][where[linked]]
-        for key in np.unique(stream).tolist():
-            mine = np.flatnonzero(stream == key)
-            carried = last_end.get(key)
-            last_end[key] = int(end[mine[-1]])
-            sums.setdefault(key, [0, 0, 0])
+        # one stream throughout (a broadcast column): no search per stream
+        keys = small_distinct(stream)
+        for key in keys:
+            mine = np.arange(len(stream)) if len(keys) == 1 else np.flatnonzero(stream == key)
+            carried = self.last_end.get(key)
+            self.last_end[key] = int(end[mine[-1]])
+            self.sums.setdefault(key, [0, 0, 0])
             if carried is None:
                 prev_end, nxt, launch = end[mine[:-1]], start[mine[1:]], launch_start[mine[1:]]
             else:
@@ -398,14 +421,16 @@ def hta_breakdown(t: RankTimeline, consecutive_kernel_delay_ns: int = 30_000, ch
                 continue
             interval = nxt - prev_end
             host_wait = (launch >= 0) & (launch > prev_end)
-            kernel_wait = ~host_wait & (interval < consecutive_kernel_delay_ns)
+            kernel_wait = ~host_wait & (interval < self.delay)
             other = ~host_wait & ~kernel_wait
-            total = sums[key]
+            total = self.sums[key]
             total[0] += int(interval[host_wait].sum())
             total[1] += int(interval[kernel_wait].sum())
             total[2] += int(interval[other].sum())
-    return tuple(HtaStreamIdle(stream=t.streams[key], host_wait_ns=host, kernel_wait_ns=kernel, other_ns=other_ns)
-                 for key, (host, kernel, other_ns) in sorted(sums.items()))
+
+    def result(self, streams: Sequence[str]) -> tuple[HtaStreamIdle, ...]:
+        return tuple(HtaStreamIdle(stream=streams[key], host_wait_ns=host, kernel_wait_ns=kernel, other_ns=other_ns)
+                     for key, (host, kernel, other_ns) in sorted(self.sums.items()))
 
 
 def analyse(parts: Sequence[RankTimeline]) -> tuple[RankIdle, ...]:

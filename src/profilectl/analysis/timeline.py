@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
+
+    from profilectl.analysis.idle import HtaStream, HtaStreamIdle
     Ints = Sequence[int] | NDArray[Any]  # a column: a list, or a numpy array kept as it is
 
 COLLECTIVE_WORDS = ("nccl", "rccl")  # NCCL/RCCL kernels: communication, not compute
@@ -118,6 +120,7 @@ class RankTimeline:
     api_correlation: "NDArray[np.int64]"
     markers: tuple[Marker, ...] = ()
     host_activity: HostActivity | None = None  # torch traces: what the host did (optional)
+    streamed: "StreamedFigures | None" = None  # made while the reader parsed the trace (StartOrderFeed)
 
     @property
     def empty(self) -> bool:
@@ -135,11 +138,20 @@ class RankTimeline:
         self.__dict__.pop("start_order", None)
 
 
+@dataclass(frozen=True)
+class StreamedFigures:
+    """What walking a rank's activities in start order gives (analyse_rank's row, gaps and busy
+    blocks, HTA's idle breakdown), made while the reader parsed the trace."""
+    timeline: tuple["TimelineRow", list["Gap"], tuple["NDArray[np.int64]", "NDArray[np.int64]"]]
+    hta: tuple["HtaStreamIdle", ...]
+
+
 def rank_timeline(rank: str, host: str | None, *, start: Ints, end: Ints, stream: Ints,
                   kind: Ints | bytes, name: Ints, correlation: Ints | None = None,
                   names: Sequence[str], streams: Sequence[str], api_start: Ints = (),
                   api_end: Ints = (), api_correlation: Ints = (),
-                  markers: Iterable[Marker] = (), host_activity: HostActivity | None = None) -> RankTimeline:
+                  markers: Iterable[Marker] = (), host_activity: HostActivity | None = None,
+                  streamed: StreamedFigures | None = None) -> RankTimeline:
     """Columns given as numpy arrays are kept as they are (no copy; index columns may be any integer
     type, int32 halves their memory); sequences are converted once."""
     import numpy as np
@@ -155,7 +167,20 @@ def rank_timeline(rank: str, host: str | None, *, start: Ints, end: Ints, stream
         np.broadcast_to(np.int64(-1), (count,)),
         names=tuple(names), streams=tuple(streams), api_start=np.asarray(api_start, dtype=np.int64),
         api_end=np.asarray(api_end, dtype=np.int64), api_correlation=np.asarray(api_correlation, dtype=np.int64),
-        markers=tuple(markers), host_activity=host_activity)
+        markers=tuple(markers), host_activity=host_activity, streamed=streamed)
+
+
+def small_distinct(ids: "NDArray[Any]") -> list[int]:
+    """The distinct values of an id column (stream ids: a few small numbers), ascending: one value
+    where the column is a broadcast, a bincount where the ids are small (np.unique sorts)."""
+    import numpy as np
+    if not len(ids):
+        return []
+    if ids.strides == (0,):
+        return [int(ids[0])]
+    if ids.dtype.itemsize <= 2 and int(ids.min()) >= 0:
+        return np.flatnonzero(np.bincount(ids)).tolist()
+    return np.unique(ids).tolist()
 
 
 def start_order(start: "NDArray[np.int64]") -> "NDArray[Any] | None":
@@ -621,7 +646,7 @@ class RankStream:
         top_end = int(e.max())
         self.span_end = top_end if self.span_end is None else max(self.span_end, top_end)
         # a broadcast column (one stream for every activity) holds one value: no sort of it
-        self.streams.update([int(stream[0])] if stream.strides == (0,) else np.unique(stream).tolist())
+        self.streams.update(small_distinct(stream))
         self._gaps(s, e, name, index)
         # concurrency: each interval overlaps what came before it from its start to min(its end, the
         # furthest end before it); the union of those pieces is the time with two or more open
@@ -783,6 +808,8 @@ def analyse_rank(t: RankTimeline, chunk_rows: int = CHUNK_ROWS
     start order, chunk by chunk (RankStream); a trace already in start order (most are) is read as it
     is, others through the order of a stable sort (no sorted copy of the columns)."""
     import numpy as np
+    if t.streamed is not None and chunk_rows == CHUNK_ROWS:
+        return t.streamed.timeline
     count = len(t.start)
     order = t.start_order
     if bool((t.end < t.start).any()):
@@ -797,6 +824,82 @@ def analyse_rank(t: RankTimeline, chunk_rows: int = CHUNK_ROWS
         stream.add(t.start[part], t.end[part], t.stream[part], t.kind[part], t.name[part], t.correlation[part],
                    index)
     return stream.finish(t.rank, t.host)
+
+
+class StartOrderFeed:
+    """A rank's activities as a reader parses them (file order, batch by batch) passed on in start
+    order to a RankStream and an HtaStream while the parse goes on, so the timeline costs no walk of
+    its own afterwards. Rows are held back until a later batch shows that nothing before them is
+    still to come: a batch's smallest start is taken as the bound of every later row, which holds
+    for traces written in start order or nearly (rocprofv3 writes completions: a few rows out of
+    place). Where a later row breaks it, or an activity ends before it starts (exact only as one
+    chunk), the feed gives up (`given_up`) and the analyses walk the columns afterwards as before.
+    The order passed on is a stable sort's (by start, then position in the file): the same figures."""
+
+    def __init__(self, rank_stream: RankStream, hta: "HtaStream", kind: int) -> None:
+        self.rank_stream: RankStream | None = rank_stream
+        self.hta: "HtaStream | None" = hta
+        self.kind = kind
+        self.rows = 0
+        self.passed: int | None = None  # the largest start passed on so far
+        self.pending: tuple[Any, ...] | None = None  # (start, end, stream, name, correlation, index), sorted
+
+    @property
+    def given_up(self) -> bool:
+        return self.rank_stream is None
+
+    def give_up(self) -> None:
+        self.rank_stream = self.hta = None
+        self.pending = None
+
+    def add(self, start: "NDArray[np.int64]", end: "NDArray[np.int64]", stream: "NDArray[Any]",
+            name: "NDArray[Any]", correlation: "NDArray[Any]", names: Sequence[str]) -> None:
+        """One batch in file order; `names`: the texts of every name id so far (collectives)."""
+        import numpy as np
+        if self.rank_stream is None or not len(start):
+            return
+        index = np.arange(self.rows, self.rows + len(start), dtype=np.int64)
+        self.rows += len(start)
+        low = int(start.min())
+        if (self.passed is not None and low < self.passed) or bool((end < start).any()):
+            self.give_up()
+            return
+        self.rank_stream.names = names
+        batch: tuple[Any, ...] = (start, end, stream, name, correlation, index)
+        if self.pending is not None:
+            if int(self.pending[0][-1]) < low:  # in order: the rows held back all go, no copies
+                self._pass(self.pending)
+                self.pending = None
+            else:
+                batch = tuple(np.concatenate([a, b]) for a, b in zip(self.pending, batch))
+                self.pending = None
+        if not bool((batch[0][1:] >= batch[0][:-1]).all()):
+            order = np.argsort(batch[0], kind="stable")
+            batch = tuple(column[order] for column in batch)
+        cut = int(np.searchsorted(batch[0], low, side="left"))  # rows before the batch's smallest start
+        if cut:
+            self._pass(tuple(column[:cut] for column in batch))
+        self.pending = tuple(column[cut:] for column in batch)
+
+    def _pass(self, rows: tuple[Any, ...]) -> None:
+        import numpy as np
+        start, end, stream, name, correlation, index = rows
+        assert self.rank_stream is not None and self.hta is not None
+        self.rank_stream.add(start, end, stream, np.broadcast_to(np.int8(self.kind), (len(start),)), name,
+                             correlation, index)
+        self.hta.add(start, end, stream, correlation)
+        self.passed = int(start[-1])
+
+    def finish(self, rank: str, host: str | None, names: Sequence[str], streams: Sequence[str]
+               ) -> StreamedFigures | None:
+        """The figures, with every name and stream text; None where the feed gave up or saw nothing."""
+        if self.rank_stream is None or self.hta is None or not self.rows:
+            return None
+        if self.pending is not None:
+            self._pass(self.pending)
+            self.pending = None
+        self.rank_stream.names = names
+        return StreamedFigures(timeline=self.rank_stream.finish(rank, host), hta=self.hta.result(streams))
 
 
 def _launch_stats(t: RankTimeline, kernels: "NDArray[np.bool_]") -> LaunchStats:

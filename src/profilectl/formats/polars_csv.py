@@ -23,13 +23,16 @@ if TYPE_CHECKING:
     import polars as pl
     from numpy.typing import NDArray
 
+    from profilectl.analysis.timeline import StartOrderFeed
+
 FAST_PATH_MIN_BYTES = 8 * 2**20  # below this the csv module is as fast and starts quicker
 
 
 # polars' allocator (jemalloc) hands freed pages back after 100 ms instead of its 10 s: the CSV
-# reader's buffers are gone before the columns are analysed. 10 M rows (report, one process each):
-# 10 s decay 14.4 s / 675 MiB, 1 s 13.9 s / 588 MiB, 100 ms 14.1-14.8 s / 502 MiB, 0 (at once)
-# 21.1 s / 493 MiB: at 0 every freed page was returned and faulted in again (14 s of system CPU).
+# reader's buffers are gone before the columns are analysed. 10 M rows (report, one process each,
+# CSV_CHUNK_BYTES reads): 10 s decay 3.68 s / 533 MiB, 1 s 3.83 s / 427 MiB, 100 ms 3.93 s /
+# 407 MiB (one run each: within the machine's noise in time). On an earlier day, with polars' own
+# chunks, 0 (at once) cost 14 s of system CPU: every freed page returned and faulted in again.
 JEMALLOC_CONF = "dirty_decay_ms:100,muzzy_decay_ms:0"
 
 
@@ -171,6 +174,7 @@ class _FirstSeen:
         self.categories = categories
         self.lookup = np.full(0, -1, dtype=np.int32)  # code -> id
         self.codes: list[int] = []  # id -> code
+        self._texts: list[str] = []
 
     def ids(self, physical: "NDArray[Any]") -> "NDArray[np.int32]":
         import numpy as np
@@ -194,6 +198,12 @@ class _FirstSeen:
         texts = self.categories.to_series().to_list()
         return ["" if texts[code] is None else texts[code] for code in self.codes]
 
+    def texts_so_far(self) -> list[str]:
+        """The texts of every id so far, fetched only when new ids came (a StartOrderFeed's names)."""
+        if len(self._texts) < len(self.codes):
+            self._texts = self.values
+        return self._texts
+
 
 class _Dictionary:
     """Text values as small integer ids, for columns with few distinct values among many rows
@@ -210,6 +220,9 @@ class _Dictionary:
         self.ids: dict[int, int] = {}
         self.slot_hash = np.zeros(1 << self.SLOT_BITS, dtype=np.uint64)
         self.slot_id = np.full(1 << self.SLOT_BITS, -1, dtype=np.int32)
+
+    def texts_so_far(self) -> list[str]:
+        return self.values
 
     def codes(self, hashes: "NDArray[np.uint64]", text: "pl.Series") -> "NDArray[np.int32]":
         import numpy as np
@@ -268,9 +281,10 @@ def _batches(scan: "pl.LazyFrame") -> Iterator["pl.DataFrame"]:
 
 
 def trace_columns(path: Path, name_col: str, start_col: str, end_col: str, stream_cols: tuple[str, ...] = (),
-                  correlation_col: str | None = None) -> TraceColumns:
+                  correlation_col: str | None = None, feed: "StartOrderFeed | None" = None) -> TraceColumns:
     """One pass over a trace file: the columns the tables and the timeline need, batch by batch
-    (the file's text never held whole). A row without its timestamps is a FormatError naming its line."""
+    (the file's text never held whole). A row without its timestamps is a FormatError naming its line.
+    `feed`: given every batch as it is parsed (the timeline made during the parse)."""
     import numpy as np
     pl = _polars()
 
@@ -300,7 +314,7 @@ def trace_columns(path: Path, name_col: str, start_col: str, end_col: str, strea
         names, keys = _Dictionary(), _Dictionary()
         scan = base.select(*numbers, name.alias("name"), name.hash(HASH_SEED).alias("name_hash"),
                            stream.alias("stream"), stream.hash(HASH_SEED).alias("stream_hash"))
-    capacity = _estimated_rows(path)
+    capacity = estimated_rows(path)
     # ends held as durations (int32 while every one fits: half the column) while polars' engine holds
     # its own buffers; the int64 ends are made once it has finished
     starts, durations = _Offsets(capacity), _Growing(capacity, np.int32)
@@ -316,28 +330,38 @@ def trace_columns(path: Path, name_col: str, start_col: str, end_col: str, strea
             if bad.any():
                 raise FormatError(f"{path}:{rows + int(bad.arg_true()[0]) + 2}: truncated or malformed row")
             start_values = batch[start_col].to_numpy()
-            duration = batch[end_col].to_numpy() - start_values
+            end_values = batch[end_col].to_numpy()
+            duration = end_values - start_values
             # int32 where every duration of the batch fits (the column widens to int64 otherwise)
             duration = duration.astype(np.int32) if _fits_int32(duration) else duration
             starts.add(start_values)
             durations.add(duration)
-            del start_values, duration
+            del duration
+            batch_streams: "NDArray[Any] | None" = None
             if isinstance(names, _FirstSeen) and isinstance(keys, _FirstSeen):
-                name_ids.add(_narrow(names.ids(batch["name"].to_numpy()), len(names.codes)))
+                batch_names = _narrow(names.ids(batch["name"].to_numpy()), len(names.codes))
                 if streams:
-                    ids = _narrow(keys.ids(batch["stream"].to_numpy()), len(keys.codes))
+                    batch_streams = _narrow(keys.ids(batch["stream"].to_numpy()), len(keys.codes))
                     if stream_ids.size or len(keys.codes) > 1:
                         if not stream_ids.size and rows:  # the rows before held the one key so far
                             stream_ids.add(np.zeros(rows, dtype=np.int8))
-                        stream_ids.add(ids)
+                        stream_ids.add(batch_streams)
             elif isinstance(names, _Dictionary) and isinstance(keys, _Dictionary):
-                name_ids.add(_narrow(names.codes(batch["name_hash"].to_numpy(), batch["name"]), len(names.values)))
+                batch_names = _narrow(names.codes(batch["name_hash"].to_numpy(), batch["name"]), len(names.values))
                 if streams:
-                    stream_ids.add(_narrow(keys.codes(batch["stream_hash"].to_numpy(), batch["stream"]),
-                                           len(keys.values)))
-            if correlation:
-                values = batch[correlation].fill_null(-1).to_numpy()
+                    batch_streams = _narrow(keys.codes(batch["stream_hash"].to_numpy(), batch["stream"]),
+                                            len(keys.values))
+                    stream_ids.add(batch_streams)
+            name_ids.add(batch_names)
+            values = batch[correlation].fill_null(-1).to_numpy() if correlation else None
+            if values is not None:
                 corr_ids.add(values.astype(np.int32) if _fits_int32(values) else values)
+            if feed is not None:
+                feed.add(start_values, end_values,
+                         batch_streams if batch_streams is not None else np.broadcast_to(np.int8(0), (len(batch),)),
+                         batch_names, values if values is not None else np.broadcast_to(np.int64(-1), (len(batch),)),
+                         names.texts_so_far())
+            del start_values, end_values, values
             rows += len(batch)
     except (pl.exceptions.PolarsError, OSError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -362,7 +386,7 @@ def trace_columns(path: Path, name_col: str, start_col: str, end_col: str, strea
 ESTIMATE_BYTES = 1 << 20  # the file's first MiB gives its bytes per row
 
 
-def _estimated_rows(path: Path) -> int:
+def estimated_rows(path: Path) -> int:
     """An estimate of the file's row count from its first MiB, with room to spare (unwritten room
     costs no memory: its pages are never committed)."""
     import os

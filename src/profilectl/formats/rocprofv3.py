@@ -24,6 +24,7 @@ from profilectl.formats.tables import (PER_DISPATCH, AnnotationRow, CounterValue
 
 if TYPE_CHECKING:
     from profilectl.analysis.reduce import RankReduction
+    from profilectl.analysis.timeline import StartOrderFeed
     from profilectl.analysis.timeline import RankTimeline
 
 KINDS = ("kernel_trace", "counter_collection", "hip_api_trace", "hip_runtime_api_trace", "memory_copy_trace",
@@ -146,14 +147,15 @@ def _fast(path: Path) -> bool:
     return path.stat().st_size >= polars_csv.FAST_PATH_MIN_BYTES and polars_csv.fast_engine_available()
 
 
-def _intervals(path: Path, name_col: str, stream_cols: tuple[str, ...], correlation: bool
-               ) -> "polars_csv.TraceColumns":
+def _intervals(path: Path, name_col: str, stream_cols: tuple[str, ...], correlation: bool,
+               feed: "StartOrderFeed | None" = None) -> "polars_csv.TraceColumns":
     """A kernel or copy trace's columns for the tables and the timeline, in one pass: polars batches
-    for large files, the csv module for small ones (the same numbers)."""
+    for large files (given to `feed` as they are parsed), the csv module for small ones (the same
+    numbers)."""
     import numpy as np
     if _fast(path):
         return polars_csv.trace_columns(path, name_col, "Start_Timestamp", "End_Timestamp", stream_cols,
-                                        "Correlation_Id" if correlation else None)
+                                        "Correlation_Id" if correlation else None, feed)
     header = csv_header(path)
     present = tuple(c for c in stream_cols if c in header)
     cols = _columns(path, (name_col, *present), ("Start_Timestamp", "End_Timestamp", "Correlation_Id"))
@@ -173,9 +175,27 @@ def rank_timeline_of(rank: str, host: str | None, files: dict[str, list[Path]]
     """One rank's timeline from its kernel, copy, API and marker traces, and each kernel trace's
     columns (its tables come from the same pass): numpy columns throughout, never a list per row."""
     import numpy as np
-    from profilectl.analysis.timeline import Marker, rank_timeline
+    from profilectl.analysis.idle import HtaStream
+    from profilectl.analysis.timeline import KERNEL, Marker, RankStream, StartOrderFeed, rank_timeline
     linked = any(files.get(kind) for kind in API_KINDS)  # correlation ids matter only with launch calls
-    kernels = [(p, _intervals(p, "Kernel_Name", ("Agent_Id", "Queue_Id"), linked)) for p in files.get("kernel_trace", [])]
+    api = [_columns(p, (), ("Start_Timestamp", "End_Timestamp", "Correlation_Id"))
+           for kind in API_KINDS for p in files.get(kind, [])]
+    api_start = np.concatenate([np.asarray(c["Start_Timestamp"], dtype=np.int64) for c in api]) if api else \
+        np.zeros(0, dtype=np.int64)
+    api_end = np.concatenate([np.asarray(c["End_Timestamp"], dtype=np.int64) for c in api]) if api else \
+        np.zeros(0, dtype=np.int64)
+    api_correlation = np.concatenate([np.asarray(c["Correlation_Id"], dtype=np.int64) for c in api]) if api else \
+        np.zeros(0, dtype=np.int64)
+    del api
+    # one large kernel trace and nothing else on the GPU side: the timeline is made while it is parsed
+    feed = None
+    if len(files.get("kernel_trace", [])) == 1 and not files.get("memory_copy_trace") and \
+            _fast(files["kernel_trace"][0]):
+        feed = StartOrderFeed(RankStream((), api_start, api_end, api_correlation,
+                                         capacity=polars_csv.estimated_rows(files["kernel_trace"][0])),
+                              HtaStream(api_start, api_correlation), KERNEL)
+    kernels = [(p, _intervals(p, "Kernel_Name", ("Agent_Id", "Queue_Id"), linked, feed))
+               for p in files.get("kernel_trace", [])]
     copies = [(p, _intervals(p, "Direction", ("Kind", "Stream_Id"), linked)) for p in files.get("memory_copy_trace", [])]
     parts = [(cols, code, kind) for code, kind, group in ((0, "kernel_trace", kernels), (1, "memory_copy_trace", copies))
              for _, cols in group]
@@ -197,8 +217,6 @@ def rank_timeline_of(rank: str, host: str | None, files: dict[str, list[Path]]
         else:
             stream_parts.append(cols.stream if np.array_equal(stream_map, np.arange(len(stream_map))) else
                                 stream_map[cols.stream])
-    api = [_columns(p, (), ("Start_Timestamp", "End_Timestamp", "Correlation_Id"))
-           for kind in API_KINDS for p in files.get(kind, [])]
     markers = []
     for path in files.get("marker_api_trace", []):
         marks = _columns(path, ("Function",), ("Start_Timestamp", "End_Timestamp"))
@@ -216,11 +234,9 @@ def rank_timeline_of(rank: str, host: str | None, files: dict[str, list[Path]]
         correlation=(parts[0][0].correlation if one and parts[0][0].correlation is not None else  # no copy
                      np.concatenate([c.correlation if c.correlation is not None else np.full(len(c.start), -1)
                                      for c, _, _ in parts])) if linked else None,
-        names=list(names), streams=list(streams),
-        api_start=np.concatenate([np.asarray(c["Start_Timestamp"], dtype=np.int64) for c in api]) if api else (),
-        api_end=np.concatenate([np.asarray(c["End_Timestamp"], dtype=np.int64) for c in api]) if api else (),
-        api_correlation=np.concatenate([np.asarray(c["Correlation_Id"], dtype=np.int64) for c in api]) if api else (),
-        markers=markers)
+        names=list(names), streams=list(streams), api_start=api_start, api_end=api_end,
+        api_correlation=api_correlation, markers=markers,
+        streamed=feed.finish(rank, host, list(names), list(streams)) if feed is not None else None)
     return timeline, kernels
 
 

@@ -1,0 +1,109 @@
+"""The timeline made while a trace is parsed (StartOrderFeed) equals the walk over its columns
+afterwards, and where the trace's order breaks the feed's assumption it gives up and the walk
+makes the figures as before."""
+
+import csv
+
+import numpy as np
+import pytest
+
+from profilectl.analysis.idle import HtaStream, hta_breakdown
+from profilectl.analysis.timeline import KERNEL, RankStream, StartOrderFeed, analyse, analyse_rank, rank_timeline
+from profilectl.backends import READERS
+from profilectl.formats import polars_csv
+from profilectl.formats.reader import read_path
+
+NAMES = ["gemm", "relu", "ncclAllReduce_sum", "softmax"]
+
+
+def columns(rng, n, disorder):
+    start = np.cumsum(rng.integers(0, 25_000, size=n)) + 10**15
+    if disorder == "local":  # a few rows out of place, as rocprofv3 writes completions
+        start[rng.random(n) < 0.2] -= 40_000
+    elif disorder == "far":  # a late row that belongs batches back
+        start[n - 10] = start[n // 3]
+    start[200:240] = start[200]  # a run of equal starts
+    end = start + rng.integers(0, 20_000, size=n)
+    end[rng.random(n) < 0.01] += 300_000  # long ones: blocks span batches
+    if disorder == "backwards":
+        end[n // 2] = start[n // 2] - 1
+    name = rng.integers(0, 2, size=n).astype(np.int16)
+    name[n // 2:] = rng.integers(0, 4, size=n - n // 2)  # a collective first seen half way through
+    stream = rng.integers(0, 3, size=n).astype(np.int8)
+    correlation = np.arange(1, n + 1, dtype=np.int64)
+    return start, end, name, stream, correlation
+
+
+@pytest.mark.parametrize("disorder", ["none", "local", "far", "backwards"])
+@pytest.mark.parametrize("seed", range(3))
+def test_the_feed_equals_the_walk_over_the_columns(disorder, seed):
+    rng = np.random.default_rng(seed)
+    n = 6_000
+    start, end, name, stream, correlation = columns(rng, n, disorder)
+    api_correlation = np.arange(1, n + 1, 2, dtype=np.int64)  # half the kernels linked to a launch call
+    api_start = start[::2] - rng.integers(1_000, 50_000, size=len(api_correlation))
+    api_end = api_start + rng.integers(100, 8_000, size=len(api_correlation))
+    streams = ["Agent 4:1", "Agent 4:2", "Agent 4:3"]
+    timeline = rank_timeline("0", None, start=start, end=end, stream=stream, kind=np.zeros(n, dtype=np.int8),
+                             name=name, correlation=correlation, names=NAMES, streams=streams, api_start=api_start,
+                             api_end=api_end, api_correlation=api_correlation)
+    feed = StartOrderFeed(RankStream((), api_start, api_end, api_correlation, capacity=n),
+                          HtaStream(api_start, api_correlation), KERNEL)
+    at = 0
+    while at < n:  # batches of uneven sizes, the names known so far with each
+        size = int(rng.integers(1, 900))
+        part = slice(at, at + size)
+        seen = int(name[:at + size].max()) + 1
+        feed.add(start[part], end[part], stream[part], name[part], correlation[part], NAMES[:seen])
+        at += size
+    figures = feed.finish("0", None, NAMES, streams)
+    assert feed.given_up == (disorder in ("far", "backwards"))
+    if feed.given_up:
+        assert figures is None
+        return
+    assert figures is not None
+    row, gaps, blocks = analyse_rank(timeline, chunk_rows=n)  # the whole trace as one chunk
+    assert figures.timeline[0] == row and figures.timeline[1] == gaps
+    assert all(np.array_equal(a, b) for a, b in zip(figures.timeline[2], blocks))
+    assert figures.hta == hta_breakdown(timeline)
+    assert row.communication_ns > 0 and row.launch.short_kernel_basis == "launch call" and gaps
+
+
+def write_trace(path, rows):
+    with open(path, "w", newline="") as fh:
+        out = csv.writer(fh, quoting=csv.QUOTE_NONNUMERIC)
+        out.writerow(["Kind", "Agent_Id", "Queue_Id", "Kernel_Name", "Correlation_Id", "Start_Timestamp",
+                      "End_Timestamp"])
+        for i, (queue, name, start, end) in enumerate(rows):
+            out.writerow(["KERNEL_DISPATCH", "Agent 4", queue, name, i + 1, start, end])
+
+
+@pytest.mark.parametrize("late_row", [False, True])
+def test_the_reader_feeds_the_timeline_while_it_parses(tmp_path, monkeypatch, late_row):
+    """A kernel trace read by polars in batches: its timeline is made during the parse (the rank's
+    figures are kept on it), unless a row belongs several batches back, where the walk afterwards
+    makes them. Either way the figures equal the csv module's reading."""
+    rng = np.random.default_rng(11)
+    t = 1_550_151_853_029_637
+    rows = []
+    for i in range(20_000):
+        t += int(rng.integers(0, 40_000))
+        rows.append((int(rng.integers(1, 4)), ["gemm", "relu", "ncclAllReduce_sum"][int(rng.integers(0, 3))],
+                     t - int(rng.integers(0, 5_000)), t + int(rng.integers(0, 60_000))))
+    if late_row:
+        rows.append((1, "gemm", rows[100][2], rows[100][2] + 10))
+    folder = tmp_path / "trace" / "host"
+    folder.mkdir(parents=True)
+    write_trace(folder / "11_kernel_trace.csv", rows)
+    monkeypatch.setattr(polars_csv, "BATCH_ROWS", 3_000)
+    results = []
+    for threshold in (0, 1 << 40):  # polars in batches / the csv module
+        monkeypatch.setattr(polars_csv, "FAST_PATH_MIN_BYTES", threshold)
+        tables = read_path(tmp_path / "trace", READERS)
+        (timeline,) = tables.timelines
+        results.append((timeline.streamed, analyse(tables.timelines)))
+    (fed, by_feed), (unfed, by_walk) = results
+    assert unfed is None
+    assert (fed is None) == late_row
+    assert by_feed == by_walk
+    assert by_feed is not None and by_feed.merged.communication_ns > 0 and by_feed.gaps
