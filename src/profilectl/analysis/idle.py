@@ -424,9 +424,9 @@ class HtaStream:
             kernel_wait = ~host_wait & (interval < self.delay)
             other = ~host_wait & ~kernel_wait
             total = self.sums[key]
-            total[0] += int(interval[host_wait].sum())
-            total[1] += int(interval[kernel_wait].sum())
-            total[2] += int(interval[other].sum())
+            total[0] += int(interval.sum(where=host_wait))  # sums in place: no copies per mask
+            total[1] += int(interval.sum(where=kernel_wait))
+            total[2] += int(interval.sum(where=other))
 
     def result(self, streams: Sequence[str]) -> tuple[HtaStreamIdle, ...]:
         return tuple(HtaStreamIdle(stream=streams[key], host_wait_ns=host, kernel_wait_ns=kernel, other_ns=other_ns)

@@ -662,17 +662,23 @@ class RankStream:
         if first:
             keep[0] = False
         self.pieces.add(s[keep], before[keep])
-        del before, keep, reach
-        # the deepest moment is just after some start: the starts up to it less the ends up to it
+        # the deepest moment is just after some start: the starts up to it less the ends up to it.
+        # Only a start that overlaps what came before it (`keep`) can be deeper than 1 (the latest
+        # starting of the intervals open at any moment is such a start, or the only one open), so
+        # the search is made for those alone where no interval ends before it starts
         ends = np.sort(np.concatenate([self.open_ends, e]))
-        depth = np.arange(self.rows_done + 1, self.rows_done + len(s) + 1) - self.ended - \
-            np.searchsorted(ends, s, side="right")
-        self.deepest = max(self.deepest, int(depth.max()))
+        at = np.flatnonzero(keep) if bool((e >= s).all()) else np.arange(len(s))
+        del before, keep, reach
+        if len(at):
+            depth = (self.rows_done + 1 - self.ended) + at - np.searchsorted(ends, s[at], side="right")
+            self.deepest = max(self.deepest, int(depth.max()))
+            del depth
+        self.deepest = max(self.deepest, 1)
         closed = int(np.searchsorted(ends, s[-1], side="right"))
         self.ended += closed
         self.open_ends = ends[closed:]
         self.rows_done += len(s)
-        del depth, ends
+        del at, ends
         # compute, communication, copies
         if len(self.collective) < len(self.names):
             self.collective = collective_names(self.names)
