@@ -204,7 +204,7 @@ def test_rank_status_reader_keeps_failure_time_and_signal(tmp_path):
 
 def test_every_cause_rule_says_why_and_what_next():
     r = rules()
-    assert [c.key for c in r.causes][-3:] == ["launch", "host", "unrecorded"]
+    assert [c.key for c in r.causes][-4:] == ["launch", "host", "untraced", "unrecorded"]
     for cause in r.causes:
         assert cause.reason and cause.next_step and cause.verdict
     for name in ("gap_min", "launch_gap", "cover", "sync_tolerance", "busy_ok", "straggler_min"):
@@ -277,3 +277,39 @@ def test_a_real_workload_running_its_own_profiler_gets_it_and_is_read(machine, t
     status = json.loads(next((run / "raw").glob("rank-*.status.json")).read_text())
     assert status["own_profiler_step"] == 0 and status["own_traces"] == [str(p) for p in written]
     assert any(n.startswith("the workload runs torch.profiler itself") for n in result["summary"]["notes"])
+
+
+def write_kernel_only_run(folder: Path, with_launch_calls: bool) -> None:
+    """One process's rocprofv3 kernel trace: 50 kernels of 100 µs with 1 ms between them (the GPU
+    idle 90 %), and, where asked, the HIP launch call of each kernel (host events)."""
+    folder.mkdir(parents=True)
+    kernels = ['"Kind","Agent_Id","Queue_Id","Kernel_Name","Correlation_Id","Start_Timestamp","End_Timestamp"']
+    calls = ['"Domain","Function","Process_Id","Thread_Id","Correlation_Id","Start_Timestamp","End_Timestamp"']
+    for i in range(50):
+        start = 1_000_000_000 + i * 1_100_000
+        kernels.append(f'"KERNEL_DISPATCH","Agent 4",1,"gemm",{i + 1},{start},{start + 100_000}')
+        calls.append(f'"HIP_RUNTIME_API","hipLaunchKernel",7,7,{i + 1},{start - 20_000},{start - 10_000}')
+    (folder / "7_kernel_trace.csv").write_text("\n".join(kernels) + "\n")
+    if with_launch_calls:
+        (folder / "7_hip_api_trace.csv").write_text("\n".join(calls) + "\n")
+
+
+@pytest.mark.parametrize("with_launch_calls", [False, True])
+def test_gaps_a_trace_cannot_explain_are_not_blamed_on_python(tmp_path, with_launch_calls):
+    """A GPU-only trace (a rocprofv3 kernel trace alone) says the host side is not in it and how to
+    trace it, instead of naming Python between torch calls; with the launch calls recorded, the gaps
+    are host work between recorded calls."""
+    from profilectl.backends import READERS
+    from profilectl.formats.reader import read_path
+    write_kernel_only_run(tmp_path / "run", with_launch_calls)
+    summary = build(read_path(tmp_path / "run", READERS), SourceInfo(kind="folder", path=str(tmp_path / "run")))
+    finding = top(summary)
+    assert finding.verdict == "host-bound"
+    assert "Python" not in finding.sentence.split(":")[0]
+    cause = summary.diagnosis.steady[0]
+    assert cause.share > 0.99
+    if with_launch_calls:
+        assert cause.cause == "unrecorded" and "code between its recorded calls" in finding.sentence
+    else:
+        assert cause.cause == "untraced" and "cause not in the trace" in finding.sentence
+        assert "--sys-trace" in finding.next_step

@@ -114,8 +114,10 @@ def steady_finding(causes: Sequence[IdleCause], span_ns: int, idle_ns: int, scop
         "evaluation": f"host-bound by evaluation: {idle_part}; {share} is an evaluation phase{named}",
         "host": f"host-bound by {top.activity or 'CPU operators'}: {idle_part}; {share} is host work in operators, "
                 f"{top.activity or 'unnamed'} the largest",
-        "unrecorded": f"host-bound by unrecorded host work (Python between torch calls): {idle_part}; {share} has no "
-                      "recorded host event across it",
+        "untraced": f"host-bound, cause not in the trace: {idle_part}; {share} is in gaps longer than a launch, "
+                    "and none of the files read records host activity to say what the host did",
+        "unrecorded": f"host-bound by host work the trace does not record (code between its recorded calls): "
+                      f"{idle_part}; {share} has no recorded host event across it",
     }
     return Finding(verdict=rule.verdict, scope=scope, evidence=tuple(base), next_step=rule.next_step,
                    sentence=who + sentences.get(top.cause, f"{rule.verdict}: {share} is {rule.title}"))

@@ -11,7 +11,9 @@ Definitions:
   rule's host events run across at least `cover_min` of the gap, any thread; a synchronisation
   names only gaps up to `sync_gap_max_ns`), `short-gap` (shorter
   than `launch_gap_max_ns`), `operator` (CPU operators cover it: named by the one with the most
-  time across such gaps), `rest` (no recorded host event: Python between torch calls).
+  time across such gaps), `untraced` (the trace has no host event at all: the host side is not in
+  it), `rest` (no recorded host event across the gap: code between recorded calls, Python in torch
+  traces).
 - phases come from the workload's ProfilerStep#N marks (the side, GPU or CPU, with more steps, as
   the timeline's steps): start-up before the first step, warm-up for the first steps, steady
   after them, and the last step apart (the profiler may stop inside it); with no marks the whole
@@ -203,6 +205,10 @@ def analyse_rank(t: RankTimeline, busy: "Intervals | None" = None) -> RankIdle:
             break
         if rule.rule == "short-gap":
             cause[open_ & (length < int(r["launch_gap_max_ns"]))] = index
+            continue
+        if rule.rule == "untraced":
+            if not host_recorded and not len(t.api_start):  # no host event at all (not even launch calls):
+                cause[open_] = index  # the rest is not "unrecorded work", it is unseen
             continue
         if rule.rule == "rest":
             cause[open_] = index
