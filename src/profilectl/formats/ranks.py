@@ -44,10 +44,12 @@ def rank_row(rank: str, host: str | None, kernels: StatsByName, operators: Stats
         top_op = max(own.items(), key=lambda item: item[1])
         return RankRow(rank=rank, host=host, kernels=0, dispatches=sum(s.calls for s in operators.values()),
                        total_ns=sum(own.values()), basis="cpu",
-                       collective_ns=sum(t for name, t in own.items() if CPU_COLLECTIVE.search(name)),
+                       # float throughout (0.0, not 0, where none): a rank's partial decodes it as one
+                       collective_ns=float(sum(t for name, t in own.items() if CPU_COLLECTIVE.search(name))),
                        top_kernel=top_op[0], top_kernel_ns=top_op[1])
     total = sum(s.total for s in kernels.values())
     top = max(kernels.items(), key=lambda item: item[1].total, default=None)
     return RankRow(rank=rank, host=host, kernels=len(kernels), dispatches=sum(s.calls for s in kernels.values()),
-                   total_ns=total, basis="gpu", collective_ns=sum(s.total for name, s in kernels.items() if is_collective(name)),
+                   total_ns=total, basis="gpu",
+                   collective_ns=float(sum(s.total for name, s in kernels.items() if is_collective(name))),
                    top_kernel=top[0] if top else None, top_kernel_ns=top[1].total if top else 0.0)
