@@ -213,6 +213,9 @@ class Runner:
             return StepResult(step.label, shown_argv, None, 0.0, step.timed, step.warmup,
                               self.timed_out, bool(self.interrupted))
         full_env = dict(os.environ)
+        if "POLARS_CSV_CHUNK_SIZE" in full_env:  # the CSV reader's setting, where a failed read left it
+            from profilectl.formats.polars_csv import child_environment
+            child_environment(full_env)
         full_env.update(env)
         full_env.update(step.env)  # what differs between the steps of one phase
         self._in_step = True

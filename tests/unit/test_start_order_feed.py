@@ -60,6 +60,7 @@ def test_the_feed_equals_the_walk_over_the_columns(disorder, seed):
     assert feed.given_up == (disorder in ("far", "backwards"))
     if feed.given_up:
         assert figures is None
+        assert analyse_rank(timeline)[0].span_ns > 0  # the walk over the columns makes them instead
         return
     assert figures is not None
     row, gaps, blocks = analyse_rank(timeline, chunk_rows=n)  # the whole trace as one chunk
@@ -107,3 +108,21 @@ def test_the_reader_feeds_the_timeline_while_it_parses(tmp_path, monkeypatch, la
     assert (fed is None) == late_row
     assert by_feed == by_walk
     assert by_feed is not None and by_feed.merged.communication_ns > 0 and by_feed.gaps
+
+
+def test_an_activity_ending_before_it_starts_is_no_crash():
+    """A block whose reach is an earlier block's (its only activity ends before it starts, a clock
+    error in the trace) names its own activity instead of failing on an empty search."""
+    timeline = rank_timeline("0", None, start=np.array([0, 20]), end=np.array([10, 5]), stream=[0, 0], kind=[0, 0],
+                             name=[0, 1], names=["a", "b"], streams=["s"])
+    row, _, blocks = analyse_rank(timeline)
+    assert row.span_ns == 10 and list(blocks[0]) == [0, 20]
+
+
+def test_deepest_concurrency_with_a_zero_length_activity_last_of_equal_starts():
+    """Two activities open at 5 although the last of the three starting at 5 ends there at once."""
+    for start, end in (([0, 5, 5], [10, 10, 5]), ([5, 5, 5], [10, 10, 5]), ([5, 5], [5, 5])):
+        timeline = rank_timeline("0", None, start=np.array(start), end=np.array(end), stream=[0] * len(start),
+                                 kind=[0] * len(start), name=[0] * len(start), names=["a"], streams=["s"])
+        deepest = 0 if max(end) == min(start) else 2
+        assert analyse_rank(timeline)[0].max_concurrency == deepest, (start, end)

@@ -131,7 +131,7 @@ class RankIdle:
     phases: tuple[tuple[str, int], ...]  # idle ns per phase (startup, warmup, steady, last, teardown)
     steps: tuple[StepIdle, ...] = ()
     hta: tuple[HtaStreamIdle, ...] = ()
-    host_recorded: bool = True  # the trace had host events (else causes are launch/unrecorded only)
+    host_recorded: bool = True  # the trace had host activity (else causes are launch/untraced/unrecorded only)
     step_ranges: tuple[tuple[int, int, int], ...] = ()  # (step, start, end) on the rank's clock
 
 
@@ -207,8 +207,8 @@ def analyse_rank(t: RankTimeline, busy: "Intervals | None" = None) -> RankIdle:
             cause[open_ & (length < int(r["launch_gap_max_ns"]))] = index
             continue
         if rule.rule == "untraced":
-            if not host_recorded and not len(t.api_start):  # no host event at all (not even launch calls):
-                cause[open_] = index  # the rest is not "unrecorded work", it is unseen
+            if not host_recorded and not len(t.api_start) and not t.markers:  # no host event at all (no
+                cause[open_] = index  # launch call, no range): the rest is not "unrecorded work", it is unseen
             continue
         if rule.rule == "rest":
             cause[open_] = index
@@ -363,8 +363,11 @@ def merge_causes(groups: Sequence[Sequence[IdleCause]]) -> tuple[IdleCause, ...]
 
 
 # ---------------------------------------------------------------- HTA's breakdown, for comparison
-def hta_breakdown(t: RankTimeline, consecutive_kernel_delay_ns: int = 30_000, chunk_rows: int = CHUNK_ROWS
-                  ) -> tuple[HtaStreamIdle, ...]:
+HTA_KERNEL_DELAY_NS = 30_000  # HTA's default consecutive_kernel_delay
+
+
+def hta_breakdown(t: RankTimeline, consecutive_kernel_delay_ns: int = HTA_KERNEL_DELAY_NS,
+                  chunk_rows: int = CHUNK_ROWS) -> tuple[HtaStreamIdle, ...]:
     """HTA's get_idle_time_breakdown per stream (HtaStream), the activities given in start order
     chunk by chunk (no column copied whole); the figures the reader made while parsing where it did."""
     if t.streamed is not None and consecutive_kernel_delay_ns == HTA_KERNEL_DELAY_NS:
@@ -378,9 +381,6 @@ def hta_breakdown(t: RankTimeline, consecutive_kernel_delay_ns: int = 30_000, ch
         part: Any = slice(at, at + chunk_rows) if order is None else order[at:at + chunk_rows]
         stream.add(t.start[part], t.end[part], t.stream[part], t.correlation[part])
     return stream.result(t.streams)
-
-
-HTA_KERNEL_DELAY_NS = 30_000  # HTA's default consecutive_kernel_delay
 
 
 class HtaStream:

@@ -662,18 +662,25 @@ class RankStream:
         if first:
             keep[0] = False
         self.pieces.add(s[keep], before[keep])
-        # the deepest moment is just after some start: the starts up to it less the ends up to it.
-        # Only a start that overlaps what came before it (`keep`) can be deeper than 1 (the latest
-        # starting of the intervals open at any moment is such a start, or the only one open), so
-        # the search is made for those alone where no interval ends before it starts
+        # the deepest moment is just after some start: the starts up to it less the ends up to it,
+        # exact at the last of a run of equal starts. Where two or more are open, the latest in
+        # order of those open overlaps an earlier one (`keep`), and no fewer are open just after its
+        # start: so the search is made only at the last row of the run of each such start (a chunk
+        # never ends inside a run), and a start that overlaps nothing is 1 deep where it lasts.
+        # Where an interval ends before it starts, at every start as before.
         ends = np.sort(np.concatenate([self.open_ends, e]))
-        at = np.flatnonzero(keep) if bool((e >= s).all()) else np.arange(len(s))
+        if bool((e >= s).all()):
+            run_last = np.flatnonzero(np.append(s[1:] != s[:-1], True))
+            at = np.unique(run_last[np.searchsorted(run_last, np.flatnonzero(keep))])
+            if bool((e > s).any()):
+                self.deepest = max(self.deepest, 1)
+        else:
+            at = np.arange(len(s))
         del before, keep, reach
         if len(at):
             depth = (self.rows_done + 1 - self.ended) + at - np.searchsorted(ends, s[at], side="right")
             self.deepest = max(self.deepest, int(depth.max()))
             del depth
-        self.deepest = max(self.deepest, 1)
         closed = int(np.searchsorted(ends, s[-1], side="right"))
         self.ended += closed
         self.open_ends = ends[closed:]
@@ -718,6 +725,8 @@ class RankStream:
             """(index, name) of the block's activity that ends at its reach, last in the trace's order."""
             a, b = int(first[block]), int(last[block]) + 1
             hit = a + np.flatnonzero(e[a:b] == ends[block])
+            if not len(hit):  # the reach is an earlier block's (an activity here ends before it starts)
+                hit = a + np.flatnonzero(e[a:b] == e[a:b].max())
             at = int(hit[int(np.argmax(index[hit]))])
             return int(index[at]), int(name[at])
         gap_len = starts[1:] - ends[:-1]

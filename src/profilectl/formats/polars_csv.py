@@ -57,18 +57,40 @@ def _polars() -> Any:
 CSV_CHUNK_BYTES = "4000000"
 
 
+_SETTINGS_LEFT = False  # a query that did not finish left CSV_CHUNK_BYTES set (ours, not the user's)
+
+
 @contextlib.contextmanager
-def _reader_settings() -> Iterator[None]:
+def _reader_settings(finishes: bool = True) -> Iterator[None]:
     """CSV_CHUNK_BYTES while one query runs: polars reads it from the environment when the query
-    starts. Taken back once the query has finished, so no workload started later inherits it, but
-    only then: a getenv in polars' threads beside an unsetenv here can crash, so a query left
-    unfinished (an error while its batches are read) leaves it set. A value the user set is kept."""
-    if "POLARS_CSV_CHUNK_SIZE" in os.environ:
+    starts. Taken back once the query has finished, so no workload started later inherits it. A
+    query whose batches are read one by one (`finishes` False) may still be running when an error
+    leaves the block, and a getenv in polars' threads beside an unsetenv here can crash: then it is
+    left set, marked as ours, and taken back after the next query (or dropped by
+    `child_environment`). A value the user set is kept."""
+    global _SETTINGS_LEFT
+    if "POLARS_CSV_CHUNK_SIZE" in os.environ and not _SETTINGS_LEFT:
         yield
         return
     os.environ["POLARS_CSV_CHUNK_SIZE"] = CSV_CHUNK_BYTES
-    yield
+    _SETTINGS_LEFT = True
+    try:
+        yield
+    except BaseException:
+        if not finishes:
+            raise
+        del os.environ["POLARS_CSV_CHUNK_SIZE"]
+        _SETTINGS_LEFT = False
+        raise
     del os.environ["POLARS_CSV_CHUNK_SIZE"]
+    _SETTINGS_LEFT = False
+
+
+def child_environment(env: dict[str, str]) -> dict[str, str]:
+    """`env` without the reader's setting where a query that did not finish left it set."""
+    if _SETTINGS_LEFT:
+        env.pop("POLARS_CSV_CHUNK_SIZE", None)
+    return env
 
 
 def fast_engine_available() -> bool:
@@ -271,7 +293,7 @@ def _batches(scan: "pl.LazyFrame") -> Iterator["pl.DataFrame"]:
     """The query's result in batches of about BATCH_ROWS rows (polars >= 1.31 streams them; older
     releases collect the columns whole, which holds them in memory at once)."""
     if hasattr(scan, "collect_batches"):
-        with _reader_settings():
+        with _reader_settings(finishes=False):
             yield from scan.collect_batches(chunk_size=BATCH_ROWS)
         return
     with _reader_settings():
