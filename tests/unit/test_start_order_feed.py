@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from profilectl.analysis.idle import HtaStream, hta_breakdown
+from profilectl.analysis.idle import analyse as idle_analyse
 from profilectl.analysis.timeline import KERNEL, RankStream, StartOrderFeed, analyse, analyse_rank, rank_timeline
 from profilectl.backends import READERS
 from profilectl.formats import polars_csv
@@ -79,8 +80,8 @@ def write_trace(path, rows):
             out.writerow(["KERNEL_DISPATCH", "Agent 4", queue, name, i + 1, start, end])
 
 
-@pytest.mark.parametrize("late_row", [False, True])
-def test_the_reader_feeds_the_timeline_while_it_parses(tmp_path, monkeypatch, late_row):
+@pytest.mark.parametrize("late_row,launch_calls", [(False, False), (True, False), (False, True)])
+def test_the_reader_feeds_the_timeline_while_it_parses(tmp_path, monkeypatch, late_row, launch_calls):
     """A kernel trace read by polars in batches: its timeline is made during the parse (the rank's
     figures are kept on it), unless a row belongs several batches back, where the walk afterwards
     makes them. Either way the figures equal the csv module's reading."""
@@ -96,17 +97,24 @@ def test_the_reader_feeds_the_timeline_while_it_parses(tmp_path, monkeypatch, la
     folder = tmp_path / "trace" / "host"
     folder.mkdir(parents=True)
     write_trace(folder / "11_kernel_trace.csv", rows)
+    if launch_calls:  # every other kernel's launch call (HIP API), for the launch and HTA figures
+        (folder / "11_hip_api_trace.csv").write_text(
+            '"Domain","Function","Process_Id","Thread_Id","Correlation_Id","Start_Timestamp","End_Timestamp"\n' +
+            "".join(f'"HIP_RUNTIME_API","hipLaunchKernel",11,11,{i + 1},{start - 30_000},{start - 2_000}\n'
+                    for i, (_, _, start, _) in enumerate(rows) if i % 2 == 0))
     monkeypatch.setattr(polars_csv, "BATCH_ROWS", 3_000)
     results = []
     for threshold in (0, 1 << 40):  # polars in batches / the csv module
         monkeypatch.setattr(polars_csv, "FAST_PATH_MIN_BYTES", threshold)
         tables = read_path(tmp_path / "trace", READERS)
         (timeline,) = tables.timelines
-        results.append((timeline.streamed, analyse(tables.timelines)))
-    (fed, by_feed), (unfed, by_walk) = results
+        results.append((timeline.streamed, analyse(tables.timelines), idle_analyse(tables.timelines)))
+    (fed, by_feed, idle_fed), (unfed, by_walk, idle_walked) = results
     assert unfed is None
     assert (fed is None) == late_row
-    assert by_feed == by_walk
+    assert by_feed == by_walk and idle_fed == idle_walked
+    assert any(row.host_wait_ns for row in idle_fed[0].hta) == launch_calls
+    assert (by_feed.merged.launch.short_kernel_basis == "launch call") == launch_calls
     assert by_feed is not None and by_feed.merged.communication_ns > 0 and by_feed.gaps
 
 

@@ -392,13 +392,18 @@ class HtaStream:
     last activity so far is carried."""
 
     def __init__(self, api_start: "NDArray[np.int64]", api_correlation: "NDArray[np.int64]",
-                 consecutive_kernel_delay_ns: int = HTA_KERNEL_DELAY_NS) -> None:
+                 consecutive_kernel_delay_ns: int = HTA_KERNEL_DELAY_NS,
+                 by_correlation: tuple[Any, Any] | None = None) -> None:
+        """`by_correlation`: the launch calls' (correlation ids, starts) sorted by id where the
+        caller has them (RankStream.api): no second sorted copy beside its own."""
         import numpy as np
         self.delay = consecutive_kernel_delay_ns
         self.api: tuple[Any, Any] | None = None
-        if len(api_correlation):
-            by_correlation = np.argsort(api_correlation, kind="stable")
-            self.api = api_correlation[by_correlation], api_start[by_correlation]
+        if by_correlation is not None:
+            self.api = by_correlation if len(by_correlation[0]) else None
+        elif len(api_correlation):
+            order = np.argsort(api_correlation, kind="stable")
+            self.api = api_correlation[order], api_start[order]
         self.last_end: dict[int, int] = {}
         self.sums: dict[int, list[int]] = {}
 

@@ -191,9 +191,11 @@ def rank_timeline_of(rank: str, host: str | None, files: dict[str, list[Path]]
     feed = None
     if len(files.get("kernel_trace", [])) == 1 and not files.get("memory_copy_trace") and \
             _fast(files["kernel_trace"][0]):
-        feed = StartOrderFeed(RankStream((), api_start, api_end, api_correlation,
-                                         capacity=polars_csv.estimated_rows(files["kernel_trace"][0])),
-                              HtaStream(api_start, api_correlation), KERNEL)
+        rank_stream = RankStream((), api_start, api_end, api_correlation,
+                                 capacity=polars_csv.estimated_rows(files["kernel_trace"][0]))
+        sorted_api = (rank_stream.api[0], rank_stream.api[1]) if rank_stream.api is not None else \
+            (api_correlation, api_start)  # none: empty
+        feed = StartOrderFeed(rank_stream, HtaStream(api_start, api_correlation, by_correlation=sorted_api), KERNEL)
     kernels = [(p, _intervals(p, "Kernel_Name", ("Agent_Id", "Queue_Id"), linked, feed))
                for p in files.get("kernel_trace", [])]
     copies = [(p, _intervals(p, "Direction", ("Kind", "Stream_Id"), linked)) for p in files.get("memory_copy_trace", [])]
