@@ -172,14 +172,16 @@ def rank_timeline(rank: str, host: str | None, *, start: Ints, end: Ints, stream
 
 def small_distinct(ids: "NDArray[Any]") -> list[int]:
     """The distinct values of an id column (stream ids: a few small numbers), ascending: one value
-    where the column is a broadcast, a bincount where the ids are small (np.unique sorts)."""
+    where the column is a broadcast, a bincount where the ids are small (np.unique hashes every
+    row: 1.2 s of an 8 M-row rocpd timeline)."""
     import numpy as np
     if not len(ids):
         return []
     if ids.strides == (0,):
         return [int(ids[0])]
-    if ids.dtype.itemsize <= 2 and int(ids.min()) >= 0:
-        return np.flatnonzero(np.bincount(ids)).tolist()
+    low, high = int(ids.min()), int(ids.max())
+    if low >= 0 and high < 1 << 16:  # ids of a small table, whatever their type
+        return np.flatnonzero(np.bincount(ids, minlength=high + 1)).tolist()
     return np.unique(ids).tolist()
 
 
@@ -671,7 +673,7 @@ class RankStream:
         ends = np.sort(np.concatenate([self.open_ends, e]))
         if bool((e >= s).all()):
             run_last = np.flatnonzero(np.append(s[1:] != s[:-1], True))
-            at = np.unique(run_last[np.searchsorted(run_last, np.flatnonzero(keep))])
+            at = run_last[np.searchsorted(run_last, np.flatnonzero(keep))]  # repeats are harmless to a max
             if bool((e > s).any()):
                 self.deepest = max(self.deepest, 1)
         else:
