@@ -49,7 +49,7 @@ def test_the_feed_equals_the_walk_over_the_columns(disorder, seed):
                              name=name, correlation=correlation, names=NAMES, streams=streams, api_start=api_start,
                              api_end=api_end, api_correlation=api_correlation)
     feed = StartOrderFeed(RankStream((), api_start, api_end, api_correlation, capacity=n),
-                          HtaStream(api_start, api_correlation), KERNEL)
+                          HtaStream((api_correlation, api_start)), KERNEL)  # ids already sorted
     at = 0
     while at < n:  # batches of uneven sizes, the names known so far with each
         size = int(rng.integers(1, 900))

@@ -375,8 +375,11 @@ def hta_breakdown(t: RankTimeline, consecutive_kernel_delay_ns: int = HTA_KERNEL
     count = len(t.start)
     if not count:
         return ()
+    import numpy as np
     order = t.start_order
-    stream = HtaStream(t.api_start, t.api_correlation, consecutive_kernel_delay_ns)
+    by_id = np.argsort(t.api_correlation, kind="stable") if len(t.api_correlation) else None
+    stream = HtaStream((t.api_correlation[by_id], t.api_start[by_id]) if by_id is not None else None,
+                       consecutive_kernel_delay_ns)
     for at in range(0, count, chunk_rows):
         part: Any = slice(at, at + chunk_rows) if order is None else order[at:at + chunk_rows]
         stream.add(t.start[part], t.end[part], t.stream[part], t.correlation[part])
@@ -391,19 +394,12 @@ class HtaStream:
     counts negative). Activities arrive in start order, chunk by chunk; per stream the end of its
     last activity so far is carried."""
 
-    def __init__(self, api_start: "NDArray[np.int64]", api_correlation: "NDArray[np.int64]",
-                 consecutive_kernel_delay_ns: int = HTA_KERNEL_DELAY_NS,
-                 by_correlation: tuple[Any, Any] | None = None) -> None:
-        """`by_correlation`: the launch calls' (correlation ids, starts) sorted by id where the
-        caller has them (RankStream.api): no second sorted copy beside its own."""
-        import numpy as np
+    def __init__(self, launches: tuple[Any, Any] | None,
+                 consecutive_kernel_delay_ns: int = HTA_KERNEL_DELAY_NS) -> None:
+        """`launches`: the launch calls' (correlation ids, starts), sorted by id; None where the
+        trace has none."""
         self.delay = consecutive_kernel_delay_ns
-        self.api: tuple[Any, Any] | None = None
-        if by_correlation is not None:
-            self.api = by_correlation if len(by_correlation[0]) else None
-        elif len(api_correlation):
-            order = np.argsort(api_correlation, kind="stable")
-            self.api = api_correlation[order], api_start[order]
+        self.api = launches if launches is not None and len(launches[0]) else None
         self.last_end: dict[int, int] = {}
         self.sums: dict[int, list[int]] = {}
 
@@ -416,8 +412,7 @@ class HtaStream:
             where = np.minimum(np.searchsorted(api[0], correlation), len(api[0]) - 1)
             linked = (correlation >= 0) & (api[0][where] == correlation)
             launch_start[linked] = api[1][where[linked]]
-        # one stream throughout (a broadcast column): no search per stream
-        keys = small_distinct(stream)
+        keys = small_distinct(stream)  # one stream throughout: no search per stream below
         for key in keys:
             mine = np.arange(len(stream)) if len(keys) == 1 else np.flatnonzero(stream == key)
             carried = self.last_end.get(key)

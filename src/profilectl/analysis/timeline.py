@@ -647,7 +647,6 @@ class RankStream:
             self.span_start = int(s[0])
         top_end = int(e.max())
         self.span_end = top_end if self.span_end is None else max(self.span_end, top_end)
-        # a broadcast column (one stream for every activity) holds one value: no sort of it
         self.streams.update(small_distinct(stream))
         self._gaps(s, e, name, index)
         # concurrency: each interval overlaps what came before it from its start to min(its end, the
@@ -883,13 +882,12 @@ class StartOrderFeed:
             return
         self.rank_stream.names = names
         batch: tuple[Any, ...] = (start, end, stream, name, correlation, index)
-        if self.pending is not None:
-            if int(self.pending[0][-1]) < low:  # in order: the rows held back all go, no copies
-                self._pass(self.pending)
-                self.pending = None
+        held, self.pending = self.pending, None
+        if held is not None:
+            if int(held[0][-1]) < low:  # in order: the rows held back all go, no copies
+                self._pass(held)
             else:
-                batch = tuple(np.concatenate([a, b]) for a, b in zip(self.pending, batch))
-                self.pending = None
+                batch = tuple(np.concatenate([a, b]) for a, b in zip(held, batch))
         if not bool((batch[0][1:] >= batch[0][:-1]).all()):
             order = np.argsort(batch[0], kind="stable")
             batch = tuple(column[order] for column in batch)

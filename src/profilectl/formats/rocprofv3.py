@@ -180,12 +180,9 @@ def rank_timeline_of(rank: str, host: str | None, files: dict[str, list[Path]]
     linked = any(files.get(kind) for kind in API_KINDS)  # correlation ids matter only with launch calls
     api = [_columns(p, (), ("Start_Timestamp", "End_Timestamp", "Correlation_Id"))
            for kind in API_KINDS for p in files.get(kind, [])]
-    api_start = np.concatenate([np.asarray(c["Start_Timestamp"], dtype=np.int64) for c in api]) if api else \
-        np.zeros(0, dtype=np.int64)
-    api_end = np.concatenate([np.asarray(c["End_Timestamp"], dtype=np.int64) for c in api]) if api else \
-        np.zeros(0, dtype=np.int64)
-    api_correlation = np.concatenate([np.asarray(c["Correlation_Id"], dtype=np.int64) for c in api]) if api else \
-        np.zeros(0, dtype=np.int64)
+    api_start, api_end, api_correlation = (
+        np.concatenate([np.asarray(c[column], dtype=np.int64) for c in api]) if api else np.zeros(0, dtype=np.int64)
+        for column in ("Start_Timestamp", "End_Timestamp", "Correlation_Id"))
     del api
     # one large kernel trace and nothing else on the GPU side: the timeline is made while it is parsed
     feed = None
@@ -193,9 +190,8 @@ def rank_timeline_of(rank: str, host: str | None, files: dict[str, list[Path]]
             _fast(files["kernel_trace"][0]):
         rank_stream = RankStream((), api_start, api_end, api_correlation,
                                  capacity=polars_csv.estimated_rows(files["kernel_trace"][0]))
-        sorted_api = (rank_stream.api[0], rank_stream.api[1]) if rank_stream.api is not None else \
-            (api_correlation, api_start)  # none: empty
-        feed = StartOrderFeed(rank_stream, HtaStream(api_start, api_correlation, by_correlation=sorted_api), KERNEL)
+        # HTA's breakdown looks launch calls up in RankStream's copy sorted by correlation id
+        feed = StartOrderFeed(rank_stream, HtaStream(rank_stream.api[:2] if rank_stream.api else None), KERNEL)
     kernels = [(p, _intervals(p, "Kernel_Name", ("Agent_Id", "Queue_Id"), linked, feed))
                for p in files.get("kernel_trace", [])]
     copies = [(p, _intervals(p, "Direction", ("Kind", "Stream_Id"), linked)) for p in files.get("memory_copy_trace", [])]
