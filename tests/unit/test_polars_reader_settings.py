@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from profilectl.errors import FormatError
+from profilectl.errors import FormatError, UsageError
 from profilectl.formats import polars_csv
 
 HEADER = '"Kind","Agent_Id","Queue_Id","Kernel_Name","Correlation_Id","Start_Timestamp","End_Timestamp"\n'
@@ -65,3 +65,13 @@ def test_a_failed_read_leaves_nothing_for_a_workload(tmp_path):
     polars_csv.trace_columns(trace(tmp_path / "2_kernel_trace.csv", 3_000), "Kernel_Name", "Start_Timestamp",
                              "End_Timestamp")
     assert VAR not in os.environ and not polars_csv._SETTINGS_LEFT
+
+
+@pytest.mark.parametrize("value", ["abc", "0", " 4000000", "-1"])
+def test_a_value_polars_cannot_read_is_one_line_not_a_panic(tmp_path, monkeypatch, value):
+    """polars' reader thread panics on such a value and the query then yields nothing ("no
+    records"): it is named before the query starts."""
+    monkeypatch.setenv(VAR, value)
+    path = trace(tmp_path / "1_kernel_trace.csv", 3_000)
+    with pytest.raises(UsageError, match="POLARS_CSV_CHUNK_SIZE=.*positive whole number"):
+        polars_csv.trace_columns(path, "Kernel_Name", "Start_Timestamp", "End_Timestamp")

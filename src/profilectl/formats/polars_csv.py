@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
-from profilectl.errors import FormatError
+from profilectl.errors import FormatError, UsageError
 from profilectl.formats.common import csv_header
 from profilectl.formats.tables import KernelStats
 
@@ -70,6 +70,10 @@ def _reader_settings(finishes: bool = True) -> Iterator[None]:
     `child_environment`). A value the user set is kept."""
     global _SETTINGS_LEFT
     if "POLARS_CSV_CHUNK_SIZE" in os.environ and not _SETTINGS_LEFT:
+        value = os.environ["POLARS_CSV_CHUNK_SIZE"]
+        if not (value.isascii() and value.isdigit() and int(value)):  # polars' reader thread panics on it
+            raise UsageError(f"POLARS_CSV_CHUNK_SIZE={value!r}: polars reads it as the CSV chunk size in bytes; "
+                             "give a positive whole number or unset it")
         yield
         return
     os.environ["POLARS_CSV_CHUNK_SIZE"] = CSV_CHUNK_BYTES
