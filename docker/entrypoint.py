@@ -12,31 +12,30 @@ ownership of everything it leaves on the host.
   $PROFILECTL_HOST_UID/GID (HOST_UID/HOST_GID), else the owner of the traces folder, else of the
   application folder (the user's project). Started as another user (`docker compose run --user`),
   it runs as that user.
-- Only a service that needs root (counters: hardware counters need root with SYS_ADMIN) starts
-  profilectl as root; profilectl probes as root, then becomes the host user itself, keeping only the
-  capabilities the profiler needs as ambient capabilities (profilectl/ownership.py), so the profiler
-  and the workload write every file as the host user from the start: a `docker kill` or an OOM kill
-  leaves nothing root-owned. Whatever root still made (a kernel without ambient capabilities, an
-  older profilectl) is handed back when profilectl ends, by a walk over directory descriptors that
-  follows no link and changes nothing but root's own regular files and folders (ownership.hand_back).
+- Only the `counters` command of the counters service (and its env-check, which runs nothing of the
+  user's) starts profilectl as root (hardware counters may need a capability, and cap_add gives
+  nothing to another user): this entrypoint execs it, so no root process of ours waits beside the
+  workload. profilectl probes as root, then becomes the host
+  user itself, keeping only the capability the plan says the profiler needs here, if any
+  (profilectl/privilege.py, docs/threat-model.md), so every file is the host user's as it is written:
+  a `docker kill` or an OOM kill leaves nothing root-owned, and nothing needs handing back. Any other
+  command of that service (`report`, `ls`, ...) runs as the host user like every other service.
 - A mount point Docker created for a missing host folder (root-owned and empty) is given to the
   host user first, so the user can write into it and delete what the run leaves there.
 """
 
 import os
 import shlex
-import signal
-import subprocess
 import sys
-import time
 
 COMMANDS = {"env-check", "profile", "counters", "trace", "ls", "report", "compare", "docker"}
 PASS_THROUGH = {"-h", "--help", "--version"}
-ROOT_SERVICES = {"counters"}  # hardware counters need root: cap_add gives nothing to another user
+# hardware counters may need a capability (cap_add gives nothing to another user); env-check says what
+# counters would find, and runs nothing of the user's
+ROOT_COMMANDS = {"counters", "env-check"}
 PROFILECTL = os.environ.get("PROFILECTL_BIN", "profilectl")
 TRACES = os.environ.get("PROFILECTL_TRACES_DIR", "/workspace/traces")
 APP = os.environ.get("PROFILECTL_APP_MOUNT", "/workspace/app")
-CHANGED_SLACK_S = 2.0  # file times have coarse granularity on some file systems
 
 
 def command_line(args, env):
@@ -83,24 +82,6 @@ def _ownership():
     return ownership
 
 
-def hand_back(owner, since):
-    """chown to the host user what this container's root created or changed in the host folders:
-    each folder opened once (no link followed), walked by descriptors, only root's own regular files
-    and folders changed (ownership.hand_back): a link the user swaps in is never followed."""
-    ownership = _ownership()
-    for top in (TRACES, APP):
-        try:
-            fd = ownership.open_dir(top)
-        except OSError:
-            continue
-        try:
-            done = ownership.hand_back(fd, owner, since=since - CHANGED_SLACK_S, label=top)
-            for refused in done.refused[:20]:
-                sys.stderr.write(f"profilectl: left as it is: {refused}\n")
-        finally:
-            os.close(fd)
-
-
 def private_home():
     """A writable HOME for a user the image has no account for (caches of torch, triton, pip)."""
     home = os.environ.get("HOME", "")
@@ -118,32 +99,17 @@ def drop_to(owner):
     os.setuid(uid)
 
 
-def run_and_hand_back(argv, owner):
-    since = time.time()
-    # profilectl becomes this user itself once it has probed as root (ownership.become)
-    env = dict(os.environ, PROFILECTL_HOST_UID=str(owner[0]), PROFILECTL_HOST_GID=str(owner[1]))
-    child = subprocess.Popen(argv, env=env)
-
-    def forward(signum, frame):
-        child.send_signal(signum)  # docker stop reaches this process; profilectl finalises the run
-
-    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(signum, forward)
-    code = child.wait()
-    hand_back(owner, since)
-    return 128 - code if code < 0 else code
-
-
 def main():
     args = command_line(sys.argv[1:], os.environ)
     argv = [PROFILECTL, *args]
     owner = host_owner(os.environ)
-    service = os.environ.get("PROFILECTL_SERVICE", "")
     if os.getuid() == 0 and owner and owner[0] != 0:
         adopt_empty_mounts(owner)
-        if service in ROOT_SERVICES:
-            return run_and_hand_back(argv, owner)
-        drop_to(owner)
+        if args and args[0] in ROOT_COMMANDS and os.environ.get("PROFILECTL_SERVICE") == "counters":
+            # profilectl becomes the user itself once it has probed (it is told who by these)
+            os.environ.update(PROFILECTL_HOST_UID=str(owner[0]), PROFILECTL_HOST_GID=str(owner[1]))
+        else:
+            drop_to(owner)
     measuring = bool(args) and args[0] in ("profile", "counters", "trace")
     if measuring and os.getuid() != 0 and os.path.isdir(TRACES) and not os.access(TRACES, os.W_OK | os.X_OK):
         host = os.environ.get("PROFILECTL_TRACES_ON_HOST", TRACES)

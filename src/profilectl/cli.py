@@ -66,6 +66,10 @@ def _measuring(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
                    help="write the workload's arguments and environment as given: by default values that look like "
                         "secrets (--password, --token, --api-key, *TOKEN*, *_SECRET*, user:pass@ URLs; the rule: "
                         "profiling/redaction.yaml) are written as <redacted>")
+    p.add_argument("--as-root", action="store_true",
+                   help="root only: run the profiler and the workload as root, knowingly, when root profiles another "
+                        "user's program and the counters need a capability inside it (by default profilectl runs it "
+                        "as that user and never hands it root's capabilities; docs/threat-model.md)")
     p.add_argument("--no-sample", action="store_true",
                    help="do not sample GPU power, memory, clocks, temperature, utilisation (telemetry.csv)")
     p.add_argument("workload", nargs=argparse.REMAINDER,
@@ -375,7 +379,7 @@ def measure_options(args: argparse.Namespace) -> dict[str, Any]:
                                   "include_collectives": args.include_collectives, **_attach_of(args)},
              "trace": lambda: {"preset": args.preset, "bounds": _bounds_of(args), **_attach_of(args)}}[args.command]()
     return {"backend": args.backend, "timeout": args.timeout, "traces_dir": args.traces_dir, "env_items": args.env,
-            "serialize": args.serialize, "sample": not args.no_sample, "redact": not args.no_redact, **extra}
+            "serialize": args.serialize, "sample": not args.no_sample, "as_root": args.as_root, "redact": not args.no_redact, **extra}
 
 
 def main(argv: list[str] | None = None) -> int:

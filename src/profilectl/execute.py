@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Iterable
 
-from profilectl import __version__, errors, ownership, runs
+from profilectl import __version__, errors, ownership, privilege, runs
 from profilectl.analysis import failures
 from profilectl.backends import torch_profiler
 from profilectl.backends import BACKENDS, Step, StepResult
@@ -88,14 +88,23 @@ def run(plan: Plan, report: EnvReport, echo: tuple[BinaryIO | None, BinaryIO | N
     if run_dir != proposed:  # the proposed name was taken meanwhile: same decisions, new paths
         plan = relocate(plan, report.facts, run_dir)
     owner = None if became else runs.host_owner(run_dir.parent)
-    # Root writing for another user (no drop possible): the run directory stays root's (readable)
-    # while root writes into it by path, and is handed back at the end through this descriptor,
-    # opened now, never through its path again (ownership.hand_back).
+    # Root writing for another user (--as-root): the run directory stays root's while it runs and is
+    # handed back at the end through this descriptor, opened now. Every write in between goes through
+    # /proc/<pid>/fd/<n>, the directory held open, never through its path: the user owns the folder
+    # around it and could rename it and plant a link in its place (ownership.hand_back).
     run_fd = _own_run_dir(run_dir) if owner is not None and os.geteuid() == 0 and owner[0] != 0 else None
+    shown_dir = run_dir
+    if run_fd is not None:
+        run_dir = Path(f"/proc/{os.getpid()}/fd/{run_fd}")
+        plan = relocate(plan, report.facts, run_dir)
     started = runs.now_utc()
     manifest = start_manifest(plan, report, runs.iso(started))
     if became_note:
         manifest = dataclasses.replace(manifest, notes=manifest.notes + (became_note,))
+    if run_dir != shown_dir:
+        manifest = dataclasses.replace(manifest, notes=manifest.notes + (
+            f"root wrote this run through {run_dir} (the folder held open: {shown_dir} lies in a folder uid "
+            f"{owner[0] if owner else '?'} controls) and handed it back to that user at the end",))
 
     def first_files() -> None:
         write_json_atomic(run_dir / "env.json", report.to_dict())
@@ -124,51 +133,35 @@ def run(plan: Plan, report: EnvReport, echo: tuple[BinaryIO | None, BinaryIO | N
                 os.close(run_fd)
     if ending.error is not None:
         raise ending.error  # profilectl's own failure: the final manifest already says so
-    return Outcome(ending.exit_code, ending.status, ending.message, run_dir, manifest, ending.summary)
-
-
-BECOME_ENV = "PROFILECTL_KEEP_ROOT"  # 1: stay root and hand the files back at the end (the older way)
+    summary = ending.summary
+    if shown_dir != run_dir:
+        summary = dataclasses.replace(summary, source=dataclasses.replace(summary.source, path=str(shown_dir)))
+    return Outcome(ending.exit_code, ending.status, ending.message, shown_dir, manifest, summary)
 
 
 def _become_owner(plan: Plan, traces_root: Path) -> tuple[bool, str | None]:
     """Root running for another user becomes that user before the run directory exists, keeping only
-    the capabilities the profiler needs (ownership.become): every file then has the right owner from
-    the start. (True, note) when done; (False, note) when profilectl stays root and hands back at the
-    end, which is safe only where the user cannot rename what root writes into: a traces folder that
-    the user owns is refused then (UsageError) unless $PROFILECTL_KEEP_ROOT=1 says to go on."""
-    if os.geteuid() != 0:
+    the capabilities the plan kept (privilege.py, ownership.become): every file then has the right
+    owner from the start. (True, note) when done; (False, None) when profilectl goes on as it is (not
+    root, root for root, or --as-root). Where it cannot become the user, it refuses in one line rather
+    than run the user's program as root unasked."""
+    decided = plan.privilege
+    if decided.run_as != privilege.OWNER or decided.owner is None or os.geteuid() != 0:
         return False, None
-    owner = runs.host_owner(traces_root) if traces_root.is_dir() else None
-    if owner is None or owner[0] == 0:
-        return False, None
-    user_controls = traces_root.stat().st_uid == owner[0]  # the user may rename anything root makes in it
-    kept_root = os.environ.get(BECOME_ENV) == "1"
-    stayed = f"profilectl stayed root; the run's files were handed back to uid {owner[0]} at the end"
-    why = "" if kept_root else None
-    if not kept_root:
-        try:
-            if not user_controls:  # a folder the user cannot write: root writes, then hands back (no race)
-                return False, stayed
-            if ownership.can_run_as(owner, (str(traces_root),), entered=(os.getcwd(),)):
-                keep = ownership.PROFILER_CAPS if _needs_capabilities(plan) else ()
-                return True, ownership.become(owner, keep, ownership.device_groups()).note()
-            why = f"uid {owner[0]} cannot enter {os.getcwd()}, write {traces_root} or run {sys.executable}"
-        except OSError as exc:
-            if os.geteuid() != 0:  # half done (capabilities refused after the uid changed): say it, go on
-                return True, f"profilectl ran as uid {os.geteuid()} without the profiler's capabilities: " \
-                             f"{exc.strerror or exc}"
-            why = str(exc.strerror or exc)
-    if user_controls and not kept_root:
-        raise errors.UsageError(
-            f"refusing to write as root into {traces_root}, which uid {owner[0]} owns: profilectl cannot run as that "
-            f"user here ({why}), and root's writes into a folder another user controls can be redirected; run "
-            f"profilectl as uid {owner[0]} (or where that user can run it), or set {BECOME_ENV}=1 to run as root anyway")
-    return False, stayed + (f" ({BECOME_ENV}=1)" if kept_root else "")
-
-
-def _needs_capabilities(plan: Plan) -> bool:
-    """Counter collection (and PC sampling, attaching) may need CAP_SYS_ADMIN/PERFMON/SYS_PTRACE."""
-    return plan.service == "counters" or plan.request.preset == "pc-sampling" or plan.request.attach is not None
+    owner = decided.owner
+    try:
+        if ownership.can_run_as(owner, (str(traces_root),), entered=(os.getcwd(),)):
+            keep = tuple(ownership.CAP_NUMBERS[name] for name in decided.capabilities)
+            return True, ownership.become(owner, keep, ownership.device_groups()).note()
+        why = f"uid {owner[0]} cannot enter {os.getcwd()}, write {traces_root} or run {sys.executable}"
+    except OSError as exc:
+        if os.geteuid() != 0:  # half done (capabilities refused after the uid changed): say it, go on
+            return True, f"profilectl ran as uid {os.geteuid()} without the profiler's capabilities: " \
+                         f"{exc.strerror or exc}"
+        why = str(exc.strerror or exc)
+    raise errors.UsageError(
+        f"refusing to run uid {owner[0]}'s run as root: profilectl cannot become that user here ({why}); run "
+        f"profilectl as uid {owner[0]} (or where that user can run it), or pass --as-root to run it as root knowingly")
 
 
 def _own_run_dir(run_dir: Path) -> int | None:
@@ -450,6 +443,16 @@ def _write_csv(path: Path, rows: Iterable[dict[str, Any]]) -> bool:
     return True
 
 
+def _where(run_dir: Path) -> str:
+    """The run directory's path as a user finds it (a /proc/<pid>/fd/<n> path: where it lies now)."""
+    if str(run_dir).startswith("/proc/"):
+        try:
+            return os.readlink(run_dir)
+        except OSError:
+            pass
+    return str(run_dir)
+
+
 def _relative(run_dir: Path, path: str) -> str:
     try:
         return str(Path(path).relative_to(run_dir))
@@ -480,7 +483,7 @@ def _write_tables_and_summary(run_dir: Path, plan: Plan, phases: list[PhaseOutco
     tables = merge_all(p.tables for p in phases)
     derived = plan.counter_set.derived if plan.counter_set else {}
     traces = [_relative(run_dir, t) for p in phases for t in p.tables.trace_files]
-    summary = summaries.build(tables, SourceInfo(kind="profilectl-run", path=str(run_dir)), derived,
+    summary = summaries.build(tables, SourceInfo(kind="profilectl-run", path=_where(run_dir)), derived,
                               perfetto_trace=traces[0] if traces else None)
     timing = BACKENDS[plan.backend].kernel_timing(plan.request) if tables.kernel_timing else None
     if timing is not None:  # the plan knows more than the files (ncu: the clock control its CSV does not say)

@@ -4,11 +4,11 @@ When profilectl runs as root for another user (a traces folder that user owns, o
 $PROFILECTL_HOST_UID/GID: the container services), two things keep ownership right:
 
 1. `become(owner, keep)`: before the run directory exists, profilectl itself becomes that user
-   (setgroups/setresgid/setresuid), keeping only the capabilities the profiler needs (hardware
-   counters: CAP_SYS_ADMIN / CAP_PERFMON; attaching: CAP_SYS_PTRACE) as *ambient* capabilities, so
-   the profiler and the workload it starts hold them although they are not root. Every file of the
-   run (profilectl's, the profiler's, the workload's) is then made by that user, with that owner,
-   from the start: nothing to hand back, nothing root-owned after a `docker kill`, an OOM kill or a
+   (setgroups/setresgid/setresuid), keeping only the capabilities the plan decided the profiler
+   needs (privilege.py: usually none) as *ambient* capabilities, so the processes it starts hold
+   them although they are not root; where any is kept, core dumps are off. Every file of the run
+   (profilectl's, the profiler's, the workload's) is then made by that user, with that owner, from
+   the start: nothing to hand back, nothing root-owned after a `docker kill`, an OOM kill or a
    SIGKILL, and a symbolic link the user plants anywhere leads only where the user could write.
 2. `hand_back(dir_fd, owner)`: where root did write (a kernel without ambient capabilities, the
    container entrypoint's files from before), ownership is handed back by a walk that trusts no
@@ -28,14 +28,16 @@ import ctypes.util
 import errno
 import os
 import pwd
+import resource
 import stat
 from dataclasses import dataclass, field
 
 CAP_SYS_PTRACE = 19
 CAP_SYS_ADMIN = 21
 CAP_PERFMON = 38
-PROFILER_CAPS = (CAP_SYS_ADMIN, CAP_PERFMON, CAP_SYS_PTRACE)  # what a counter profiler may need, nothing more
 CAP_NAMES = {CAP_SYS_PTRACE: "SYS_PTRACE", CAP_SYS_ADMIN: "SYS_ADMIN", CAP_PERFMON: "PERFMON"}
+CAP_NUMBERS = {name: number for number, name in CAP_NAMES.items()}  # the only ones a plan may keep
+PR_SET_DUMPABLE = 4
 PR_SET_KEEPCAPS = 8
 PR_CAP_AMBIENT = 47
 PR_CAP_AMBIENT_RAISE = 2
@@ -97,8 +99,8 @@ class Became:
     caps: tuple[str, ...]  # the capabilities kept (ambient), by name
 
     def note(self) -> str:
-        kept = f", keeping only {', '.join('CAP_' + c for c in self.caps)} for the profiler" if self.caps else \
-            " with no capabilities"
+        kept = f", keeping only {', '.join('CAP_' + c for c in self.caps)} for the profiler (core dumps off)" \
+            if self.caps else " with no capabilities"
         return f"profilectl ran as uid {self.uid} gid {self.gid} (the user the run is for){kept}: every file " \
                f"of the run was made with that owner"
 
@@ -180,6 +182,10 @@ def become(owner: tuple[int, int], keep: tuple[int, ...] = (), extra_groups: tup
             if libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0) != 0:
                 raise OSError(ctypes.get_errno(), f"cannot keep CAP_{CAP_NAMES.get(cap, cap)} across exec")
         libc.prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0)
+        # No core file of a process holding a capability (the limit is inherited across exec), and
+        # this process itself not dumpable: /proc/<pid>/mem and ptrace stay root's
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     home = _home_of(uid)
     if home:
         os.environ["HOME"] = home  # the user's caches (torch, triton), not root's unreadable /root

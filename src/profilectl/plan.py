@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from profilectl import countersets
+from profilectl import countersets, privilege
 from profilectl.backends import BACKENDS, SERVICE_ORDER, Backend, Job, Step, StepResult
 from profilectl.backends.base import NO_VENDOR_GPU, SizedRuns
 from profilectl.backends.rocprofv3 import presets
@@ -24,6 +24,7 @@ from profilectl.countersets import CounterPlan
 from profilectl.envreport import Assessment, Fallback, ServiceChoice
 from profilectl.errors import UnavailableError, UsageError
 from profilectl.facts import Facts, Tool, Verdict
+from profilectl.privilege import Privilege
 from profilectl.probe.machine import CommandResult
 from profilectl.request import Request
 from profilectl.telemetry.model import SamplingPlan
@@ -68,6 +69,8 @@ class Plan:
     notes: tuple[str, ...] = ()
     ran_as: str = ""  # the service whose commands run: `service`, or profile for counters --fallback
     sampling: SamplingPlan | None = None  # GPU power/memory sampling while the steps run (None: none)
+    # who the profiler and the workload run as, and the capabilities they keep (privilege.py)
+    privilege: Privilege = field(default_factory=lambda: Privilege(privilege.INVOKER))
     schema_version: int = PLAN_SCHEMA
 
     @property
@@ -107,7 +110,14 @@ def verdict_of(backend: Backend, facts: Facts, request: Request) -> Verdict:
     verdict = backend.available(facts, request)
     if request.attach is not None and (refusal := attach_refusal(backend.name)) and verdict.cause != NO_VENDOR_GPU:
         return refusal  # what attach cannot do with this tool, unless its GPU is not even here
+    if verdict.available and isinstance(decided := privilege_of(backend, facts, request), Verdict):
+        return decided  # it would need root's capabilities in another user's program
     return verdict
+
+
+def privilege_of(backend: Backend, facts: Facts, request: Request) -> Privilege | Verdict:
+    """Who this backend's processes run as, with what (privilege.py), or why it cannot run here."""
+    return privilege.decide(backend.capabilities(facts, request), facts, request.run_for, request.as_root)
 
 
 def attach_refusal(backend: str) -> Verdict | None:
@@ -233,10 +243,13 @@ def make_plan(request: Request, facts: Facts, run_dir: Path, list_counters: List
     sampling, sampling_note = plan_sampling(request.sample, facts, {**os.environ, **request.env_overrides})
     notes.append(sampling_note)
     tool = chosen.tool(facts)
+    decided = privilege_of(chosen, facts, request)
+    assert isinstance(decided, Privilege)  # a refusal made the backend unavailable above
+    notes.append(decided.note())
     plan = Plan(service=request.service, backend=chosen.name, reason=reason, fallbacks=fallbacks, phases=(),
                 workload=request.workload, workload_source=request.workload_source, run_dir=str(run_dir),
                 request=request, tool=tool, counter_set=counters, notes=tuple(notes), ran_as=request.service,
-                sampling=sampling)
+                sampling=sampling, privilege=decided)
     return dataclasses.replace(plan, phases=_phases(plan, facts, chosen, extras, run_dir))
 
 

@@ -95,6 +95,10 @@ class Request:
     # write secret-looking values of the workload's arguments and environment as <redacted>
     # (profiling/redaction.yaml; --no-redact: off)
     redact: bool = True
+    # root only: the profiler and the workload run as root although the run is for another user (privilege.py)
+    as_root: bool = False
+    # (uid, gid) of the user the run is for: the owner of the traces folder or $PROFILECTL_HOST_UID/GID
+    run_for: tuple[int, int] | None = None
 
     @functools.cached_property
     def launch(self) -> "Launch":

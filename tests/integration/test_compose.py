@@ -171,8 +171,8 @@ def owners(folder):
 def test_the_readme_command_runs_a_program_under_the_service_and_leaves_only_user_files(docker_client, traces,
                                                                                         app_dir, service):
     """`docker compose ... run --rm trace -- python3 train.py`, as the README writes it (no service name
-    repeated); trace runs as the user; counters starts as root and becomes the user with only the
-    profiler's capabilities before the workload starts: both leave only the user's files."""
+    repeated); trace runs as the user; counters starts as root and becomes the user before the workload
+    starts, keeping no capability on a CPU (docs/threat-model.md): both leave only the user's files."""
     done = subprocess.run(compose_argv("run", "--rm", service, "--", "python3", "train.py"), capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -2,6 +2,9 @@
 each scenario, that no tagged process is left and no run is lost; small tmpfs file systems.
 Helpers live in reliability_support.py."""
 
+import os
+import pwd
+import secrets
 import subprocess
 import sys
 import uuid
@@ -39,3 +42,29 @@ def small_fs(harness, tmp_path):
     return mount
 
 
+
+
+@pytest.fixture(scope="module")
+def user():
+    """A real, unprivileged account for this module: (uid, gid), deleted afterwards."""
+    name = f"pctl-{secrets.token_hex(4)}"
+    subprocess.run(["useradd", "-M", "-s", "/usr/sbin/nologin", name], check=True, capture_output=True)
+    try:
+        entry = pwd.getpwnam(name)
+        yield entry.pw_uid, entry.pw_gid
+    finally:
+        subprocess.run(["userdel", name], capture_output=True)
+
+
+@pytest.fixture
+def base():
+    """A folder the user can reach (pytest's own tmp_path is under a root-only 0700 folder, where every
+    move of the attacker would fail with EACCES and prove nothing)."""
+    import shutil
+    import tempfile
+    folder = Path(tempfile.mkdtemp(prefix="profilectl-privileges-"))
+    folder.chmod(0o755)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

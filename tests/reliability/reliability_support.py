@@ -96,6 +96,11 @@ class Harness:
         return subprocess.run(self.argv(*args), capture_output=True, text=True, env=self.env, timeout=timeout,
                               cwd=kwargs.pop("cwd", self.tmp_path), **kwargs)
 
+    def run_with(self, python: str, *args: str, timeout: float = 120, **kwargs) -> subprocess.CompletedProcess:
+        """profilectl started by another interpreter (reliability_support.user_python)."""
+        return subprocess.run([python, *self.argv(*args)[1:]], capture_output=True, text=True, env=self.env,
+                              timeout=timeout, cwd=kwargs.pop("cwd", self.tmp_path), **kwargs)
+
     def start(self, *args: str, **kwargs) -> subprocess.Popen:
         return subprocess.Popen(self.argv(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 env=self.env, cwd=kwargs.pop("cwd", self.tmp_path), **kwargs)
@@ -175,3 +180,58 @@ def wait_for(condition, timeout: float = 30.0, what: str = "condition") -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.05)
+
+
+def as_user(owner: tuple[int, int], loop) -> int:
+    """Fork a real process that becomes the user and runs `loop()` until killed: its pid."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setgroups([])
+            os.setresgid(owner[1], owner[1], owner[1])
+            os.setresuid(owner[0], owner[0], owner[0])
+            loop()
+        finally:
+            os._exit(0)
+    return pid
+
+
+def stop(pid: int) -> None:
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+
+
+def user_python() -> tuple[str, str]:
+    """An interpreter another user can run, and the PYTHONPATH that gives it this checkout's packages:
+    root's own may live under its 0700 home (pyenv), where profilectl, once it is that user, could not
+    start its step supervisor. The system's python3 of the same minor version reads the same
+    site-packages (cp3XX extension modules)."""
+    import sysconfig
+    packages = sysconfig.get_paths()["purelib"]
+    for candidate in ("/usr/bin/python3", "/usr/local/bin/python3"):
+        if not os.access(candidate, os.X_OK):
+            continue
+        version = subprocess.run([candidate, "-c", "import sys; print(sys.version_info[:2])"], capture_output=True,
+                                 text=True).stdout.strip()
+        if version == str(tuple(sys.version_info[:2])):
+            return candidate, packages
+    pytest.skip(f"no system python3 of version {sys.version_info[0]}.{sys.version_info[1]} for another user to run")
+
+
+def user_can_run(owner: tuple[int, int], python: str, packages: str, folders: tuple[Path, ...]) -> bool:
+    """Whether `owner` can start profilectl with `python` (this checkout's src and `packages`
+    readable) and write in `folders`: asked of a forked child that becomes the user."""
+    needed = [(python, os.X_OK), (str(REPO / "src" / "profilectl"), os.R_OK | os.X_OK), (packages, os.R_OK | os.X_OK)]
+    needed += [(str(folder), os.W_OK | os.X_OK) for folder in folders]
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.setgroups([])
+            os.setresgid(owner[1], owner[1], owner[1])
+            os.setresuid(owner[0], owner[0], owner[0])
+            code = 0 if all(os.access(path, mode) for path, mode in needed) else 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0

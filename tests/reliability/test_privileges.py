@@ -18,36 +18,11 @@ from pathlib import Path
 import pytest
 
 from profilectl import runs
+from reliability_support import as_user, stop, user_can_run, user_python
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="root running for another user needs root (and useradd)")
 
 ROOT_FILES = 60
-
-
-@pytest.fixture(scope="module")
-def user():
-    """A real, unprivileged account for this module: (uid, gid), deleted afterwards."""
-    name = f"pctl-{secrets.token_hex(4)}"
-    subprocess.run(["useradd", "-M", "-s", "/usr/sbin/nologin", name], check=True, capture_output=True)
-    try:
-        entry = pwd.getpwnam(name)
-        yield entry.pw_uid, entry.pw_gid
-    finally:
-        subprocess.run(["userdel", name], capture_output=True)
-
-
-@pytest.fixture
-def base():
-    """A folder the user can reach (pytest's own tmp_path is under a root-only 0700 folder, where every
-    move of the attacker would fail with EACCES and prove nothing)."""
-    import shutil
-    import tempfile
-    folder = Path(tempfile.mkdtemp(prefix="profilectl-privileges-"))
-    folder.chmod(0o755)
-    try:
-        yield folder
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def attack_landed(folder: Path) -> bool:
@@ -76,25 +51,6 @@ def snapshot(top: Path) -> dict[str, tuple[int, int, int]]:
             st = os.lstat(path)
             found[path] = (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode))
     return found
-
-
-def as_user(owner: tuple[int, int], loop) -> int:
-    """Fork a real process that becomes the user and runs `loop()` until killed: its pid."""
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.setgroups([])
-            os.setresgid(owner[1], owner[1], owner[1])
-            os.setresuid(owner[0], owner[0], owner[0])
-            loop()
-        finally:
-            os._exit(0)
-    return pid
-
-
-def stop(pid: int) -> None:
-    os.kill(pid, 9)
-    os.waitpid(pid, 0)
 
 
 def swap_loop(run_dir: Path, target: Path, names: list[str]):
@@ -137,23 +93,11 @@ def reroot(run_dir: Path, names: list[str]) -> None:
         os.close(top)
 
 
-def entrypoint_hand_back(top: Path):
-    """The container entrypoint's hand-back (docker/entrypoint.py), aimed at `top`."""
-    import importlib.util
-    from support import REPO
-    spec = importlib.util.spec_from_file_location("profilectl_entrypoint", REPO / "docker" / "entrypoint.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    module.TRACES, module.APP = str(top), str(top / "no-app")
-    return lambda owner: module.hand_back(owner, time.time() - 60)
-
-
-@pytest.mark.parametrize("who", ["profilectl", "entrypoint"])
-def test_the_hand_back_never_follows_a_swapped_link_out_of_the_run(user, base, who):
+def test_the_hand_back_never_follows_a_swapped_link_out_of_the_run(user, base):
     """The issue's attack, raced for real: a run directory that the user owns (as the older design
     made it), root's files in its sub-folders, and the user swapping those sub-folders for links to a
-    root-only folder while root hands the run back, 200 times: profilectl's hand-back (runs.hand_over)
-    and the container entrypoint's."""
+    root-only folder while root hands the run back, 200 times (runs.hand_over; the container
+    entrypoint hands nothing back any more: docs/threat-model.md)."""
     tmp_path = base
     zone = root_zone(tmp_path)
     before = snapshot(zone)
@@ -169,7 +113,8 @@ def test_the_hand_back_never_follows_a_swapped_link_out_of_the_run(user, base, w
     os.chown(run_dir, *user)
     for name in names:
         os.chown(run_dir / name, *user)
-    hand_back = (lambda owner: runs.hand_over(run_dir, owner)) if who == "profilectl" else entrypoint_hand_back(traces)
+    def hand_back(owner: tuple[int, int]) -> None:
+        runs.hand_over(run_dir, owner)
     attacker = as_user(user, swap_loop(run_dir, zone / "d0", names))
     try:
         for _ in range(200):
@@ -211,24 +156,30 @@ def test_the_hand_back_refuses_links_devices_fifos_and_other_links_to_files(user
     assert any("hardlink.txt: has 2 links" in line for line in done.refused), done.refused
 
 
-def test_become_keeps_only_the_profilers_capabilities_across_exec(user, tmp_path):
-    """The process that runs the profiler is the user, with CAP_SYS_ADMIN/PERFMON/SYS_PTRACE as ambient
-    capabilities (when root had them) and nothing else: its files are the user's from the start."""
+@pytest.mark.parametrize("keep", [(), ("PERFMON",), ("SYS_ADMIN",)])
+def test_become_keeps_exactly_the_capabilities_asked_for_across_exec(user, tmp_path, keep):
+    """The process that runs the profiler is the user, with exactly the capabilities the plan kept as
+    ambient ones (none by default) and no core dumps where it keeps any: its files are the user's
+    from the start."""
     from profilectl import ownership
     folder = tmp_path / "out"
     folder.mkdir()
     os.chown(folder, *user)
+    numbers = tuple(ownership.CAP_NUMBERS[name] for name in keep)
     code = ("import os, sys\nfrom profilectl import ownership\n"
-            f"b = ownership.become({user!r}, ownership.PROFILER_CAPS)\n"
-            "os.execv('/bin/sh', ['sh', '-c', 'id -u; grep -E \"^Cap(Eff|Amb)\" /proc/self/status; echo x > f'])\n")
+            f"b = ownership.become({user!r}, {numbers!r})\n"
+            "os.execv('/bin/sh', ['sh', '-c', 'id -u; grep -E \"^Cap(Eff|Amb)\" /proc/self/status; ulimit -c; "
+            "echo x > f'])\n")
     done = subprocess.run([sys.executable, "-c", code], cwd=folder, capture_output=True, text=True,
                           env=dict(os.environ, PYTHONPATH=str(Path(ownership.__file__).parents[1])))
     assert done.returncode == 0, done.stderr
     lines = done.stdout.split()
     assert lines[0] == str(user[0])
-    caps = dict(zip(lines[1::2], lines[2::2]))
-    wanted = sum(1 << c for c in ownership.PROFILER_CAPS if c in ownership.effective_caps())
+    caps = dict(zip(lines[1:5:2], lines[2:5:2]))
+    wanted = sum(1 << c for c in numbers if c in ownership.effective_caps())
     assert int(caps["CapAmb:"], 16) == wanted and int(caps["CapEff:"], 16) == wanted, caps
+    if keep:
+        assert lines[5] == "0"  # no core file of a process that holds a capability
     assert os.stat(folder / "f").st_uid == user[0]
 
 
@@ -237,9 +188,8 @@ def test_root_run_for_the_user_changes_nothing_outside_the_run(user, base, harne
     attacks every run directory that appears (plants links named like the run's files and folders,
     swaps raw/ for a link to a root-only folder). Afterwards no file outside the run has a new owner
     or mode, and no new file. profilectl runs as the user (every file theirs from the start) or, where
-    it cannot (its Python out of the user's reach), refuses in one line. (PROFILECTL_KEEP_ROOT=1, the
-    explicit opt-out, stays root: root's writes by path into a folder the user controls can then be
-    redirected by renaming the run folder; only the hand-back is safe there, tested above.)"""
+    it cannot (its Python out of the user's reach), refuses in one line. (--as-root, the explicit
+    choice, stays root and writes through the run folder's descriptor: test_least_privilege.py.)"""
     from profilectl import ownership
     tmp_path = base
     zone = root_zone(tmp_path)
@@ -275,12 +225,17 @@ def test_root_run_for_the_user_changes_nothing_outside_the_run(user, base, harne
                 except OSError:
                     pass
             time.sleep(0.001)
-    can_become = ownership.can_run_as(user, (str(traces), str(tmp_path)))
+    python, packages = user_python()  # an interpreter the user can start: profilectl goes on as the user
+    harness.env["PYTHONPATH"] = packages
+    work = tmp_path / "work"  # the user's own working folder
+    work.mkdir()
+    os.chown(work, *user)
+    can_become = user_can_run(user, python, packages, (traces, work))
     attacker = as_user(user, attack)
     try:
-        done = harness.run("profile", "--json", "--no-sample", "--repeat", "3", "--warmup", "0", "--traces-dir",
-                           str(traces), "--", "sh", "-c", "for i in 1 2 3 4 5; do echo x > out$i; done",
-                           cwd=tmp_path)
+        done = harness.run_with(python, "profile", "--json", "--no-sample", "--repeat", "3", "--warmup", "0",
+                                "--traces-dir", str(traces), "--", "sh", "-c",
+                                "for i in 1 2 3 4 5; do echo x > out$i; done", cwd=work)
     finally:
         stop(attacker)
         for aside in traces.glob("*.aside"):  # killed mid-swap: the run back under its name
@@ -292,7 +247,7 @@ def test_root_run_for_the_user_changes_nothing_outside_the_run(user, base, harne
     changed = sorted(path for path in before if before[path] != after.get(path))
     assert changed == [], changed[:5]
     if not can_become:
-        assert done.returncode == 2 and "refusing to write as root into" in done.stderr, done.stderr
+        assert done.returncode == 2 and "refusing to run uid" in done.stderr, done.stderr
         assert list(traces.iterdir()) == []
         return
     assert attack_landed(traces)
@@ -301,6 +256,10 @@ def test_root_run_for_the_user_changes_nothing_outside_the_run(user, base, harne
     assert len(made) == 1, (done.returncode, done.stderr[-2000:], sorted(traces.iterdir()), sorted(set(after) - set(before)))
     run = made[0]
     owners = {os.lstat(p).st_uid for p in [run, *run.rglob("*")]}
-    assert owners == {user[0]}, owners
+    assert owners == {user[0]}, owners  # nothing of root's: profilectl was the user before the folder existed
+    if done.returncode != 0:  # the user tore their own run apart (renamed it mid-write): their doing, one line
+        assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+        harness.planted.add(run)
+        return
     manifest = json.loads((run / "manifest.json").read_text())
     assert any(f"uid {user[0]}" in note for note in manifest["notes"]), manifest["notes"]

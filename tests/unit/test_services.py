@@ -209,9 +209,17 @@ def test_sigterm_marks_the_run_interrupted(machine):
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="handing files to another user needs root")
-def test_outputs_are_handed_to_the_host_user(machine):
-    result, run = json_run(machine, "profile", "--repeat", "1", extra_env={"PROFILECTL_HOST_UID": "12345",
-                                                                           "PROFILECTL_HOST_GID": "23456"})
+def test_root_never_runs_another_users_program_as_root_unasked_and_hands_back_when_asked(machine):
+    """Root for uid 12345 where that user cannot write the traces folder: not silently as root (the
+    workload would be root's), one line naming --as-root; with --as-root the run is handed back."""
+    for_user = {"PROFILECTL_HOST_UID": "12345", "PROFILECTL_HOST_GID": "23456"}
+    (machine.root.parent / "traces").mkdir()
+    refused = cli(machine, "profile", "--repeat", "1", extra_env=for_user)
+    assert refused.returncode == 2 and "refusing to run uid 12345's run as root" in refused.stderr, refused.stderr
+    assert "--as-root" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
+    assert list((machine.root.parent / "traces").iterdir()) == []
+    result, run = json_run(machine, "profile", "--repeat", "1", "--as-root", extra_env=for_user)
+    assert result["exit_code"] == 0, result["message"]
     owners = {(p.stat().st_uid, p.stat().st_gid) for p in [run, *run.rglob("*")]}
     assert owners == {(12345, 23456)}
 

@@ -20,6 +20,7 @@ from profilectl.errors import UsageError
 from profilectl.facts import Facts, Tool, Verdict
 from profilectl.formats.counter_listing import CounterListing
 from profilectl.formats.reader import Reader, read_path
+from profilectl.privilege import TOOL, WORKLOAD, Need
 from profilectl.probe.machine import CommandResult
 from profilectl.formats.tables import Tables
 from profilectl.launchers import Launch
@@ -104,6 +105,26 @@ def range_hook_env(job: Job, step_action: str | None = None) -> dict[str, str]:
     return {"PROFILECTL_RANGE": name, "PROFILECTL_STEP_ACTION": step_action or "torch-range"}
 
 
+def amd_counter_needs(facts: Facts, request: Request, tool: str) -> tuple[Need, ...]:
+    """AMD's profilers collect counters inside the workload's process (the tool library is loaded
+    into it); in a container the GPU is locked for counter collection only with CAP_PERFMON (where
+    the engine could grant it) or CAP_SYS_ADMIN. Attaching needs CAP_SYS_PTRACE in AMD's attach tool
+    (its own process) where Yama or another uid requires it (probe/attach.py)."""
+    needs: list[Need] = []
+    counting = request.service == "counters" or request.preset == "pc-sampling"
+    if counting and facts.host.in_container:
+        held = set(facts.host.effective_capabilities)
+        cap = "PERFMON" if "PERFMON" in held else "SYS_ADMIN"
+        needs.append(Need(cap, WORKLOAD, f"{tool} reads counters inside the workload's process, and in a container "
+                                         f"the GPU is locked for counter collection only with CAP_{cap}"))
+    attach = request.attach
+    if attach is not None:
+        owner = request.run_for[0] if request.run_for else facts.host.uid
+        if attach.ptrace_scope in (1, 2) or (attach.uid is not None and attach.uid != owner):
+            needs.append(Need("SYS_PTRACE", TOOL, f"{tool}'s attach tool traces process {attach.pid} (ptrace)"))
+    return tuple(needs)
+
+
 def unsupported(backend: str, option: str, why: str) -> UsageError:
     return UsageError(f"{backend} cannot honour {option}: {why}")
 
@@ -144,6 +165,11 @@ class Backend(ABC):
     @abstractmethod
     def steps(self, job: Job) -> tuple[Step, ...]:
         """The commands to run, writing the tool's own files under job.raw_dir."""
+
+    def capabilities(self, facts: Facts, request: Request) -> tuple[Need, ...]:
+        """The capabilities this backend's processes need here for this request, and who holds them
+        (privilege.py decides whether they may be kept when root runs for another user)."""
+        return ()
 
     def record(self, raw_dir: Path, results: list[StepResult]) -> None:
         """Write files that come from the run itself rather than from a tool (timing)."""

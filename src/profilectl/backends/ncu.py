@@ -12,6 +12,7 @@ from profilectl.backends.base import Backend, Job, Step, rank_hook_env, unsuppor
 from profilectl.facts import Facts, Verdict
 from profilectl.formats import ncu as reader
 from profilectl.formats.counter_listing import CounterListing
+from profilectl.privilege import WORKLOAD, Need
 from profilectl.probe.machine import CommandResult
 from profilectl.request import Request
 
@@ -26,6 +27,16 @@ class NsightCompute(Backend):
     is_profiler = True
     vendor = "nvidia"
     readers = (reader.NcuCsvReader(),)
+
+    def capabilities(self, facts: Facts, request: Request) -> tuple[Need, ...]:
+        """The NVIDIA driver's RmProfilingAdminOnly=1 (its default) lets only CAP_SYS_ADMIN read GPU
+        counters, and Nsight Compute reads them in the profiled process (its injection library)."""
+        if not facts.host.nvidia_profiling_admin_only:
+            return ()
+        return (Need("SYS_ADMIN", WORKLOAD, "the NVIDIA driver lets only admins read GPU performance counters "
+                     "(RmProfilingAdminOnly=1) and Nsight Compute reads them inside the workload's process",
+                     "let every user read them: `options nvidia NVreg_RestrictProfilingToAdminUsers=0` in "
+                     "/etc/modprobe.d, then reload the driver"),)
 
     def available(self, facts: Facts, request: Request) -> Verdict:
         if (refusal := self.unavailable_unless_service(request) or self.gpu_gate(facts)):

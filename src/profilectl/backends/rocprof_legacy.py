@@ -12,12 +12,13 @@ import os
 from typing import Any, Callable
 
 from profilectl import countersets, data
-from profilectl.backends.base import Backend, Job, Step, unsupported
+from profilectl.backends.base import Backend, Job, Step, amd_counter_needs, unsupported
 from profilectl.backends.rocprofv3 import INPUT_FILE
 from profilectl.facts import Facts, Tool, Verdict
 from profilectl.formats import counter_listing
 from profilectl.formats import rocprof_legacy as reader
 from profilectl.formats.counter_listing import CounterListing
+from profilectl.privilege import Need
 from profilectl.probe.machine import CommandResult
 from profilectl.request import Request
 
@@ -37,6 +38,9 @@ class LegacyRocprof(Backend):
 
     def tool(self, facts: Facts) -> Tool | None:
         return facts.tool("rocprof") or facts.tool("rocprofv2")
+
+    def capabilities(self, facts: Facts, request: Request) -> tuple[Need, ...]:
+        return amd_counter_needs(facts, request, "rocprof")
 
     def generation(self, facts: Facts) -> str:
         return "v1" if facts.tool("rocprof") else "v2"

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from profilectl import data
-from profilectl.backends.base import PMC_TEXT_FILE, Backend, Job, Step, rank_hook_env, unsupported
+from profilectl.backends.base import PMC_TEXT_FILE, Backend, Job, Step, amd_counter_needs, rank_hook_env, unsupported
 from profilectl.facts import Facts, Verdict
 from profilectl.formats import counter_listing
 from profilectl.formats import rocprofv3 as csv_reader
@@ -30,6 +30,7 @@ from profilectl.formats.rocpd import RocpdReader
 from profilectl.formats.rocprofv3_json import Rocprofv3JsonReader
 from profilectl.formats.rocprofv3_stats import Rocprofv3StatsReader
 from profilectl.launchers.base import INSIDE
+from profilectl.privilege import Need
 from profilectl.probe import attach as attach_probe
 from profilectl.probe.counters import release_verdict
 from profilectl.probe.machine import CommandResult, Machine
@@ -189,6 +190,9 @@ class Rocprofv3(Backend):
     pass_per_run = True
     readers = (csv_reader.Rocprofv3CsvReader(), RocpdReader(), Rocprofv3JsonReader(), Rocprofv3StatsReader(),
                PcSamplingReader(), csv_reader.PerfettoTraceReader())
+
+    def capabilities(self, facts: Facts, request: Request) -> tuple[Need, ...]:
+        return amd_counter_needs(facts, request, "rocprofv3")
 
     def available(self, facts: Facts, request: Request) -> Verdict:
         if (refusal := self.unavailable_unless_service(request) or self.gpu_gate(facts)):
