@@ -277,9 +277,9 @@ def _compare_options(compare: argparse.ArgumentParser) -> None:
     gate.add_argument("--fail-if-slower", metavar="PCT", dest="fail_if_slower",
                       help="exit 6 when NEW is slower than BASE by more than PCT percent (0 to 1000) on --metric")
     gate.add_argument("--metric", metavar="METRIC",
-                      help="gpu-time (all kernels), kernel:REGEX (the kernels whose name matches), step-time "
-                           "(steady-state step), wall-time (timing median, else the run's wall time); default: "
-                           "gpu-time when both runs have kernels, else wall-time")
+                      help="gpu-time (kernels, copies and memsets), kernel-time, copy-time, kernel:REGEX (the "
+                           "kernels whose name matches), step-time (steady-state step), wall-time (timing median, else "
+                           "the run's wall time); default: gpu-time when both runs have GPU activity, else wall-time")
 
 
 def _docker_options_of(docker: argparse.ArgumentParser) -> None:

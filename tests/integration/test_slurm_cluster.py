@@ -254,7 +254,7 @@ def test_srun_profilectl_trace_writes_one_job_folder_with_every_rank(cluster):
         ("0", "node1", "cpu"), ("1", "node1", "cpu"), ("2", "node2", "cpu"), ("3", "node2", "cpu")]
     allreduce = next(op for op in summary["operators"] if op["name"] == "gloo:all_reduce")
     assert allreduce["calls"] >= 4 * 3  # the merged table holds every rank's calls
-    assert summary["imbalance"]["basis"] == "cpu"
+    assert summary["kernel_time_spread"]["basis"] == "cpu"
     table = host_report(job, "report", str(job))
     assert f"SLURM job {job_id}.0 — ok" in table.stdout, table.stdout
     assert "CPU time in operators per rank: rank" in table.stdout, table.stdout  # the spread, relative to the fastest

@@ -18,7 +18,7 @@ from profilectl.backends.torch_profiler import WORKLOAD_TRACES, TorchProfiler, c
 from profilectl.formats.rank_status import RankStatusReader
 from profilectl.formats.torch_trace import read as read_trace
 from profilectl.report.sections.diagnosis import diagnosis_section
-from profilectl.report.summary import RankSummary, SourceInfo, Summary, build, imbalance, imbalance_line
+from profilectl.report.summary import RankSummary, SourceInfo, Summary, build, kernel_time_spread, imbalance_line
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 CASES = FIXTURES / "diagnosis"
@@ -175,13 +175,15 @@ def test_merged_timeline_is_a_union_not_a_sum():
     assert timeline.merged.busy_ns <= sum(r.busy_ns for r in timeline.ranks)
 
 
-def test_imbalance_is_relative_to_the_fastest():
+def test_kernel_time_spread_is_relative_to_the_least_and_names_no_slowest_rank():
     ranks = (RankSummary(rank="0", kernels=1, dispatches=1, total_ns=100.0),
              RankSummary(rank="1", kernels=1, dispatches=1, total_ns=107.3))
-    spread = imbalance(ranks)
+    spread = kernel_time_spread(ranks)
+    assert (spread.most, spread.least) == ("1", "0")
     assert spread.percent == pytest.approx(7.3)  # (107.3 - 100) / 100, as compare divides by its base
-    line = imbalance_line(Summary(source=SourceInfo(kind="x", path="y"), imbalance=spread))
-    assert "7.3 % more than rank 0 (relative to the fastest)" in line and "straggler" not in line
+    line = imbalance_line(Summary(source=SourceInfo(kind="x", path="y"), kernel_time_spread=spread))
+    assert "7.3 % more than rank 0 (relative to the least" in line and "names no straggler" in line
+    assert "slowest" not in line and "fastest" not in line
 
 
 def test_summary_with_diagnosis_round_trips(tmp_path):

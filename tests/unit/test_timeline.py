@@ -6,7 +6,8 @@ One scenario in every layout (µs; launches on the CPU, kernels on the GPU):
     gemm_b  stream A [150, 250]  launched [140, 145]
     nccl    stream B [200, 400]  launched [145, 150]   (an all-reduce: communication)
     tiny    stream A [420, 422]  launched [405, 413]   (shorter than its launch call)
-    steps:  ProfilerStep#5 over [0, 250], ProfilerStep#6 over [250, 422]
+    steps:  ProfilerStep#5 over [-20, 260], ProfilerStep#6 over [260, 430] on the host (torch 2.x
+            also writes GPU-side copies over [0, 250] and [250, 422]: the host side is the step)
 Known answers: span 422, busy 352 (idle 70 in two gaps: 50 after gemm_a, 20 after nccl), 50 with
 two activities at once, communication 200 of which 50 hidden under compute (25 %), one short kernel
 (2 of 402 µs of kernel time), queue depth 492/432 on average (2 at most), launch delay (call end to
@@ -158,7 +159,7 @@ def analysis_of(path: Path):
     return found
 
 
-def assert_scenario(found, steps_on_gpu: bool) -> None:
+def assert_scenario(found) -> None:
     row = found.merged
     assert (row.span_ns, row.busy_ns, row.idle_ns) == (422 * US, 352 * US, 70 * US)
     assert (row.gaps, row.gap_total_ns, row.largest_gap_ns) == (2, 70 * US, 50 * US)
@@ -179,23 +180,22 @@ def assert_scenario(found, steps_on_gpu: bool) -> None:
     assert "tiny" == second.before
     steps = {s.step: s for s in found.steps}
     assert sorted(steps) == [5, 6]
-    if steps_on_gpu:
-        assert found.step_source == "GPU-side ProfilerStep ranges"
-        assert (steps[5].wall_ns, steps[5].gpu_busy_ns, steps[5].top_kernel) == (250 * US, 200 * US, "gemm_a")
-        assert steps[5].communication_percent == pytest.approx(25.0)
-        assert (steps[6].wall_ns, steps[6].gpu_busy_ns) == (172 * US, 152 * US)
-        assert steps[6].top_kernel.startswith("ncclDevKernel")
-    else:  # the CPU-side ranges: [-20, 260] and [260, 430]
-        assert found.step_source == "CPU-side ProfilerStep ranges"
-        assert (steps[5].wall_ns, steps[5].gpu_busy_ns) == (280 * US, 210 * US)
-        assert (steps[6].wall_ns, steps[6].gpu_busy_ns) == (170 * US, 142 * US)
+    # the host-side ranges [-20, 260] and [260, 430], whatever the GPU side says; busy clipped to them
+    assert found.step_source == "host-side step ranges"
+    assert (steps[5].wall_ns, steps[5].gpu_busy_ns) == (280 * US, 210 * US)
+    assert (steps[6].wall_ns, steps[6].gpu_busy_ns) == (170 * US, 142 * US)
+    # communication inside step 5's window: the all-reduce's [200, 260]
+    assert steps[5].communication_percent == pytest.approx(100 * 60 / 210)
+    # a step's top kernel: of those the host launched inside its window (the all-reduce launched at 145)
+    assert steps[5].top_kernel.startswith("ncclDevKernel") and steps[5].top_kernel_ns == 200 * US
+    assert (steps[6].top_kernel, steps[6].top_kernel_ns) == ("tiny", 2 * US)
     # the last step may run until the profiler stopped (teardown): shown, but not named slowest
     assert [s.last for s in found.steps] == [False, True] and found.slowest_steps == (5,)
     assert not any(s.warmup for s in found.steps)  # two steps: none is called warm-up
 
 
 def test_torch_trace(tmp_path):
-    assert_scenario(analysis_of(torch_trace(tmp_path / "trace.json")), steps_on_gpu=True)
+    assert_scenario(analysis_of(torch_trace(tmp_path / "trace.json")))
 
 
 def test_torch_trace_gzip_and_cpu_side_steps(tmp_path):
@@ -203,19 +203,19 @@ def test_torch_trace_gzip_and_cpu_side_steps(tmp_path):
     packed = tmp_path / "trace.pt.trace.json.gz"
     packed.write_bytes(gzip.compress(plain.read_bytes()))
     plain.unlink()
-    assert_scenario(analysis_of(packed), steps_on_gpu=False)
+    assert_scenario(analysis_of(packed))
 
 
 def test_rocprofv3_csv(tmp_path):
-    assert_scenario(analysis_of(rocprofv3_csv(tmp_path / "out")), steps_on_gpu=False)
+    assert_scenario(analysis_of(rocprofv3_csv(tmp_path / "out")))
 
 
 def test_rocprofv3_json(tmp_path):
-    assert_scenario(analysis_of(rocprofv3_json(tmp_path / "4242_results.json")), steps_on_gpu=False)
+    assert_scenario(analysis_of(rocprofv3_json(tmp_path / "4242_results.json")))
 
 
 def test_rocpd(tmp_path):
-    assert_scenario(analysis_of(rocpd(tmp_path / "1234_results.db")), steps_on_gpu=False)
+    assert_scenario(analysis_of(rocpd(tmp_path / "1234_results.db")))
 
 
 def test_ranks_are_analysed_apart_and_merged(tmp_path):
@@ -228,7 +228,10 @@ def test_ranks_are_analysed_apart_and_merged(tmp_path):
     assert [(r.rank, r.host, r.busy_ns) for r in found.ranks] == [("0", "node1", 352 * US), ("1", "node1", 352 * US)]
     assert [r.span_ns for r in found.ranks] == [422 * US, 422 * US]
     # busy while either GPU is busy: rank 0's blocks and rank 1's, 30 µs later, joined
-    assert (found.merged.rank, found.merged.busy_ns, found.merged.span_ns) == ("all", 412 * US, 452 * US)
+    assert (found.merged.rank, found.merged.busy_ns, found.merged.span_ns) == ("any GPU", 412 * US, 452 * US)
+    # the job's GPU busy is the ranks' own: their mean and range, not the union above
+    spread = found.ranks_busy
+    assert (spread.ranks, spread.min_percent, spread.max_percent) == (2, 100 * 352 / 422, 100 * 352 / 422)
     assert found.merged.compute_ns == sum(r.compute_ns for r in found.ranks)
     assert found.merged.hidden_communication_percent == pytest.approx(25.0)
     assert len(found.curves) == 2 and all(0 < max(c.busy) <= 1 for c in found.curves)
@@ -301,7 +304,7 @@ def test_the_side_with_every_step_wins_over_a_lone_gpu_side_range():
                              name=[0] * 4, names=["gemm"], streams=["7"],
                              markers=[*cpu, Marker("ProfilerStep#0", 0, 400 * US, True)])
     rows, source = steps_of(timeline)
-    assert source == "CPU-side ProfilerStep ranges" and [r.step for r in rows] == [0, 1, 2, 3]
+    assert source == "host-side step ranges" and [r.step for r in rows] == [0, 1, 2, 3]
     assert [r.gpu_busy_ns for r in rows] == [50 * US, 50 * US, 50 * US, 80 * US] and rows[-1].last
 
 
@@ -350,3 +353,25 @@ def test_busy_curves_share_one_time_axis_and_keep_the_gaps():
     assert (first.start_ns, first.bucket_ns) == (second.start_ns, second.bucket_ns) == (0, -(-1600 * US // 300))
     assert first.busy[0] == 1.0 and sum(1 for b in first.busy if b == 0) > 150  # the gap is there
     assert second.busy[0] == 0.0 and second.busy[-1] > 0.9  # rank 1 only works at the end (last bucket: past it)
+
+
+def test_gpu_side_markers_of_a_few_microseconds_are_not_the_step():
+    """PyTorch on ROCm writes GPU-side ProfilerStep#N of 16-18 µs for host steps of 16 ms: the step
+    is the host side's, and its GPU busy time is what ran inside it (a real MI250 trace had "median
+    17.12 µs" steps and `--steps 16:17` selecting nothing)."""
+    from profilectl.analysis.steps import GPU_SIDE, HOST_SIDE, steps_of
+    from profilectl.analysis.timeline import Marker
+    host = [Marker(f"ProfilerStep#{n}", n * 16_000 * US, (n + 1) * 16_000 * US, False) for n in range(16, 20)]
+    markers = [Marker(f"ProfilerStep#{n}", n * 16_000 * US + 500 * US, n * 16_000 * US + 517 * US, True)
+               for n in range(16, 20)]
+    found = steps_of(host + markers)
+    assert found.source == HOST_SIDE and [w.wall_ns for w in found.windows] == [16_000 * US] * 4
+    # one more GPU-side marker than host steps: still markers, not spans
+    assert steps_of(host + markers + [Marker("ProfilerStep#20", 1, 18 * US, True)]).source == HOST_SIDE
+    # GPU-side ranges that are real spans, more of them than the host marks: those
+    spans = [Marker(f"ProfilerStep#{n}", n * 16_000 * US, n * 16_000 * US + 15_000 * US, True) for n in range(16, 21)]
+    assert steps_of(host + spans).source == GPU_SIDE
+    # a GPU-only trace (xprof's Steps line): its ranges
+    assert len(steps_of(spans).windows) == 5 and "no host side" in steps_of(spans).source
+    assert steps_of(host).warmup == 1 and steps_of(host).phase(3) == "last"
+    assert [w.step for w in steps_of(host).steady] == [17, 18]

@@ -11,6 +11,7 @@ dominated by start-up (after the steady verdict: a one-off cost the steady state
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
@@ -64,41 +65,114 @@ def _launch_evidence(launch: LaunchStats | None) -> tuple[bool, str]:
     return short or shallow, text
 
 
-def steady_finding(causes: Sequence[IdleCause], span_ns: int, idle_ns: int, scope: str, launch: LaunchStats | None,
-                   exposed_communication_ns: int = 0, subject: str = "") -> Finding:
-    """The verdict of one scope (a rank's steady state, or the job's) from its idle time by cause."""
+@dataclass(frozen=True)
+class SteadyFigures:
+    """What a steady-state verdict is judged on (docs/definitions.md): one rank's steady windows, or
+    a job's ranks averaged (each rank judged on its own clock, then the mean: never a sum over one
+    union span). Shares of idle time by cause are of every rank's idle time together."""
+    scope: str
+    span_ns: int  # the steady windows' length (a job: the ranks' mean)
+    idle_ns: int  # (a job: the ranks' mean)
+    busy_percent: float  # busy inside the steady windows (a job: the ranks' mean)
+    exposed_ns: int  # NCCL/RCCL time with no compute beside it (a job: the ranks' mean)
+    exposed_share: float  # of the span (a job: the ranks' mean share)
+    copy_ns: int  # copies and memsets (a job: the ranks' mean)
+    copy_share: float  # of the busy time (a job: the ranks' mean share)
+    causes: tuple[IdleCause, ...]
+    ranks: int = 1
+    busy_range: tuple[float, float] | None = None  # the lowest and highest rank's busy %, for a job
+    exposed_over: int = 0  # ranks whose own exposed share passes the rule
+    launch: LaunchStats | None = None
+
+
+def figures_of(rank: RankIdle, launch: LaunchStats | None = None) -> SteadyFigures:
+    span = rank.steady_span_ns
+    busy = rank.steady_busy_ns
+    exposed_share = rank.steady_exposed_communication_ns / span if span else 0.0
+    return SteadyFigures(scope=rank.scope, span_ns=span, idle_ns=rank.steady_idle_ns,
+                         busy_percent=rank.steady_busy_percent, exposed_ns=rank.steady_exposed_communication_ns,
+                         exposed_share=exposed_share, copy_ns=rank.steady_copy_ns,
+                         copy_share=rank.steady_copy_ns / busy if busy > 0 else 0.0, causes=rank.steady,
+                         exposed_over=int(exposed_share >= float(rules()["exposed_communication_share"])),
+                         launch=launch)
+
+
+def job_figures(ranks: Sequence[RankIdle], launch: LaunchStats | None = None) -> SteadyFigures:
+    """The ranks' steady figures averaged, each rank's on its own windows."""
+    own = [figures_of(r) for r in ranks if r.steady_span_ns]
+    count = len(own) or 1
+    scopes = {r.scope for r in ranks}
+    scope = (next(iter(scopes)) if len(scopes) == 1 else "steady steps of each rank") + f", mean of {len(own)} ranks"
+    busy = [f.busy_percent for f in own]
+    return SteadyFigures(
+        scope=scope, span_ns=sum(f.span_ns for f in own) // count, idle_ns=sum(f.idle_ns for f in own) // count,
+        busy_percent=sum(busy) / count, exposed_ns=sum(f.exposed_ns for f in own) // count,
+        exposed_share=sum(f.exposed_share for f in own) / count, copy_ns=sum(f.copy_ns for f in own) // count,
+        copy_share=sum(f.copy_share for f in own) / count, causes=merge_causes([r.steady for r in ranks]),
+        ranks=len(own), busy_range=(min(busy), max(busy)) if busy else None,
+        exposed_over=sum(f.exposed_over for f in own), launch=launch)
+
+
+def steady_finding(figures: SteadyFigures, subject: str = "", copies: Sequence[tuple[str, float]] = ()) -> Finding:
+    """The verdict of one scope (a rank's steady state, or the job's) from its steady figures; the
+    rules in order: exposed communication, data movement, a busy GPU, then the idle time's causes."""
     r = rules()
-    busy_percent = 100.0 * (span_ns - idle_ns) / span_ns if span_ns else 0.0
+    f = figures
+    busy_percent = f.busy_percent
     who = f"{subject}: " if subject else ""
-    base = [f"{scope}: GPU idle {_ms(idle_ns)} of {_ms(span_ns)} ({100 - busy_percent:.0f} %; busy {busy_percent:.0f} %)"]
-    if causes:
-        base.append("idle time by cause: " + _causes_line(causes))
-    exposed_share = exposed_communication_ns / span_ns if span_ns else 0.0
-    if exposed_share >= float(r["exposed_communication_share"]):
+    if f.ranks > 1 and f.busy_range is not None:
+        base = [f"{f.scope}: GPU busy {busy_percent:.0f} % on average (ranks {f.busy_range[0]:.0f}-"
+                f"{f.busy_range[1]:.0f} %); idle {_ms(f.idle_ns)} of {_ms(f.span_ns)} per rank"]
+    else:
+        base = [f"{f.scope}: GPU idle {_ms(f.idle_ns)} of {_ms(f.span_ns)} ({100 - busy_percent:.0f} %; busy "
+                f"{busy_percent:.0f} %)"]
+    if f.causes:
+        base.append("idle time by cause: " + _causes_line(f.causes))
+    if f.exposed_ns:
+        base.append(f"exposed communication (NCCL/RCCL with no compute beside it): {_ms(f.exposed_ns)}, "
+                    f"{100 * f.exposed_share:.0f} % of the steady span" + (f" on average; {f.exposed_over} of {f.ranks} "
+                                                                           "ranks over the rule" if f.ranks > 1 else ""))
+    if f.copy_ns:
+        base.append(f"copies and memsets: {_ms(f.copy_ns)}, {100 * f.copy_share:.0f} % of the GPU's busy time"
+                    + (" on average" if f.ranks > 1 else ""))
+    if f.exposed_share >= float(r["exposed_communication_share"]):
         rule = r.cause("communication")
-        return Finding(verdict="communication-bound", scope=scope, next_step=rule.next_step,
+        mean = " on average over the ranks" if f.ranks > 1 else ""
+        return Finding(verdict="communication-bound", scope=f.scope, next_step=rule.next_step,
                        sentence=f"{who}communication-bound: NCCL/RCCL collectives not hidden under compute take "
-                                f"{100 * exposed_share:.0f} % of the steady state ({_ms(exposed_communication_ns)})",
+                                f"{100 * f.exposed_share:.0f} % of the steady state{mean} ({_ms(f.exposed_ns)})",
                        evidence=tuple(base))
-    if busy_percent >= float(r["busy_ok_percent"]) or not causes:
-        return Finding(verdict="gpu-bound", scope=scope, evidence=tuple(base),
-                       sentence=f"{who}the GPU is busy {busy_percent:.0f} % of the steady state: the time is in the "
-                                "kernels, not in waiting",
+    if f.copy_share >= float(r["copy_dominant_share"]) and busy_percent >= float(r["copy_busy_min_percent"]):
+        if copies:
+            base.append("largest copies: " + ", ".join(f"{name} {_ms(ns)}" for name, ns in copies[:3]))
+        return Finding(verdict="data-movement-bound", scope=f.scope, evidence=tuple(base),
+                       sentence=f"{who}data-movement-bound: copies and memsets take {100 * f.copy_share:.0f} % of the "
+                                f"GPU's busy time in the steady state ({_ms(f.copy_ns)}); the GPU is busy "
+                                f"{busy_percent:.0f} % of it",
+                       next_step="Move less data: keep tensors on the GPU across steps, copy from pinned memory with "
+                                 "non_blocking=True so copies overlap compute, batch small copies (see the copies "
+                                 "table for each copy's direction).")
+    if busy_percent >= float(r["busy_ok_percent"]) or not f.causes:
+        return Finding(verdict="gpu-bound", scope=f.scope, evidence=tuple(base),
+                       sentence=f"{who}the GPU is busy {busy_percent:.0f} % of the steady state"
+                                f"{' on average over the ranks' if f.ranks > 1 else ''}: the time is in the kernels, "
+                                "not in waiting",
                        next_step="Look at the top kernels (counters service: which roof each one is under).")
-    launch_ok, launch_text = _launch_evidence(launch)
+    causes = f.causes
+    launch_ok, launch_text = _launch_evidence(f.launch)
     ranked = [c for c in causes if c.cause != "launch" or launch_ok]
     top = ranked[0] if ranked else causes[0]
     if top.cause == "launch" or (causes[0].cause == "launch" and not launch_ok):
         base.append(f"launches: {launch_text}")
+    idle_part = f"the GPU is idle {100 - busy_percent:.0f} % of the steady state" + \
+        (" on average over the ranks" if f.ranks > 1 else "")
     if top.share < float(r["dominant_share"]):
         listed = ", ".join(f"{c.title} {100 * c.share:.0f} %" for c in causes[:3])
-        return Finding(verdict="host-bound", scope=scope, evidence=tuple(base),
-                       sentence=f"{who}host-bound, no single cause: the GPU is idle {100 - busy_percent:.0f} % of the "
-                                f"steady state, spread over {listed}",
+        return Finding(verdict="host-bound", scope=f.scope, evidence=tuple(base),
+                       sentence=f"{who}host-bound, no single cause: {idle_part}, spread over {listed}",
                        next_step=r.cause(top.cause).next_step)
     rule = r.cause(top.cause)
     share = f"{100 * top.share:.0f} % of the GPU's idle time"
-    idle_part = f"the GPU is idle {100 - busy_percent:.0f} % of the steady state"
     named = f" ({top.activity})" if top.activity else ""
     sentences = {
         "launch": f"launch-bound: {idle_part}, {share} in gaps shorter than "
@@ -119,7 +193,7 @@ def steady_finding(causes: Sequence[IdleCause], span_ns: int, idle_ns: int, scop
         "unrecorded": f"host-bound by host work the trace does not record (code between its recorded calls): "
                       f"{idle_part}; {share} has no recorded host event across it",
     }
-    return Finding(verdict=rule.verdict, scope=scope, evidence=tuple(base), next_step=rule.next_step,
+    return Finding(verdict=rule.verdict, scope=f.scope, evidence=tuple(base), next_step=rule.next_step,
                    sentence=who + sentences.get(top.cause, f"{rule.verdict}: {share} is {rule.title}"))
 
 
@@ -194,16 +268,17 @@ def _failure_finding(found: FailureOrder) -> Finding:
 
 
 def diagnose(parts: Sequence[RankTimeline], timeline: TimelineAnalysis | None,
-             ranks: Sequence["RankSummary"] = ()) -> Diagnosis | None:
+             ranks: Sequence["RankSummary"] = (), copies: Sequence[tuple[str, float]] = ()) -> Diagnosis | None:
     idle = idle_module.analyse(parts) if parts else ()
     stragglers = stragglers_module.analyse(parts, idle) if len(idle) > 1 else None
-    return diagnose_reduced(idle, stragglers, timeline, ranks)
+    return diagnose_reduced(idle, stragglers, timeline, ranks, copies)
 
 
 def diagnose_reduced(idle: Sequence[RankIdle], stragglers: StragglerAnalysis | None, timeline: TimelineAnalysis | None,
-                     ranks: Sequence["RankSummary"] = ()) -> Diagnosis | None:
+                     ranks: Sequence["RankSummary"] = (), copies: Sequence[tuple[str, float]] = ()) -> Diagnosis | None:
     """The diagnosis from each rank's idle breakdown and the straggler judged from their waits
-    (what a job's partials keep; report/partials.py), in rank order."""
+    (what a job's partials keep; report/partials.py), in rank order. `copies`: the largest copies by
+    name and GPU time, the evidence of a data-movement verdict."""
     idle = tuple(idle)
     failure = failures_module.order(ranks) if len(ranks) > 1 else None
     if not idle:
@@ -212,15 +287,10 @@ def diagnose_reduced(idle: Sequence[RankIdle], stragglers: StragglerAnalysis | N
         return Diagnosis(findings=(_failure_finding(failure),), scope="job", failures=failure)
     steady = merge_causes([r.steady for r in idle])
     whole = merge_causes([r.whole for r in idle])
-    span = sum(r.steady_span_ns for r in idle)
-    idle_ns = sum(r.steady_idle_ns for r in idle)
-    scope = idle[0].scope if len({r.scope for r in idle}) == 1 else "steady steps of each rank"
     launch = timeline.merged.launch if timeline is not None else None
-    exposed = 0
-    if timeline is not None and timeline.merged.communication_ns:
-        whole_span = timeline.merged.span_ns or 1
-        exposed_all = timeline.merged.communication_ns - timeline.merged.hidden_communication_ns
-        exposed = int(exposed_all * span / whole_span / max(len(idle), 1))  # the steady share, per rank
+    rank_launch = {(row.rank, row.host): row.launch for row in timeline.ranks} if timeline is not None else {}
+    job = job_figures(idle, launch) if len(idle) > 1 else figures_of(idle[0], launch)
+    scope = job.scope
     findings: list[Finding] = []
     if failure is not None:
         findings.append(_failure_finding(failure))
@@ -229,16 +299,15 @@ def diagnose_reduced(idle: Sequence[RankIdle], stragglers: StragglerAnalysis | N
     compile_finding, startup_finding = _phase_findings(idle, whole)
     if compile_finding is not None:
         findings.append(compile_finding)
-    if span:
-        findings.append(steady_finding(steady, span, idle_ns, scope, launch, exposed))
+    if job.span_ns:
+        findings.append(steady_finding(job, copies=copies))
     if startup_finding is not None:
         findings.append(startup_finding)
-    if len(idle) > 1:  # each rank's own verdict, where ranks differ
+    if len(idle) > 1:  # each rank's own verdict, by the same rules on its own figures
         for rank in idle:
             if rank.steady_span_ns:
-                finding = steady_finding(rank.steady, rank.steady_span_ns, rank.steady_idle_ns, rank.scope,
-                                         None, subject=f"rank {rank.rank}")
-                findings.append(Finding(verdict=finding.verdict, sentence=finding.sentence, evidence=finding.evidence,
-                                        next_step=finding.next_step, scope=f"rank {rank.rank}, {rank.scope}"))
+                finding = steady_finding(figures_of(rank, rank_launch.get((rank.rank, rank.host))),
+                                         subject=f"rank {rank.rank}", copies=copies)
+                findings.append(dataclasses.replace(finding, scope=f"rank {rank.rank}, {rank.scope}"))
     return Diagnosis(findings=tuple(findings), scope=scope, ranks=idle, steady=steady, whole=whole,
                      stragglers=stragglers, failures=failure)

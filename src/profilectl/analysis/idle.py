@@ -26,13 +26,13 @@ get_idle_time_breakdown), computed from the same kernels and launch calls, for c
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
-from profilectl.analysis.timeline import CHUNK_ROWS, HOST_OPERATOR, Marker, RankTimeline, _union, busy_union, \
-    small_distinct
+from profilectl.analysis.rules import CauseRule, Rules, rules  # noqa: F401 (CauseRule, rules: re-exported)
+from profilectl.analysis.steps import Steps, steps_of
+from profilectl.analysis.timeline import CHUNK_ROWS, HOST_OPERATOR, RankTimeline, _union, busy_union, small_distinct
 
 if TYPE_CHECKING:
     import numpy as np
@@ -40,50 +40,7 @@ if TYPE_CHECKING:
 
     Intervals = tuple[NDArray[np.int64], NDArray[np.int64]]
 
-STEP_PHASES = ("startup", "warmup", "steady", "last", "teardown")
-
-
-# ---------------------------------------------------------------- the rules, from data
-@dataclass(frozen=True)
-class CauseRule:
-    key: str
-    title: str
-    rule: str  # ends-at-gap, covers, short-gap, operator, rest
-    pattern: "re.Pattern[str] | None"
-    reason: str
-    verdict: str
-    next_step: str
-
-
-@dataclass(frozen=True)
-class Rules:
-    thresholds: dict[str, Any]
-    causes: tuple[CauseRule, ...]
-    frames: "re.Pattern[str]"  # host ranges that frame whole steps or phases: they name no gap
-
-    def __getitem__(self, name: str) -> Any:
-        return self.thresholds[name]
-
-    def cause(self, key: str) -> CauseRule:
-        return next(c for c in self.causes if c.key == key)
-
-
-@functools.lru_cache(maxsize=None)
-def rules() -> Rules:
-    from profilectl.data import load_mapping
-    from profilectl.errors import DataError
-    doc = load_mapping("verdicts.yaml")
-    try:
-        causes = tuple(CauseRule(key=c["key"], title=c["title"], rule=c["rule"],
-                                 pattern=re.compile("|".join(f"(?:{n})" for n in c["names"]), re.IGNORECASE)
-                                 if c.get("names") else None,
-                                 reason=" ".join(str(c["reason"]).split()), verdict=c["verdict"],
-                                 next_step=" ".join(str(c["next_step"]).split())) for c in doc["causes"])
-        thresholds = dict(doc["thresholds"])
-        frames = re.compile("|".join(f"(?:{n})" for n in doc["frames"]["names"]))
-    except (KeyError, TypeError, re.error) as exc:
-        raise DataError(f"profiling/verdicts.yaml: a rule is incomplete or invalid ({exc})") from None
-    return Rules(thresholds=thresholds, causes=causes, frames=frames)
+STEP_PHASES = ("startup", "warmup", "steady", "last", "between", "teardown")  # between: host time between two steps
 
 
 # ---------------------------------------------------------------- results
@@ -132,27 +89,20 @@ class RankIdle:
     steps: tuple[StepIdle, ...] = ()
     hta: tuple[HtaStreamIdle, ...] = ()
     host_recorded: bool = True  # the trace had host activity (else causes are launch/untraced/unrecorded only)
-    step_ranges: tuple[tuple[int, int, int], ...] = ()  # (step, start, end) on the rank's clock
+    step_ranges: tuple[tuple[int, int, int], ...] = ()  # (step, start, end) on the rank's clock (analysis/steps.py)
+    # inside the steady windows: NCCL/RCCL kernels, the part of them no compute kernel runs beside, copies
+    steady_communication_ns: int = 0
+    steady_exposed_communication_ns: int = 0
+    steady_copy_ns: int = 0
+    step_source: str = ""  # where the steps came from (analysis/steps.py)
 
+    @property
+    def steady_busy_ns(self) -> int:
+        return self.steady_span_ns - self.steady_idle_ns
 
-# ---------------------------------------------------------------- steps
-def step_ranges(markers: Sequence[Marker]) -> list[tuple[int, int, int]]:
-    """(step, start, end) from ProfilerStep#N marks, the side (GPU or CPU) with more steps, a step's
-    pieces joined: the same choice as the timeline's per-step rows."""
-    sides: dict[bool, dict[int, tuple[int, int]]] = {True: {}, False: {}}
-    for marker in markers:
-        number = marker.name.rsplit("#", 1)[-1]
-        if not number.isdigit():
-            continue
-        have = sides[marker.on_gpu].get(int(number))
-        sides[marker.on_gpu][int(number)] = (marker.start, marker.end) if have is None else \
-            (min(have[0], marker.start), max(have[1], marker.end))
-    chosen = sides[True] if len(sides[True]) >= len(sides[False]) else sides[False]
-    return [(step, *chosen[step]) for step in sorted(chosen)]
-
-
-def warmup_count(steps: int, limit: int) -> int:
-    return min(limit, steps // 4)
+    @property
+    def steady_busy_percent(self) -> float:
+        return 100.0 * self.steady_busy_ns / self.steady_span_ns if self.steady_span_ns else 0.0
 
 
 # ---------------------------------------------------------------- vectorised interval helpers
@@ -187,17 +137,89 @@ def analyse_rank(t: RankTimeline, busy: "Intervals | None" = None) -> RankIdle:
     if busy is None:  # the reader's blocks where it made them while parsing, else chunk by chunk
         busy = t.streamed.timeline[2] if t.streamed is not None else busy_union(t)
     t.release_order()  # the last walk in start order: its order need not stay beside the holes' columns
+    steps = steps_of(t.markers)
     span_start, span_end = int(busy[0][0]), int(busy[1][-1])
-    low, high = busy[1][:-1], busy[0][1:]  # the holes
+    # The frame: the GPU's span, widened to the steps' windows. Its holes are every stretch of it the
+    # GPU is not busy, its edges included: inside a step, the time before the step's first GPU
+    # activity and after its last is idle (docs/definitions.md, "Busy and idle"). The last step of
+    # several widens it no further than the GPU's span: a profiler stopped at the program's end
+    # closes that step there, over the teardown.
+    frame_start, frame_end = span_start, span_end
+    if steps:
+        judged = steps.windows[:-1] if len(steps.windows) > 1 else steps.windows
+        frame_start = min(frame_start, min(w.start for w in steps.windows))
+        frame_end = max(frame_end, max(w.end for w in judged))
+    low = np.concatenate([np.array([frame_start], dtype=np.int64), busy[1]])
+    high = np.concatenate([busy[0], np.array([frame_end], dtype=np.int64)])
+    keep = high > low
+    low, high = low[keep], high[keep]
     length = high - low
+    cause, tops = _causes_of_holes(t, low, high, length, r)
+    keys, titles = [c.key for c in r.causes], [c.title for c in r.causes]
+    # the holes cut at the steps' edges: each piece lies in one step (or before, between or after them)
+    pieces = _pieces(low, high, steps)
+    piece_cause = cause[pieces.hole]
+    piece_length = pieces.high - pieces.low
+    code = {name: i for i, name in enumerate(STEP_PHASES)}
+    steady_mask = pieces.phase == code["steady"]
+    whole = _causes(cause, length, np.ones(len(low), dtype=bool), keys, titles, tops)
+    steady = _causes(piece_cause, piece_length, steady_mask, keys, titles, tops)
+    steady_windows = steps.steady
+    empty = np.zeros(0, dtype=np.int64)
+    if steady_windows:
+        window = _union(np.array([w.start for w in steady_windows], dtype=np.int64),
+                        np.array([w.end for w in steady_windows], dtype=np.int64))
+        first, last = steady_windows[0].step, steady_windows[-1].step
+        scope = (f"step {first} (the only step marked)" if len(steps.windows) == 1 else
+                 f"steps {first}-{last} (steady state: {steps.warmup} warm-up step(s) and the last left out)")
+    elif steps:
+        window, scope = (empty, empty), "no steady step"
+    else:
+        window = (np.array([span_start], dtype=np.int64), np.array([span_end], dtype=np.int64))
+        scope = "whole run (the workload marks no steps)"
+    steady_span = int((window[1] - window[0]).sum())
+    steady_idle = int(piece_length.sum(where=steady_mask))
+    communication, exposed, copies = _steady_device_time(t, window)
+    rows = []
+    if steps:  # per step and cause in one pass (thousands of steps over millions of gaps)
+        count = len(steps.windows)
+        inside = pieces.step >= 0
+        per_step = np.bincount(pieces.step[inside], weights=piece_length[inside], minlength=count)
+        per_pair = np.bincount(pieces.step[inside] * len(keys) + piece_cause[inside], weights=piece_length[inside],
+                               minlength=count * len(keys)).reshape(count, len(keys))
+        for index, w in enumerate(steps.windows):
+            row = per_pair[index]
+            present = np.flatnonzero(row)
+            causes_here = sorted(((keys[int(k)], int(row[k])) for k in present), key=lambda kv: -kv[1])
+            rows.append(StepIdle(step=w.step, phase=steps.phase(index), wall_ns=w.wall_ns,
+                                 idle_ns=int(per_step[index]), causes=tuple(causes_here)))
+    phases = tuple((p, int(piece_length.sum(where=pieces.phase == code[p]))) for p in STEP_PHASES
+                   if (pieces.phase == code[p]).any())
+    return RankIdle(rank=t.rank, host=t.host, span_ns=frame_end - frame_start, idle_ns=int(length.sum()), scope=scope,
+                    steady_span_ns=steady_span, steady_idle_ns=steady_idle, steady=steady, whole=whole, phases=phases,
+                    steps=tuple(rows), hta=hta, host_recorded=records_host(t),
+                    step_ranges=tuple((w.step, w.start, w.end) for w in steps.windows),
+                    steady_communication_ns=communication, steady_exposed_communication_ns=exposed,
+                    steady_copy_ns=copies, step_source=steps.source)
+
+
+def records_host(t: RankTimeline) -> bool:
+    """The trace records host activity (else causes are launch/untraced/unrecorded only)."""
+    return t.host_activity is not None and len(t.host_activity.start) > 0
+
+
+def _causes_of_holes(t: RankTimeline, low: "NDArray[np.int64]", high: "NDArray[np.int64]",
+                     length: "NDArray[np.int64]", r: Rules) -> tuple["NDArray[np.int8]", dict[int, tuple[str | None, int]]]:
+    """Each hole's cause (an index into the rules: the first rule that explains it) and, per cause,
+    the host event with the most time across its holes."""
+    import numpy as np
     cause = np.full(len(low), -1, dtype=np.int8)  # a rule index per hole (a few dozen rules)
     keys = [c.key for c in r.causes]
-    launch_index = keys.index("launch")
-    cause[length < int(r["gap_min_ns"])] = launch_index
+    cause[length < int(r["gap_min_ns"])] = keys.index("launch")
     activity = t.host_activity
-    host_recorded = activity is not None and len(activity.start) > 0
+    recorded = records_host(t)
     tops: dict[int, tuple[str | None, int]] = {}
-    if activity is not None and host_recorded:
+    if activity is not None and recorded:
         not_frame = ~_matching(activity.names, r.frames)[activity.name]  # frames name no gap
     for index, rule in enumerate(r.causes):
         open_ = cause < 0
@@ -207,13 +229,13 @@ def analyse_rank(t: RankTimeline, busy: "Intervals | None" = None) -> RankIdle:
             cause[open_ & (length < int(r["launch_gap_max_ns"]))] = index
             continue
         if rule.rule == "untraced":
-            if not host_recorded and not len(t.api_start) and not t.markers:  # no host event at all (no
-                cause[open_] = index  # launch call, no range): the rest is not "unrecorded work", it is unseen
+            if not recorded and not len(t.api_start) and not t.markers:  # no host event at all (no launch
+                cause[open_] = index  # call, no range): the rest is not "unrecorded work", it is unseen
             continue
         if rule.rule == "rest":
             cause[open_] = index
             continue
-        if activity is None or not host_recorded:
+        if activity is None or not recorded:
             continue
         if rule.rule == "operator":
             chosen = (activity.category == HOST_OPERATOR) & not_frame
@@ -237,69 +259,87 @@ def analyse_rank(t: RankTimeline, busy: "Intervals | None" = None) -> RankIdle:
         if newly.any():
             tops[index] = _top_activity(activity.names, activity.name[chosen], s, e, low[newly], high[newly],
                                         by_ends=rule.rule == "ends-at-gap", tolerance=int(r["sync_tolerance_ns"]))
-    # phases and steps
-    ranges = step_ranges(t.markers)
-    warm = warmup_count(len(ranges), int(r["warmup_steps"]))
-    # phases as small integer codes (indices into STEP_PHASES): an object array of strings per hole
-    # cost seconds per million holes in comparisons
+    return cause, tops
+
+
+@dataclass(frozen=True)
+class _Pieces:
+    """Holes cut at the steps' edges: each piece's hole, bounds, step (-1: in none) and phase code."""
+    hole: "NDArray[np.intp]"
+    low: "NDArray[np.int64]"
+    high: "NDArray[np.int64]"
+    step: "NDArray[np.int32]"
+    phase: "NDArray[np.int8]"
+
+
+def _pieces(low: "NDArray[np.int64]", high: "NDArray[np.int64]", steps: Steps) -> _Pieces:
+    import numpy as np
     code = {name: i for i, name in enumerate(STEP_PHASES)}
-    phase = np.full(len(low), code["steady"], dtype=np.int8)
-    step_of = np.full(len(low) if ranges else 0, -1, dtype=np.int32)  # a column only where steps are marked
-    count = len(ranges)
-    if ranges:
-        # windows: a step runs from its start to the next step's start (the host's time between two
-        # steps belongs to the one before); the last step to its own end, then teardown
-        starts = np.array([a for _, a, _ in ranges], dtype=np.int64)
-        last_end = ranges[-1][2]
-        middle = low + length // 2
-        position = np.searchsorted(starts, middle, side="right") - 1
-        kinds = np.array([code[_step_phase(p, count, warm)] for p in range(count)], dtype=np.int8)
-        after = position >= 0
-        phase[~after] = code["startup"]
-        phase[after] = kinds[np.maximum(position, 0)[after]]
-        phase[middle >= last_end] = code["teardown"]
-        inside = after & (middle < last_end)
-        step_of[inside] = position[inside]
-    steady_mask = phase == code["steady"]
-    titles = [c.title for c in r.causes]
-    whole = _causes(cause, length, np.ones(len(low), dtype=bool), keys, titles, tops)
-    steady = _causes(cause, length, steady_mask, keys, titles, tops)
-    if count > 1:
-        steady_rows = ranges[warm:-1]
-        steady_span = (ranges[-1][1] - ranges[warm][1]) if steady_rows else 0
-        scope = (f"steps {steady_rows[0][0]}-{steady_rows[-1][0]} (steady state: {warm} warm-up step(s) and the last "
-                 "left out)" if steady_rows else "no steady step")
-    elif count == 1:
-        steady_span = ranges[0][2] - ranges[0][1]
-        scope = f"step {ranges[0][0]} (the only step marked)"
-    else:
-        steady_span = span_end - span_start
-        scope = "whole run (the workload marks no steps)"
-    steps = []
-    if ranges:  # per step and cause in one pass (thousands of steps over millions of gaps)
-        counted = step_of >= 0
-        per_step = np.bincount(step_of[counted], weights=length[counted], minlength=count)
-        per_pair = np.bincount(step_of[counted] * len(keys) + cause[counted], weights=length[counted],
-                               minlength=count * len(keys)).reshape(count, len(keys))
-        for index, (number, a, b) in enumerate(ranges):
-            row = per_pair[index]
-            present = np.flatnonzero(row)
-            causes_here = sorted(((keys[int(k)], int(row[k])) for k in present), key=lambda kv: -kv[1])
-            steps.append(StepIdle(step=number, phase=_step_phase(index, count, warm), wall_ns=b - a,
-                                  idle_ns=int(per_step[index]), causes=tuple(causes_here)))
-    return RankIdle(rank=t.rank, host=t.host, span_ns=span_end - span_start, idle_ns=int(length.sum()), scope=scope,
-                    steady_span_ns=int(steady_span), steady_idle_ns=int(length.sum(where=steady_mask)),
-                    steady=steady, whole=whole,
-                    phases=tuple((p, int(length.sum(where=phase == code[p]))) for p in STEP_PHASES
-                                 if (phase == code[p]).any()),
-                    steps=tuple(steps), hta=hta, host_recorded=host_recorded,
-                    step_ranges=tuple((int(n), int(a), int(b)) for n, a, b in ranges))
+    if not steps:  # one phase: the whole run is the steady state
+        return _Pieces(hole=np.arange(len(low)), low=low, high=high, step=np.full(len(low), -1, dtype=np.int32),
+                       phase=np.full(len(low), code["steady"], dtype=np.int8))
+    windows = steps.windows
+    cuts = np.unique(np.array([w.start for w in windows] + [w.end for w in windows], dtype=np.int64))
+    first = np.searchsorted(cuts, low, side="right")  # the first cut after a hole's start
+    inner = np.maximum(np.searchsorted(cuts, high, side="left") - first, 0)  # cuts strictly inside it
+    hole = np.repeat(np.arange(len(low)), inner + 1)
+    at = np.arange(len(hole)) - np.repeat(np.cumsum(inner + 1) - (inner + 1), inner + 1)  # position in its hole
+    top = len(cuts) - 1
+    p_low = np.where(at == 0, low[hole], cuts[np.clip(first[hole] + at - 1, 0, top)])
+    p_high = np.where(at == inner[hole], high[hole], cuts[np.clip(first[hole] + at, 0, top)])
+    # the window each piece lies in: the latest starting at or before it, if it ends at or after it
+    order = np.argsort(np.array([w.start for w in windows], dtype=np.int64), kind="stable")
+    starts = np.array([windows[i].start for i in order], dtype=np.int64)
+    ends = np.array([windows[i].end for i in order], dtype=np.int64)
+    candidate = np.searchsorted(starts, p_low, side="right") - 1
+    found = (candidate >= 0) & (p_high <= ends[np.maximum(candidate, 0)])
+    step = np.where(found, order[np.maximum(candidate, 0)], -1).astype(np.int32)
+    kinds = np.array([code[steps.phase(i)] for i in range(len(windows))], dtype=np.int8)
+    phase = np.full(len(hole), code["between"], dtype=np.int8)
+    phase[found] = kinds[step[found]]
+    phase[~found & (p_high <= starts[0])] = code["startup"]
+    phase[~found & (p_low >= ends.max())] = code["teardown"]
+    return _Pieces(hole=hole, low=p_low, high=p_high, step=step, phase=phase)
 
 
-def _step_phase(position: int, count: int, warm: int) -> str:
-    if position < warm:
-        return "warmup"
-    return "last" if position == count - 1 and count > 1 else "steady"
+def _steady_device_time(t: RankTimeline, window: "Intervals") -> tuple[int, int, int]:
+    """Inside the steady windows: the time NCCL/RCCL kernels run, the part of it that no compute
+    kernel runs beside (exposed communication), and the time copies or memsets run."""
+    import numpy as np
+    from profilectl.analysis.collectives import collective_names
+    from profilectl.analysis.timeline import COPY, KERNEL, _intersection_length
+    if not len(window[0]) or t.empty:
+        return 0, 0, 0
+    collective = collective_names(t.names)
+    communication = exposed = 0
+    if bool(collective.any()):
+        kernels = t.kind == KERNEL
+        on_comm = kernels & collective[t.name]
+        if bool(on_comm.any()):
+            comm = _union(t.start[on_comm], t.end[on_comm])
+            compute = _union(t.start[kernels & ~on_comm], t.end[kernels & ~on_comm])
+            communication = _intersection_length(comm, window)
+            exposed = communication - _intersection_length(intersection(comm, compute), window)
+    on_copy = t.kind == COPY
+    copies = _intersection_length(_union(t.start[on_copy], t.end[on_copy]), window) if bool(on_copy.any()) else 0
+    return communication, exposed, copies
+
+
+def intersection(a: "Intervals", b: "Intervals") -> "Intervals":
+    """The intervals common to two sets of disjoint sorted intervals."""
+    import numpy as np
+    if not len(a[0]) or not len(b[0]):
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    # for each interval of a, the intervals of b that may overlap it: ending after its start, starting before its end
+    first = np.searchsorted(b[1], a[0], side="right")
+    stop = np.searchsorted(b[0], a[1], side="left")
+    count = np.maximum(stop - first, 0)
+    which_a = np.repeat(np.arange(len(a[0])), count)
+    which_b = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count) + np.repeat(first, count)
+    low = np.maximum(a[0][which_a], b[0][which_b])
+    high = np.minimum(a[1][which_a], b[1][which_b])
+    keep = high > low
+    return low[keep], high[keep]
 
 
 def _top_activity(names: Sequence[str], name: "NDArray[np.int64]", start: "NDArray[np.int64]",

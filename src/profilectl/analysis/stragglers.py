@@ -11,21 +11,18 @@ least `straggler_consistency` of the steady steps), and the sentence says by how
 
 from __future__ import annotations
 
-import re
 import statistics
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
 from profilectl.analysis.idle import RankIdle, rules
-from profilectl.analysis.timeline import KERNEL, RankTimeline, _Blocks, _union, collective_names, combine
+from profilectl.analysis.collectives import collective_names, host_collective_names
+from profilectl.analysis.timeline import KERNEL, RankTimeline, _Blocks, _union, combine
 
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
-# Host-side collectives (gloo/MPI run them on the CPU; with NCCL the host's c10d op only launches)
-HOST_COLLECTIVE = re.compile(r"^(gloo|mpi|ucc):|^c10d::(allreduce|allgather|reduce_scatter|broadcast|barrier|alltoall|"
-                             r"reduce|gather|scatter)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -68,7 +65,7 @@ def _collective_blocks(t: RankTimeline) -> tuple[tuple["NDArray[np.int64]", "NDA
         return _union(t.start[gpu], t.end[gpu]), "NCCL/RCCL kernels"
     host = t.host_activity
     if host is not None and len(host.start):
-        chosen = np.array([bool(HOST_COLLECTIVE.search(n)) for n in host.names] or [False], dtype=bool)[host.name]
+        chosen = host_collective_names(host.names)[host.name]
         if chosen.any():
             return _union(host.start[chosen], host.end[chosen]), "host collectives (gloo/MPI)"
     empty = np.zeros(0, dtype=np.int64)

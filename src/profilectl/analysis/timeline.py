@@ -15,11 +15,13 @@ Definitions, chosen to match Holistic Trace Analysis (HTA) where it has the same
 - launch-bound indicators: GPU time in kernels that ran shorter than their own launch call on the
   CPU (HTA's "short kernels"; where no launch is linked, shorter than SHORT_KERNEL_NS); launch call
   time against kernel time; the launch delay (the launch call's end to the kernel's start, HTA's);
-  the mean queue depth (kernels launched and not yet finished).
+  the mean launch queue depth (kernels launched and not yet finished, all streams: not HTA's queue
+  length, which counts all GPU work per stream until it starts).
 - HTA by default drops kernels launched after the last ProfilerStep began
   (include_last_profiler_step=False): every kernel of the trace counts here.
-- steps: ProfilerStep#N ranges, from the GPU-side annotation when the trace has it (torch 2.x),
-  else the CPU-side range; a step's GPU busy time is the union of activity inside its range.
+- steps: analysis/steps.py (the host side's step ranges); a step's GPU busy time is the busy union
+  clipped to its window, its top kernel the one with most GPU time among those launched inside it.
+Every definition, with its one place in the code: docs/definitions.md.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
+from profilectl.analysis.collectives import collective_names, is_collective  # noqa: F401 (is_collective: re-exported)
+
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
@@ -35,20 +39,6 @@ if TYPE_CHECKING:
     from profilectl.analysis.idle import HtaStream, HtaStreamIdle
     Ints = Sequence[int] | NDArray[Any]  # a column: a list, or a numpy array kept as it is
 
-COLLECTIVE_WORDS = ("nccl", "rccl")  # NCCL/RCCL kernels: communication, not compute
-
-
-def is_collective(name: str) -> bool:
-    """A collective's kernel, by its name: a substring test of the lower-cased name (a case-blind
-    regex search took 0.08 s over the 3,000 long template names of a 1 M-dispatch trace; this 4 ms)."""
-    lowered = name.lower()
-    return COLLECTIVE_WORDS[0] in lowered or COLLECTIVE_WORDS[1] in lowered
-
-
-def collective_names(names: Sequence[str]) -> "NDArray[np.bool_]":
-    """Per name id: a collective's kernel or not (one False where there are no names)."""
-    import numpy as np
-    return np.array([is_collective(n) for n in names] or [False], dtype=bool)
 GAP_MIN_NS = 10_000  # 10 µs
 SHORT_KERNEL_NS = 5_000  # a typical launch call's cost, where a kernel's own launch is not in the trace
 TOP_GAPS = 5
@@ -314,9 +304,21 @@ class BusyCurve:
 
 
 @dataclass(frozen=True)
+class RanksBusy:
+    """A job's GPU busy share as its ranks have it: each rank's busy time over its own GPU span, their
+    mean and range (the job-level figure; docs/definitions.md). The union `merged` is another figure:
+    the share of the job's span in which any GPU was busy."""
+    ranks: int
+    mean_percent: float
+    min_percent: float
+    max_percent: float
+
+
+@dataclass(frozen=True)
 class TimelineAnalysis:
-    merged: TimelineRow
+    merged: TimelineRow  # one rank's row; for a job, the union over its ranks ("any GPU busy")
     ranks: tuple[TimelineRow, ...] = ()  # per rank when there are several
+    ranks_busy: RanksBusy | None = None  # a job's per-rank mean and range
     gaps: tuple[Gap, ...] = ()  # the largest idle gaps, all ranks
     steps: tuple[StepRow, ...] = ()  # per step (merged over ranks: the slowest rank's row)
     slowest_steps: tuple[int, ...] = ()  # step numbers, slowest first, warm-up left out
@@ -954,8 +956,10 @@ def _launch_stats(t: RankTimeline, kernels: "NDArray[np.bool_]") -> LaunchStats:
 
 
 def _queue_depth(launched: "NDArray[np.int64]", finished: "NDArray[np.int64]") -> tuple[float | None, int | None]:
-    """Kernels launched and not yet finished, averaged over the time from the first launch to the
-    last end (HTA's queue length, over all streams of the rank)."""
+    """The launch queue depth: kernels whose launch call has begun and that have not finished yet,
+    over all streams of the rank, averaged over the time from the first launch to the last end.
+    Not HTA's queue length, which counts every GPU activity per stream until it starts
+    (docs/definitions.md, "Launch queue depth")."""
     import numpy as np
     if not len(launched):
         return None, None
@@ -1029,61 +1033,55 @@ def _prefix_lengths(s: "NDArray[np.int64]", e: "NDArray[np.int64]", upto: "NDArr
 
 
 # ---------------------------------------------------------------- steps
-def _step_numbers(markers: Sequence[Marker]) -> set[str]:
-    return {m.name.rsplit("#", 1)[-1] for m in markers}
-
-
 def steps_of(t: RankTimeline, blocks: tuple["NDArray[np.int64]", "NDArray[np.int64]"] | None = None
              ) -> tuple[list[StepRow], str]:
-    """Per-step rows; `blocks`: the rank's busy blocks where analyse_rank already built them."""
+    """Per-step rows over the rank's step windows (analysis/steps.py); `blocks`: the rank's busy
+    blocks where analyse_rank already built them. A step's GPU busy time is the busy union clipped
+    to its window; its top kernel is the kernel with the most GPU time among those the host launched
+    inside the window (by launch correlation; by start time where the trace links no launches)."""
     import numpy as np
-    gpu = [m for m in t.markers if m.on_gpu]
-    cpu = [m for m in t.markers if not m.on_gpu]
-    # GPU-side ranges say when the step's work ran; but torch does not always write one per step
-    # (torch 2.11 wrote ProfilerStep#0 alone on the GPU side, every step on the CPU side): the side
-    # with more steps wins
-    chosen, source = (gpu, "GPU-side ProfilerStep ranges") if len(_step_numbers(gpu)) >= len(_step_numbers(cpu)) \
-        else (cpu, "CPU-side ProfilerStep ranges")
-    by_step: dict[int, Marker] = {}
-    for marker in chosen:
-        number = marker.name.rsplit("#", 1)[-1]
-        if number.isdigit():
-            step = int(number)
-            # torch may split a GPU-side step range per stream: one step spans all its pieces
-            have = by_step.get(step)
-            by_step[step] = marker if have is None else Marker(marker.name, min(have.start, marker.start),
-                                                               max(have.end, marker.end), marker.on_gpu)
-    if not by_step:
+    from profilectl.analysis.steps import steps_of as step_windows
+    steps = step_windows(t.markers)
+    if not steps:
         return [], ""
     busy_blocks = _Blocks(blocks if blocks is not None else busy_union(t))
     kernels = t.kind == KERNEL
     collective = _collective(t)
     comm_blocks = _Blocks(_union(t.start[kernels & collective], t.end[kernels & collective]))
-    # kernels by start time: a step's candidates are a slice (start < high, start >= low - longest)
-    order = np.argsort(t.start[kernels], kind="stable")
-    k_start, k_end, k_name = t.start[kernels][order], t.end[kernels][order], t.name[kernels][order]
-    longest = int((k_end - k_start).max()) if len(k_start) else 0
-    numbers = sorted(by_step)
-    warm = min(2, len(numbers) // 4)  # the first steps of a trace pay for the profiler's start and the caches
+    launched = launch_times(t)[kernels]  # when each kernel was launched (its start where no launch is linked)
+    order = np.argsort(launched, kind="stable")
+    k_launched, k_name = launched[order], t.name[kernels][order]
+    k_duration = (t.end[kernels] - t.start[kernels])[order]
     rows = []
-    for position, step in enumerate(numbers):
-        marker = by_step[step]
-        low, high = marker.start, marker.end
+    for position, window in enumerate(steps.windows):
+        low, high = window.start, window.end
         busy = busy_blocks.within(low, high)
-        first, stop = np.searchsorted(k_start, [low - longest, high], side="left")
-        inside = slice(int(first), int(stop))
-        overlap = np.minimum(k_end[inside], high) - np.maximum(k_start[inside], low)
+        first, stop = np.searchsorted(k_launched, [low, high], side="left")
         top, top_ns = None, 0
-        if (overlap > 0).any():
-            per_name = np.bincount(k_name[inside], weights=np.clip(overlap, 0, None), minlength=len(t.names))
+        if stop > first:
+            per_name = np.bincount(k_name[first:stop], weights=k_duration[first:stop], minlength=len(t.names))
             best = int(per_name.argmax())
             top, top_ns = t.names[best], int(per_name[best])
         comm = comm_blocks.within(low, high)
-        rows.append(StepRow(step=step, name=marker.name, wall_ns=high - low, gpu_busy_ns=busy,
-                            busy_percent=100.0 * busy / (high - low) if high > low else 0.0, top_kernel=top,
+        phase = steps.phase(position)
+        rows.append(StepRow(step=window.step, name=window.name, wall_ns=window.wall_ns, gpu_busy_ns=busy,
+                            busy_percent=100.0 * busy / window.wall_ns if window.wall_ns > 0 else 0.0, top_kernel=top,
                             top_kernel_ns=top_ns, communication_percent=100.0 * comm / busy if busy else 0.0,
-                            warmup=position < warm, rank=t.rank, last=position == len(numbers) - 1 > 0))
-    return rows, source
+                            warmup=phase == "warmup", rank=t.rank, last=phase == "last"))
+    return rows, steps.source
+
+
+def launch_times(t: RankTimeline) -> "NDArray[np.int64]":
+    """When each GPU activity was launched: its launch call's start where the trace links it by
+    correlation id, else the activity's own start (the one rule of "what a window launched")."""
+    import numpy as np
+    if not len(t.api_correlation) or not len(t.correlation):
+        return t.start
+    order = np.argsort(t.api_correlation, kind="stable")
+    keys = t.api_correlation[order]
+    at = np.clip(np.searchsorted(keys, t.correlation), 0, len(keys) - 1)
+    linked = (np.asarray(t.correlation) >= 0) & (keys[at] == t.correlation)
+    return np.where(linked, t.api_start[order][at], t.start)
 
 
 def _merge_steps(per_rank: list[list[StepRow]]) -> list[StepRow]:
@@ -1147,8 +1145,12 @@ def analyse_pieces(pieces: Sequence[RankPiece]) -> TimelineAnalysis | None:
     merged_steps = _merge_steps(steps)
     slowest = tuple(r.step for r in sorted((r for r in merged_steps if r.steady), key=lambda r: -r.wall_ns)[:3])
     gaps.sort(key=lambda g: -g.duration_ns)
-    return TimelineAnalysis(merged=_merged(rows, [blocks for _, blocks in curves]), ranks=tuple(rows) if len(rows) > 1 else (), gaps=tuple(gaps[:TOP_GAPS]),
-                            steps=tuple(merged_steps), slowest_steps=slowest,
+    busy = [r.busy_percent for r in rows]
+    ranks_busy = RanksBusy(ranks=len(rows), mean_percent=sum(busy) / len(busy), min_percent=min(busy),
+                           max_percent=max(busy)) if len(rows) > 1 else None
+    return TimelineAnalysis(merged=_merged(rows, [blocks for _, blocks in curves]),
+                            ranks=tuple(rows) if len(rows) > 1 else (), ranks_busy=ranks_busy,
+                            gaps=tuple(gaps[:TOP_GAPS]), steps=tuple(merged_steps), slowest_steps=slowest,
                             step_source=sources[0] if sources else "",
                             curves=_curves_on_one_axis(curves))
 
@@ -1213,7 +1215,7 @@ def _merged(rows: list[TimelineRow],
                          queue_depth_max=max(maxima) if maxima else None)
     busy_percent = 100.0 * busy / span if span else 0.0
     return TimelineRow(
-        rank="all", host=None, span_ns=span, busy_ns=busy, idle_ns=span - busy, busy_percent=busy_percent,
+        rank="any GPU", host=None, span_ns=span, busy_ns=busy, idle_ns=span - busy, busy_percent=busy_percent,
         gaps=gaps, gap_total_ns=gap_total, largest_gap_ns=largest,
         concurrent_ns=total("concurrent_ns"), max_concurrency=max(r.max_concurrency for r in rows),
         streams=total("streams"), compute_ns=total("compute_ns"), communication_ns=comm,

@@ -69,14 +69,16 @@ def _named(name: str, wanted: str) -> bool:
 
 
 def timeline_windows(t: "RankTimeline", request: WindowRequest) -> Windows:
-    """The rank's windows from its own timeline: step marks, and the host's annotation ranges."""
-    from profilectl.analysis.idle import step_ranges
+    """The rank's windows from its own timeline: its steps (analysis/steps.py: the host side's
+    ranges, not the GPU side's markers), and the host's annotation ranges."""
+    from profilectl.analysis.steps import steps_of
     from profilectl.analysis.timeline import HOST_ANNOTATION
+    steps = steps_of(t.markers)
     if request.steps is not None:
         first, end = request.steps
-        return [(a, b) for step, a, b in step_ranges(t.markers) if first <= step < end]
+        return [(w.start, w.end) for w in steps.windows if first <= w.step < end]
     assert request.range_name is not None
-    found = [(m.start, m.end) for m in t.markers if _named(m.name, request.range_name)]
+    found = [(w.start, w.end) for w in steps.windows if _named(w.name, request.range_name)]
     host = t.host_activity
     if host is not None and request.range_name in host.names:
         index = host.names.index(request.range_name)
@@ -98,18 +100,12 @@ def _inside(times: "NDArray[np.int64]", windows: Windows) -> tuple["NDArray[np.b
 def restrict_timeline(t: "RankTimeline", windows: Windows) -> "RankTimeline":
     """The rank's activity launched inside the windows, the windows laid end to end."""
     import numpy as np
-    from profilectl.analysis.timeline import HostActivity, Marker, rank_timeline
+    from profilectl.analysis.timeline import HostActivity, Marker, launch_times, rank_timeline
     lengths = np.asarray([b - a for a, b in windows], dtype=np.int64)
     # each window moves back to where the one before it ended
     shift = np.asarray([a for a, _ in windows], dtype=np.int64) - windows[0][0] - \
         np.concatenate([[0], np.cumsum(lengths)[:-1]])
-    launched = t.start.copy()
-    if len(t.api_correlation) and len(t.correlation):
-        order = np.argsort(t.api_correlation, kind="stable")
-        keys = t.api_correlation[order]
-        at = np.clip(np.searchsorted(keys, t.correlation), 0, max(len(keys) - 1, 0))
-        linked = (t.correlation >= 0) & (keys[at] == t.correlation)
-        launched = np.where(linked, t.api_start[order][at], t.start)
+    launched = launch_times(t)
     keep, which = _inside(launched, windows)
     move = shift[which][keep]
     api_keep, api_which = _inside(t.api_start, windows)
@@ -190,13 +186,34 @@ def restrict(tables: "Tables", request: WindowRequest, extra: dict[str, Windows]
     if not kept:
         what = f"no range named {request.range_name!r}" if request.range_name is not None else \
             f"no step {request.steps[0]} to {request.steps[1] - 1} marked" if request.steps else "no window"
-        raise FormatError(f"report {request.describe()}: {what} in these traces")
+        raise FormatError(f"report {request.describe()}: {what} in these traces; {_what_there_is(tables)}")
+    if not any(len(part.start) for part in kept):
+        raise FormatError(f"report {request.describe()}: the {total_windows} window(s) of {len(kept)} rank(s) launched "
+                          f"no GPU activity; {_what_there_is(tables)}")
     note = (f"{request.describe()}: kernels, copies and the timeline are those launched inside {total_windows} "
             f"window(s) of {len(kept)} rank(s), laid end to end; operators, API calls and annotations are of the "
             "whole trace")
     return dataclasses.replace(tables, kernels=kernels, memory_copies=copies, timelines=tuple(kept),
                                ranks=tuple(rows) if tables.ranks else (),
                                notes=tables.notes + (note,))
+
+
+def _what_there_is(tables: "Tables") -> str:
+    """What the traces do have to select: their steps and their most frequent range names."""
+    from collections import Counter
+    from profilectl.analysis.steps import steps_of
+    from profilectl.analysis.timeline import HOST_ANNOTATION
+    said = []
+    for t in tables.timelines[:1]:  # the first rank speaks for the others
+        steps = steps_of(t.markers)
+        said.append(f"rank {t.rank}'s steps are {steps.numbers()}" + (f" ({steps.source})" if steps else ""))
+        host = t.host_activity
+        if host is not None and len(host.start):
+            named = Counter(host.names[i] for i in host.name[host.category == HOST_ANNOTATION].tolist())
+            ranges = [n for n, _ in named.most_common(6) if not n.startswith("ProfilerStep#")]
+            if ranges:
+                said.append("its ranges include " + ", ".join(repr(n) for n in ranges))
+    return "; ".join(said) or "the traces mark no steps or ranges"
 
 
 def roctx_windows(files: Sequence[str], name: str | None) -> dict[str, Windows]:

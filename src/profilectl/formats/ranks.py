@@ -12,13 +12,10 @@ import re
 from pathlib import Path
 
 from profilectl.formats.tables import RankRow, StatsByName
-from profilectl.analysis.timeline import is_collective
+from profilectl.analysis.collectives import is_collective, is_host_collective
 
 _RANK = re.compile(r"(?:^|[-_.])rank(?P<rank>\d+)(?:-(?P<pid>\d+))?")
 _PID_PREFIX = re.compile(r"^(?P<pid>\d+)_")
-# torch.profiler's CPU operators of communication: gloo's own (gloo:all_reduce), c10d's dispatch
-# (c10d::allreduce_) and NCCL's host side; their self times do not nest in one another.
-CPU_COLLECTIVE = re.compile(r"^(gloo:|nccl:|c10d::|record_param_comms)", re.IGNORECASE)
 _TOOL_DIRS = re.compile(r"^(raw|pmc_\d+|pass_\d+|torch)$")
 
 
@@ -45,7 +42,7 @@ def rank_row(rank: str, host: str | None, kernels: StatsByName, operators: Stats
         return RankRow(rank=rank, host=host, kernels=0, dispatches=sum(s.calls for s in operators.values()),
                        total_ns=sum(own.values()), basis="cpu",
                        # float throughout (0.0, not 0, where none): a rank's partial decodes it as one
-                       collective_ns=float(sum(t for name, t in own.items() if CPU_COLLECTIVE.search(name))),
+                       collective_ns=float(sum(t for name, t in own.items() if is_host_collective(name))),
                        top_kernel=top_op[0], top_kernel_ns=top_op[1])
     total = sum(s.total for s in kernels.values())
     top = max(kernels.items(), key=lambda item: item[1].total, default=None)

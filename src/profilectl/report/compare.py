@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
 from profilectl.errors import UsageError
+from profilectl.report import units
 from profilectl.report.summary import KernelRow, Summary
 
 # The same kernel as different tools spell it: ncu and rocprofv3 print "<unnamed>" where
@@ -153,8 +154,10 @@ def matched(ka: dict[str, OnlyIn], kb: dict[str, OnlyIn]) -> list[Matched]:
 
 
 def compare(a: Summary, b: Summary, match: str = "exact") -> Comparison:
+    """Device activity by name: kernels, and copies and memsets (GPU time is both: a change whose
+    copies grew 14x is slower, whatever its kernels do; docs/definitions.md)."""
     key = base_name if match == "base" else canonical
-    ka, kb = _keyed(a.kernels, key), _keyed(b.kernels, key)
+    ka, kb = _keyed(a.kernels + a.memory_copies, key), _keyed(b.kernels + b.memory_copies, key)
     both = matched(ka, kb)
     total_a = sum(k.total_ns for k in ka.values())
     total_b = sum(k.total_ns for k in kb.values())
@@ -211,7 +214,7 @@ def timing_deltas(a: Summary, b: Summary) -> tuple[TimingDelta, ...]:
 
 
 # ---------------------------------------------------------------- the CI gate
-METRICS = ("gpu-time", "kernel:REGEX", "step-time", "wall-time")
+METRICS = ("gpu-time", "kernel-time", "copy-time", "kernel:REGEX", "step-time", "wall-time")
 MAX_THRESHOLD_PERCENT = 1000.0  # beyond 11x slower a threshold gates nothing: a typo, refused
 
 
@@ -258,11 +261,18 @@ def _label(summary: Summary) -> str:
 def _value(summary: Summary, metric: str) -> tuple[float, str, str, tuple[str, ...]]:
     """(value, unit, description, notes) of one metric in one run; a usage error saying why not."""
     where = _label(summary)
-    if metric == "gpu-time":
-        if not summary.kernels:
-            raise UsageError(f"GPU time unavailable in {where}: it has no kernels (a timing run? try --metric "
-                             "wall-time or step-time)")
-        return summary.totals.gpu_time_ns, "ns", "total GPU time", ()
+    totals = summary.totals
+    if metric in ("gpu-time", "kernel-time", "copy-time"):
+        if not summary.kernels and not summary.memory_copies:
+            raise UsageError(f"GPU time unavailable in {where}: it has no kernels or copies (a timing run? try "
+                             "--metric wall-time or step-time)")
+        if metric == "gpu-time":
+            return totals.gpu_time_ns, "ns", "total GPU time (kernels, copies and memsets)", \
+                (f"kernels {units.duration_ns(totals.kernel_time_ns)}, copies and memsets "
+                 f"{units.duration_ns(totals.copy_time_ns)}",)
+        if metric == "kernel-time":
+            return totals.kernel_time_ns, "ns", "GPU time in kernels", ()
+        return totals.copy_time_ns, "ns", "GPU time in copies and memsets", ()
     if metric.startswith("kernel:"):
         pattern = re.compile(metric[len("kernel:"):])
         matched = [k for k in summary.kernels if pattern.search(k.name)]
@@ -297,8 +307,8 @@ def _wall(a: Summary, b: Summary) -> tuple[float, float, str]:
 
 
 def default_metric(a: Summary, b: Summary) -> str:
-    """gpu-time when both runs have kernels, else wall-time."""
-    return "gpu-time" if a.kernels and b.kernels else "wall-time"
+    """gpu-time when both runs have device activity, else wall-time."""
+    return "gpu-time" if (a.kernels or a.memory_copies) and (b.kernels or b.memory_copies) else "wall-time"
 
 
 def gate(a: Summary, b: Summary, metric: str | None, threshold: float | None) -> Gate:
@@ -315,9 +325,11 @@ def gate(a: Summary, b: Summary, metric: str | None, threshold: float | None) ->
             notes += (f"measured differently: base {description}, new {description_b}",)
         if notes_a != notes_b:
             notes += (f"base: {'; '.join(notes_a)}", f"new: {'; '.join(notes_b)}")
+        if metric == "gpu-time" and notes_a != notes_b:
+            notes = notes[:-2] + (f"base {notes_a[0]}; new {notes_b[0]}",)
     if base <= 0:
         raise UsageError(f"{description} is 0 in {_label(a)}: no change can be measured against it")
-    if metric == "gpu-time" or metric.startswith("kernel:"):
+    if metric in ("gpu-time", "kernel-time") or metric.startswith("kernel:"):
         if (a.kernel_timing or None) != (b.kernel_timing or None):
             notes += ("kernel times measured differently (a counters run's replay against a trace): not comparable",)
     change = 100.0 * (new - base) / base

@@ -84,4 +84,4 @@ class Document:
     title: str
     metadata: tuple[tuple[str, str], ...]  # (label, value): date, host, GPU, versions, command
     sections: tuple[Section, ...]
-    schema_version: int = 1
+    schema_version: int = 2

@@ -37,7 +37,21 @@ def json_text(payload: dict[str, Any]) -> str:
 
 
 def to_json(summary: "Summary") -> str:
-    return json_text(summary.to_dict())
+    return json_text(json_document(summary))
+
+
+def json_document(summary: "Summary") -> dict[str, Any]:
+    """`report --format json` (schema 2, docs/definitions.md): the summary's data (the run's facts,
+    every quantity under its one name) and, beside it, the document every other format renders: its
+    title, every finding (verdict, sentence, evidence, next step) and its sections' tables with units."""
+    from profilectl.report.renderers.machine import to_dict
+    from profilectl.report.sections import build_document
+    document = to_dict(build_document(summary))
+    payload = summary.to_dict()
+    payload["title"] = document["title"]
+    payload["findings"] = [finding for section in document["sections"] for finding in section["findings"]]
+    payload["sections"] = document["sections"]
+    return payload
 
 
 def csv_tables(summary: "Summary") -> dict[str, CsvTable]:

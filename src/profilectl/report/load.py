@@ -18,7 +18,7 @@ from profilectl.formats.reader import read_groups, read_path, recognised
 from profilectl.manifest import Manifest
 from profilectl.report import cache
 from profilectl.runstate import run_state
-from profilectl.report.summary import RunMetadata, RunStory, SourceInfo, Summary, build
+from profilectl.report.summary import SUMMARY_SCHEMA, RunMetadata, RunStory, SourceInfo, Summary, build
 
 if TYPE_CHECKING:
     from profilectl.analysis.windows import WindowRequest
@@ -124,14 +124,17 @@ def load(path: Path, raw: bool = False) -> Summary:
     if is_run_dir(path):
         manifest = Manifest.read(path)
         stored = path / "summary.json"
-        if stored.is_file():
-            result = Summary.read(stored)
-        else:  # a run killed before it could summarise: read what its profiler left in raw/
+        result = Summary.read(stored) if stored.is_file() else None
+        if result is None or result.schema_version != SUMMARY_SCHEMA:
+            # a run killed before it could summarise, or summarised by an older profilectl (another
+            # schema: docs/definitions.md's migration note): read what its profiler left in raw/
             from profilectl.backends import READERS  # the registry (imported only where files are read)
+            why = "the run did not finish" if result is None else \
+                f"it has schema {result.schema_version}, this profilectl writes {SUMMARY_SCHEMA}"
             tables = read_path(path / "raw", READERS, required=False)
             result = build(tables, SourceInfo(kind="profilectl-run", path=str(path)))
-            result = dataclasses.replace(result, notes=("no summary.json (the run did not finish): "
-                                                        "summarised from raw/ now",) + result.notes)
+            result = dataclasses.replace(result, notes=(f"summary.json not used ({why}): summarised from raw/ now",)
+                                         + result.notes)
         if result.power is None and (path / "telemetry.csv").is_file():  # sampled, but never summarised
             from profilectl.telemetry.energy import summarise_file
             try:

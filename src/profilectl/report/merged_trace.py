@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, TypeVar
 import msgspec
 
 from profilectl.errors import FormatError, UsageError
+from profilectl.analysis.collectives import is_collective, is_host_collective
 from profilectl.formats import chrome_stream
 
 if TYPE_CHECKING:
@@ -53,9 +54,6 @@ if TYPE_CHECKING:
 DEFAULT_MAX_MB = 100
 SIZE_MARGIN = 0.97  # the estimate of an event's bytes is close, not exact: plan below the cap
 STEP = re.compile(r"^ProfilerStep#(\d+)$")
-GPU_COLLECTIVE = re.compile(r"nccl|rccl", re.IGNORECASE)
-# gloo's and NCCL's operators on the CPU side (torch's names), as formats/ranks.py counts them
-CPU_COLLECTIVE = re.compile(r"^(gloo:|nccl:|c10d::|record_param_comms)", re.IGNORECASE)
 GPU_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation", "gpu_user_Annotation",
                             "Kernel", "Memcpy", "Memset"})
 GPU_MARKER_CATEGORIES = frozenset({"gpu_user_annotation", "gpu_user_Annotation"})
@@ -338,8 +336,8 @@ def _tier(event: _Event, name: str) -> int:
 
 def _is_collective(event: _Event, name: str) -> bool:
     if event.cat in ("kernel", "Kernel"):
-        return bool(GPU_COLLECTIVE.search(name))
-    return event.cat not in GPU_CATEGORIES and bool(CPU_COLLECTIVE.match(name))
+        return is_collective(name)
+    return event.cat not in GPU_CATEGORIES and is_host_collective(name)
 
 
 def _size(event: _Event, name: str) -> int:

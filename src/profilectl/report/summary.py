@@ -26,7 +26,9 @@ from profilectl.telemetry.model import PowerSummary
 if TYPE_CHECKING:
     from profilectl.analysis.reduce import RankReduction
 
-SUMMARY_SCHEMA = 1
+# 2: totals.gpu_time_ns counts copies and memsets (kernel_time_ns and copy_time_ns apart); `imbalance`
+# is `kernel_time_spread` (most/least, not slowest/fastest); steps are host-side windows (docs/definitions.md)
+SUMMARY_SCHEMA = 2
 AGGREGATION_WORDS = {"sum": "sum over dispatches", "mean": "mean weighted by dispatch duration",
                      "mean per dispatch": "mean over dispatches (no durations known)", "max": "max over dispatches",
                      "min": "min over dispatches", "derived": "derived from the aggregated counters"}
@@ -50,7 +52,8 @@ class KernelRow:
 
 @dataclass(frozen=True)
 class RankSummary:
-    """One rank: its GPU time, how much of it is in collectives (NCCL/RCCL), its heaviest kernel."""
+    """One rank: its kernel time (total_ns; copies are in the copies table), how much of it is in
+    collectives (NCCL/RCCL), its heaviest kernel."""
     rank: str
     kernels: int
     dispatches: int
@@ -67,15 +70,16 @@ class RankSummary:
 
 
 @dataclass(frozen=True)
-class Imbalance:
-    """Most against least GPU time of a rank (CPU operator time for CPU-only jobs). Not the
-    straggler: a rank that waits in collectives has as much GPU time as the one it waits for (the
-    straggler comes from waiting: analysis/stragglers.py, Summary.diagnosis)."""
-    slowest: str
-    slowest_ns: float
-    fastest: str
-    fastest_ns: float
-    percent: float  # (slowest - fastest) / fastest: relative to the fastest, as `compare` is to its base
+class KernelTimeSpread:
+    """The rank with the most GPU time against the rank with the least (CPU operator time for
+    CPU-only jobs). It names no straggler and no slowest rank: a rank that waits in collectives has
+    as much GPU time as the one it waits for, or more (NCCL kernels spin while they wait); the
+    straggler comes from waiting (analysis/stragglers.py, Summary.diagnosis)."""
+    most: str
+    most_ns: float
+    least: str
+    least_ns: float
+    percent: float  # (most - least) / least: relative to the least, as `compare` is to its base
     basis: str = "gpu"
 
 
@@ -137,9 +141,13 @@ class SourceInfo:
 
 @dataclass(frozen=True)
 class Totals:
+    """GPU time is device time: kernels, copies and memsets, summed over activities (docs/definitions.md)."""
     kernels: int = 0
     dispatches: int = 0
-    gpu_time_ns: float = 0.0
+    gpu_time_ns: float = 0.0  # kernel_time_ns + copy_time_ns
+    kernel_time_ns: float = 0.0
+    copy_time_ns: float = 0.0  # copies and memsets
+    copies: int = 0
 
 
 @dataclass(frozen=True)
@@ -232,7 +240,7 @@ class Summary:
     counter_aggregation: dict[str, str] = field(default_factory=dict)  # column -> how it was aggregated
     derived: tuple[str, ...] = ()
     ranks: tuple[RankSummary, ...] = ()
-    imbalance: Imbalance | None = None
+    kernel_time_spread: KernelTimeSpread | None = None
     # How kernel durations were measured when not by a trace: a counter run's replay is slower
     kernel_timing: str | None = None
     hotspots: tuple[Hotspot, ...] = ()  # PC sampling, most samples first (the top MAX_HOTSPOTS)
@@ -316,12 +324,12 @@ def imbalance_line(summary: "Summary") -> str | None:
     found = next((f for f in diagnosis.findings if f.verdict == "straggler"), None) if diagnosis else None
     if found is not None:
         return found.sentence
-    spread = summary.imbalance
+    spread = summary.kernel_time_spread
     if spread is None:
         return None
-    what = "GPU time" if spread.basis == "gpu" else "CPU time in operators"
-    line = (f"{what} per rank: rank {spread.slowest} has {spread.percent:.1f} % more than rank {spread.fastest} "
-            "(relative to the fastest)")
+    what = "kernel time" if spread.basis == "gpu" else "CPU time in operators"
+    line = (f"{what} per rank: rank {spread.most} has {spread.percent:.1f} % more than rank {spread.least} "
+            "(relative to the least; a spread of GPU time names no straggler: waiting ranks spin in NCCL kernels)")
     if diagnosis is not None and diagnosis.stragglers is not None and diagnosis.stragglers.why_none:
         line += f"; no straggler named: {diagnosis.stragglers.why_none}"
     return line
@@ -415,7 +423,7 @@ def rank_summaries(rows: tuple[RankRow, ...]) -> tuple[RankSummary, ...]:
                  for _, r in sorted(merged.items(), key=lambda item: order(item[0])))
 
 
-def imbalance(ranks: tuple[RankSummary, ...]) -> Imbalance | None:
+def kernel_time_spread(ranks: tuple[RankSummary, ...]) -> KernelTimeSpread | None:
     basis = "gpu" if any(r.basis == "gpu" and r.total_ns > 0 for r in ranks) else "cpu"
     timed = [r for r in ranks if r.total_ns > 0 and r.basis == basis]  # GPU and CPU times do not compare
     if len(timed) < 2:
@@ -423,8 +431,8 @@ def imbalance(ranks: tuple[RankSummary, ...]) -> Imbalance | None:
     slow = max(timed, key=lambda r: r.total_ns)
     fast = min(timed, key=lambda r: r.total_ns)
     label = (lambda r: f"{r.rank}" + (f" ({r.host})" if r.host else ""))
-    return Imbalance(slowest=label(slow), slowest_ns=slow.total_ns, fastest=label(fast), fastest_ns=fast.total_ns,
-                     percent=100.0 * (slow.total_ns - fast.total_ns) / fast.total_ns, basis=basis)
+    return KernelTimeSpread(most=label(slow), most_ns=slow.total_ns, least=label(fast), least_ns=fast.total_ns,
+                         percent=100.0 * (slow.total_ns - fast.total_ns) / fast.total_ns, basis=basis)
 
 
 def timeline_of(tables: Tables) -> TimelineAnalysis | None:
@@ -439,7 +447,7 @@ def diagnosis_of(tables: Tables, timeline: TimelineAnalysis | None,
     """The diagnosis, and the timeline with its one-line verdict taken from the top finding (the
     `verdict` fields stay for readers of summary.json)."""
     from profilectl.analysis.diagnosis import diagnose
-    found = diagnose(tables.timelines, timeline, ranks)
+    found = diagnose(tables.timelines, timeline, ranks, largest_copies(tables))
     return _with_verdicts(found, timeline)
 
 
@@ -457,13 +465,19 @@ def _with_verdicts(found: Diagnosis | None, timeline: TimelineAnalysis | None
     return found, dataclasses.replace(timeline, merged=merged, ranks=tuple(per_rank))
 
 
-def reduced_diagnosis(reduced: "Sequence[RankReduction]", ranks: tuple[RankSummary, ...]
-                      ) -> tuple[Diagnosis | None, TimelineAnalysis | None]:
+def largest_copies(tables: Tables, count: int = 3) -> tuple[tuple[str, float], ...]:
+    """The copies (and memsets) with the most GPU time: a data-movement verdict's evidence."""
+    ranked = sorted(tables.memory_copies.items(), key=lambda item: -item[1].total)[:count]
+    return tuple((name, float(stats.total)) for name, stats in ranked)
+
+
+def reduced_diagnosis(reduced: "Sequence[RankReduction]", ranks: tuple[RankSummary, ...],
+                      copies: tuple[tuple[str, float], ...] = ()) -> tuple[Diagnosis | None, TimelineAnalysis | None]:
     """diagnosis_of, from the ranks' reductions instead of their events."""
     from profilectl.analysis.diagnosis import diagnose_reduced
     from profilectl.analysis.reduce import merge
     timeline, idle, stragglers = merge(reduced)
-    found = diagnose_reduced(idle, stragglers, timeline, ranks)
+    found = diagnose_reduced(idle, stragglers, timeline, ranks, copies)
     return _with_verdicts(found, timeline)
 
 
@@ -538,27 +552,35 @@ def build(tables: Tables, source: SourceInfo, derived: dict[str, str] | None = N
     """`reduced`: the ranks' timelines already reduced (a job's partials, report/partials.py), in
     place of tables.timelines; given (even empty) only where the files had timelines."""
     kernels = kernel_rows(tables.kernels)
+    copies = kernel_rows(tables.memory_copies)
     by_kernel, legend = counters_by_kernel(tables.counters, derived or {}, [k.name for k in kernels])
     ranked = rank_summaries(tables.ranks)
     if reduced is None:
         diagnosis, timeline = diagnosis_of(tables, timeline_of(tables), ranked)
     else:
-        diagnosis, timeline = reduced_diagnosis(reduced, ranked)
+        diagnosis, timeline = reduced_diagnosis(reduced, ranked, largest_copies(tables))
     return Summary(
         source=source,
-        totals=Totals(kernels=len(kernels), dispatches=sum(k.calls for k in kernels),
-                      gpu_time_ns=sum(k.total_ns for k in kernels)),
-        kernels=kernels, api=kernel_rows(tables.api), memory_copies=kernel_rows(tables.memory_copies),
+        totals=totals_of(kernels, copies),
+        kernels=kernels, api=kernel_rows(tables.api), memory_copies=copies,
         operators=kernel_rows(tables.operators),
         annotations=tuple(sorted(tables.annotations, key=lambda row: (row.rank, -row.total_ns, row.name))),
         counters_by_kernel=by_kernel, counter_aggregation=legend,
         derived=tuple(sorted((derived or {}).keys())),
-        ranks=ranked, imbalance=imbalance(ranked), diagnosis=diagnosis,
+        ranks=ranked, kernel_time_spread=kernel_time_spread(ranked), diagnosis=diagnosis,
         hotspots=hotspots(tables.pc_samples), stall_reasons=stall_reasons(tables.stall_reasons),
         kernel_timing=tables.kernel_timing or None,
         timing=timing_stats(tables.timing_s), step_time=step_time(tables.step_ends_ns), perfetto_trace=perfetto_trace,
         timeline=timeline, notes=tables.notes + (_timeline_notes(tables) if reduced is None else ()),
         roofline=roofline_of(by_kernel, kernels))
+
+
+def totals_of(kernels: Sequence[KernelRow], copies: Sequence[KernelRow]) -> Totals:
+    """The one place GPU time is added up: kernels and copies (with memsets), each activity once."""
+    kernel_ns = sum(k.total_ns for k in kernels)
+    copy_ns = sum(c.total_ns for c in copies)
+    return Totals(kernels=len(kernels), dispatches=sum(k.calls for k in kernels), gpu_time_ns=kernel_ns + copy_ns,
+                  kernel_time_ns=kernel_ns, copy_time_ns=copy_ns, copies=sum(c.calls for c in copies))
 
 
 def roofline_of(rows: tuple[dict[str, Any], ...], kernels: tuple[KernelRow, ...]) -> RooflineResult | None:

@@ -12,9 +12,11 @@ def build(summary: Summary) -> Section | None:
     if (job := job_line(summary)):
         lines.append(job)
     totals = summary.totals
-    if totals.dispatches:
+    if totals.dispatches or totals.copies:
+        copies = (f" (kernels {units.duration_ns(totals.kernel_time_ns)}, {totals.copies:,} copies and memsets "
+                  f"{units.duration_ns(totals.copy_time_ns)})") if totals.copies else ""
         lines.append(f"{totals.dispatches:,} dispatches of {totals.kernels:,} kernels, "
-                     f"{units.duration_ns(totals.gpu_time_ns)} of GPU time")
+                     f"{units.duration_ns(totals.gpu_time_ns)} of GPU time{copies}")
     if summary.kernel_timing:
         lines.append(f"kernel times measured by {summary.kernel_timing}: longer than the same kernels in a trace")
     return Section(key="overview", title="Overview", notes=tuple(lines)) if lines else None

@@ -57,7 +57,7 @@ def flat(row: TimelineRow) -> dict[str, Any]:
 def lines(analysis: TimelineAnalysis) -> list[str]:
     """What the timeline says, one finding per line (the merged row: all ranks together)."""
     row = analysis.merged
-    out = [_busy_line(row)]
+    out = [_busy_line(row, analysis)]
     if row.max_concurrency > 1:
         out.append(f"concurrency: {duration(row.concurrent_ns)} with two or more GPU activities at once "
                    f"({100.0 * row.concurrent_ns / row.busy_ns if row.busy_ns else 0:.1f} % of busy time; at most "
@@ -95,10 +95,16 @@ def lines(analysis: TimelineAnalysis) -> list[str]:
     return out
 
 
-def _busy_line(row: TimelineRow) -> str:
+def _busy_line(row: TimelineRow, analysis: TimelineAnalysis) -> str:
     gaps = (f"{row.gaps:,} idle gap(s) of 10 µs or more, {duration(row.gap_total_ns)} in all, the largest "
             f"{duration(row.largest_gap_ns)}") if row.gaps else "no idle gap of 10 µs or more"
-    return (f"GPU busy {row.busy_percent:.1f} % of {duration(row.span_ns)} (idle {duration(row.idle_ns)}; {gaps})")
+    spread = analysis.ranks_busy
+    if spread is not None:  # a job: each rank on its own span first, the union under its own name
+        return (f"GPU busy {spread.mean_percent:.1f} % on average over {spread.ranks} ranks (ranks "
+                f"{spread.min_percent:.1f}-{spread.max_percent:.1f} %, each over its first to last GPU activity); "
+                f"any GPU busy {row.busy_percent:.1f} % of the job's {duration(row.span_ns)} ({gaps} with no GPU busy)")
+    return (f"GPU busy {row.busy_percent:.1f} % of {duration(row.span_ns)}, first to last GPU activity (idle "
+            f"{duration(row.idle_ns)}; {gaps})")
 
 
 def _short(name: str, width: int = 60) -> str:

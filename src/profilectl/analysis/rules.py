@@ -1,0 +1,52 @@
+"""The diagnosis's rules and thresholds, read once from profiling/verdicts.yaml into a typed value:
+what explains a GPU idle gap, which verdict each cause gives, and every threshold a verdict uses
+(each with its reason in the file). The only place the file is read."""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class CauseRule:
+    key: str
+    title: str
+    rule: str  # ends-at-gap, covers, short-gap, operator, rest
+    pattern: "re.Pattern[str] | None"
+    reason: str
+    verdict: str
+    next_step: str
+
+
+@dataclass(frozen=True)
+class Rules:
+    thresholds: dict[str, Any]
+    causes: tuple[CauseRule, ...]
+    frames: "re.Pattern[str]"  # host ranges that frame whole steps or phases: they name no gap
+
+    def __getitem__(self, name: str) -> Any:
+        return self.thresholds[name]
+
+    def cause(self, key: str) -> CauseRule:
+        return next(c for c in self.causes if c.key == key)
+
+
+@functools.lru_cache(maxsize=None)
+def rules() -> Rules:
+    from profilectl.data import load_mapping
+    from profilectl.errors import DataError
+    doc = load_mapping("verdicts.yaml")
+    try:
+        causes = tuple(CauseRule(key=c["key"], title=c["title"], rule=c["rule"],
+                                 pattern=re.compile("|".join(f"(?:{n})" for n in c["names"]), re.IGNORECASE)
+                                 if c.get("names") else None,
+                                 reason=" ".join(str(c["reason"]).split()), verdict=c["verdict"],
+                                 next_step=" ".join(str(c["next_step"]).split())) for c in doc["causes"])
+        thresholds = dict(doc["thresholds"])
+        frames = re.compile("|".join(f"(?:{n})" for n in doc["frames"]["names"]))
+    except (KeyError, TypeError, re.error) as exc:
+        raise DataError(f"profiling/verdicts.yaml: a rule is incomplete or invalid ({exc})") from None
+    return Rules(thresholds=thresholds, causes=causes, frames=frames)
