@@ -51,10 +51,9 @@ if TYPE_CHECKING:  # imported where used: `profilectl env-check` loads this modu
 from profilectl.errors import FormatError, ProfilectlError
 
 GZIP_MAGIC = b"\x1f\x8b"
-EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 CHUNK_MIN, CHUNK_MAX = 4 << 20, 16 << 20
 PARALLEL_MIN_BYTES = 48 << 20  # below this, worker start-up costs more than it saves
-HEAD_LIMIT = 64 << 20  # how far to look for the traceEvents key
+HEAD_LIMIT = 64 << 20  # how far the top-level keys before traceEvents are read
 # Bounds on hostile or broken input, each with its environment variable (a number; 0 lifts it):
 # - a .json.gz inflating beyond this many times its own size is refused (torch traces inflate ~10x;
 #   1 MB of gzip holding 1 GiB of whitespace is 1000x), checked once LIMIT_FLOOR bytes are out;
@@ -1331,28 +1330,26 @@ class Layout:
 
 
 def find_events(path: Path, fh: IO[bytes]) -> tuple[Layout, bytes]:
-    """The layout, and the bytes already read past the array's `[`."""
-    data = b""
-    while True:
-        more = _read(fh, 1 << 20, path)
-        data += more
-        stripped = data.lstrip()
-        if stripped[:1] == b"[":
-            at = len(data) - len(stripped) + 1
-            return Layout(at, "", True), data[at:]
-        if stripped[:1] not in (b"{", b""):
-            raise FormatError(f"{path}: not a Chrome trace: not a JSON object or array")
-        found = EVENTS_KEY.search(data)
-        if found:
-            try:
-                head = data[:found.end() - 1].decode()
-            except UnicodeDecodeError:
-                raise FormatError(f"{path}: not valid JSON (not UTF-8 text)") from None
-            return Layout(found.end(), head, False), data[found.end():]
-        if not more or len(data) > HEAD_LIMIT:
-            if not data.strip():
-                raise FormatError(f"{path}: empty file, not a Chrome trace")
-            raise FormatError(f"{path}: not a Chrome trace: no traceEvents list")
+    """The layout, and the bytes already read past the array's `[`: the document's top-level keys
+    walked in order up to "traceEvents" (formats/json_head.py), so a key's value that holds the text
+    `"traceEvents": [` (a harness's metadata) is not taken for the array."""
+    from profilectl.formats import json_head
+    head, data = json_head.scan(lambda size: _read(fh, size, path), limit=HEAD_LIMIT)
+    if head.found:
+        at = head.offset + 1
+        if head.kind == "array":
+            return Layout(at, "", True), bytes(data[at:])
+        try:
+            text = data[:head.offset].decode()
+        except UnicodeDecodeError:
+            raise FormatError(f"{path}: not valid JSON (not UTF-8 text)") from None
+        return Layout(at, text, False), bytes(data[at:])
+    stripped = data.lstrip()
+    if not stripped:
+        raise FormatError(f"{path}: empty file, not a Chrome trace")
+    if stripped[:1] not in (b"{", b"["):
+        raise FormatError(f"{path}: not a Chrome trace: not a JSON object or array")
+    raise FormatError(f"{path}: not a Chrome trace: no traceEvents list")
 
 
 def _check_document(path: Path, layout: Layout, tail: str) -> None:

@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from profilectl.errors import FormatError
-from profilectl.formats import ranks
-from profilectl.formats.reader import Reader, first_bytes
+from profilectl.formats import json_head, ranks
+from profilectl.formats.reader import Reader
 from profilectl.formats.tables import PER_DISPATCH, AnnotationRow, KernelStats, StatsByName, Tables, merge_all
 
 if TYPE_CHECKING:
@@ -77,24 +77,14 @@ def _load(path: Path) -> Any:
         raise FormatError(f"{path}: not valid JSON (truncated?): {exc}") from None
 
 
-def _head(path: Path, size: int = 4096) -> bytes:
-    if path.name.endswith(".gz"):
-        try:
-            with gzip.open(path, "rb") as fh:
-                return fh.read(size)
-        except (OSError, EOFError, zlib.error):
-            return b""
-    return first_bytes(path, size)
-
-
 def is_xla_trace(path: Path) -> bool:
-    """`<host>.trace.json.gz` whose first events name the profiler's planes (a torch.profiler
-    `.pt.trace.json.gz` names none: kineto's processes are pids)."""
-    if path.name != PERFETTO_COPY and (not path.name.endswith(SUFFIXES)
-                                       or path.name.endswith((".pt.trace.json", ".pt.trace.json.gz"))):
-        return False
-    head = _head(path)
-    return b'"process_name"' in head and (b'"/device:' in head or b'"/host:' in head)
+    """A Chrome-trace JSON object whose first events name the profiler's planes (`/device:...`,
+    `/host:...`); a torch.profiler trace names none (kineto's processes are pids). By content, not
+    by name: the keys before the events are walked (formats/json_head.py)."""
+    head = json_head.head_of(path)
+    first = head.first
+    return head.array_key == "traceEvents" and b'"process_name"' in first \
+        and (b'"/device:' in first or b'"/host:' in first)
 
 
 def host_of(path: Path) -> str:

@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from profilectl.formats import ranks
-from profilectl.formats.reader import Reader, first_bytes
+from profilectl.formats import json_head, ranks
+from profilectl.formats.reader import Reader
 from profilectl.formats.tables import PER_DISPATCH, AnnotationRow, KernelStats, StatsByName, Tables, merge_all
 
 if TYPE_CHECKING:
@@ -68,32 +68,15 @@ def _timeline(rank: str, host: str | None, events: "TimelineEvents", partial: "P
                           host_activity=host_activity(partial) if partial is not None else None),)
 
 
-def _head(path: Path, size: int = 4096) -> bytes:
-    if path.name.endswith(".gz"):
-        import gzip
-        import zlib
-        try:
-            with gzip.open(path, "rb") as fh:
-                return fh.read(size)
-        except (OSError, EOFError, zlib.error):
-            return b""  # not gzip, or cut before its first block: not ours to claim
-    return first_bytes(path, size)
-
-
-# Top-level keys kineto writes before "traceEvents"; a gloo job's distributedInfo lists every rank of
-# every process group (HTA's cpu_only trace: 300 ranks, the events start after 40 kB)
-KINETO_KEYS = (b'"schemaVersion"', b'"distributedInfo"', b'"deviceProperties"')
-LONG_HEAD = 4 << 20
-
-
 def is_chrome_trace(path: Path) -> bool:
-    if not path.name.endswith((".json", ".json.gz")):
-        return False
-    head = _head(path)
-    if b'"traceEvents"' in head or head.lstrip().startswith(b"["):
-        return True
-    return head.lstrip().startswith(b"{") and any(key in head for key in KINETO_KEYS) \
-        and b'"traceEvents"' in _head(path, LONG_HEAD)
+    """A JSON object whose top-level keys, read in order, reach a "traceEvents" array (whatever comes
+    before it: Kineto's device properties, a harness's metadata), or a bare JSON array of events
+    (formats/json_head.py)."""
+    head = json_head.head_of(path)
+    if head.kind == "array":
+        first = head.first.lstrip()
+        return first[:1] == b"]" or (first[:1] == b"{" and b'"ph"' in first)
+    return head.array_key == "traceEvents"
 
 
 class ChromeTraceReader(Reader):
