@@ -6,15 +6,19 @@ whatever its size."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from profilectl.formats import json_head, ranks
 from profilectl.formats.reader import Reader
-from profilectl.formats.tables import PER_DISPATCH, AnnotationRow, KernelStats, StatsByName, Tables, merge_all
+from profilectl.formats.tables import (PER_DISPATCH, AnnotationRow, CollectiveCall, KernelStats, StatsByName, Tables,
+                                       TraceClock, merge_all)
 
 if TYPE_CHECKING:
     from profilectl.analysis.timeline import RankTimeline
     from profilectl.formats.chrome_stream import Partial, SumsByName, TimelineEvents
+
+
+BASE_TIME = "baseTimeNanoseconds"  # Kineto's: the epoch time (ns) the trace's timestamps count from
 
 
 def _stats(sums: "SumsByName") -> StatsByName:
@@ -37,10 +41,46 @@ def read(path: Path, fast: bool = True, workers: int | None = None) -> Tables:
                         for name, (n, total, self_ns, _sq, low, high, gpu) in annotation_sums.items())
     return Tables(kernels=kernels, kernel_detail=PER_DISPATCH if kernels else 0,
                   memory_copies=_stats(partial.copies), api=_stats(partial.api), operators=operators,
-                  annotations=annotations,
+                  annotations=annotations, collectives=_collectives(rank, partial), clocks=_clocks(rank, host, partial),
                   trace_files=(str(path),), ranks=(ranks.rank_row(rank, host, kernels, operators),),
                   timelines=() if partial.untimed else _timeline(rank, host, partial.timeline, partial),
                   notes=_notes(path, partial))
+
+
+def _whole(value: Any) -> int | None:
+    """An integer arg as Kineto writes it (a number, or a number's text); None otherwise."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    try:
+        return int(str(value).strip().strip('"'))
+    except ValueError:
+        return None
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _collectives(rank: str, partial: "Partial") -> tuple[CollectiveCall, ...]:
+    """The events carrying a collective's args (chrome_stream.COLLECTIVE_ARGS), in file order."""
+    rows = []
+    for on_gpu, event, start, end, values in partial.collectives:
+        (name, pg_name, pg_id, pg_desc, seq, seq_lower, in_nelems, out_nelems, group_size, dtype,
+         group_ranks) = values
+        rows.append(CollectiveCall(
+            rank=rank, side="gpu" if on_gpu else "host", event=event, name=str(name),
+            process_group=_text(pg_name if pg_name is not None else pg_id), process_group_desc=_text(pg_desc),
+            sequence=_whole(seq if seq is not None else seq_lower), start_ns=start, end_ns=end,
+            in_elements=_whole(in_nelems), out_elements=_whole(out_nelems), group_size=_whole(group_size),
+            dtype=_text(dtype), group_ranks=_text(group_ranks)))
+    return tuple(rows)
+
+
+def _clocks(rank: str, host: str | None, partial: "Partial") -> tuple[TraceClock, ...]:
+    base = _whole(partial.top_level.get(BASE_TIME))
+    return (TraceClock(rank=rank, host=host, base_ns=base, source=BASE_TIME),) if base is not None else ()
 
 
 def _notes(path: Path, partial: "Partial") -> tuple[str, ...]:
