@@ -21,7 +21,9 @@ tracer records them. What can be told apart is read:
   self time: these lines do not nest). A trace with no device plane (XLA:CPU) has its HLO ops on
   the host threads that ran them (args `hlo_op`);
 - runtime API calls: the `/host:CUPTI` process, and the `/host:CPU` events with a `correlation_id`
-  (the launch calls), linked to their kernels by that id;
+  (the launch calls), linked to their kernels by that id; in the API table where the event names
+  the call (`cuStreamSynchronize`, `hipModuleLaunchKernel`), not where it names the kernel it
+  launched (TensorFlow's GPU tracer of 2021);
 - host activity (for the idle-time diagnosis): every `/host:CPU` event, as a runtime call, a
   Python function (`$...`), a step range, or host work (the rest);
 - steps: the derived `Steps` line (a step's device-side span), else jax.profiler's
@@ -47,6 +49,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 from profilectl.errors import FormatError
 from profilectl.formats import json_head, ranks
 from profilectl.formats.reader import Reader
+from profilectl.formats.torch_host import RUNTIME_PREFIXES
 from profilectl.formats.tables import PER_DISPATCH, AnnotationRow, KernelStats, StatsByName, Tables, merge_all
 
 if TYPE_CHECKING:
@@ -188,7 +191,8 @@ def read(path: Path) -> Tables:
         elif process == HOST_PROCESS:
             linked = _correlation(args)
             if linked >= 0:  # a launch call (hipModuleLaunchKernel ...): it carries its kernel's hlo_op too
-                api.setdefault(name, []).append(duration)
+                if name.startswith(RUNTIME_PREFIXES):  # TensorFlow's tracer of 2021 names the call after its kernel
+                    api.setdefault(name, []).append(duration)
                 api_start.append(start)
                 api_end.append(start + duration)
                 api_correlation.append(linked)
