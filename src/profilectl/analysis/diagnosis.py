@@ -65,7 +65,7 @@ def _launch_evidence(launch: LaunchStats | None) -> tuple[bool, str]:
 
 
 def steady_finding(causes: Sequence[IdleCause], span_ns: int, idle_ns: int, scope: str, launch: LaunchStats | None,
-                   exposed_communication_ns: int = 0, subject: str = "") -> Finding:
+                   exposed_communication_ns: int = 0, subject: str = "", program: str = "") -> Finding:
     """The verdict of one scope (a rank's steady state, or the job's) from its idle time by cause."""
     r = rules()
     busy_percent = 100.0 * (span_ns - idle_ns) / span_ns if span_ns else 0.0
@@ -95,7 +95,7 @@ def steady_finding(causes: Sequence[IdleCause], span_ns: int, idle_ns: int, scop
         return Finding(verdict="host-bound", scope=scope, evidence=tuple(base),
                        sentence=f"{who}host-bound, no single cause: the GPU is idle {100 - busy_percent:.0f} % of the "
                                 f"steady state, spread over {listed}",
-                       next_step=r.cause(top.cause).next_step)
+                       next_step=r.cause(top.cause).next_step_for(program))
     rule = r.cause(top.cause)
     share = f"{100 * top.share:.0f} % of the GPU's idle time"
     idle_part = f"the GPU is idle {100 - busy_percent:.0f} % of the steady state"
@@ -119,7 +119,7 @@ def steady_finding(causes: Sequence[IdleCause], span_ns: int, idle_ns: int, scop
         "unrecorded": f"host-bound by host work the trace does not record (code between its recorded calls): "
                       f"{idle_part}; {share} has no recorded host event across it",
     }
-    return Finding(verdict=rule.verdict, scope=scope, evidence=tuple(base), next_step=rule.next_step,
+    return Finding(verdict=rule.verdict, scope=scope, evidence=tuple(base), next_step=rule.next_step_for(program),
                    sentence=who + sentences.get(top.cause, f"{rule.verdict}: {share} is {rule.title}"))
 
 
@@ -230,14 +230,16 @@ def diagnose_reduced(idle: Sequence[RankIdle], stragglers: StragglerAnalysis | N
     if compile_finding is not None:
         findings.append(compile_finding)
     if span:
-        findings.append(steady_finding(steady, span, idle_ns, scope, launch, exposed))
+        programs = {r.program for r in idle}
+        findings.append(steady_finding(steady, span, idle_ns, scope, launch, exposed,
+                                       program=programs.pop() if len(programs) == 1 else ""))
     if startup_finding is not None:
         findings.append(startup_finding)
     if len(idle) > 1:  # each rank's own verdict, where ranks differ
         for rank in idle:
             if rank.steady_span_ns:
                 finding = steady_finding(rank.steady, rank.steady_span_ns, rank.steady_idle_ns, rank.scope,
-                                         None, subject=f"rank {rank.rank}")
+                                         None, subject=f"rank {rank.rank}", program=rank.program)
                 findings.append(Finding(verdict=finding.verdict, sentence=finding.sentence, evidence=finding.evidence,
                                         next_step=finding.next_step, scope=f"rank {rank.rank}, {rank.scope}"))
     return Diagnosis(findings=tuple(findings), scope=scope, ranks=idle, steady=steady, whole=whole,

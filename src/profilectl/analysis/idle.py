@@ -53,6 +53,11 @@ class CauseRule:
     reason: str
     verdict: str
     next_step: str
+    by_program: tuple[tuple[str, str], ...] = ()  # (program, next_step) where the advice depends on it
+
+    def next_step_for(self, program: str) -> str:
+        """The advice for a program of this kind (RankTimeline.program), else the general one."""
+        return dict(self.by_program).get(program, self.next_step)
 
 
 @dataclass(frozen=True)
@@ -78,7 +83,10 @@ def rules() -> Rules:
                                  pattern=re.compile("|".join(f"(?:{n})" for n in c["names"]), re.IGNORECASE)
                                  if c.get("names") else None,
                                  reason=" ".join(str(c["reason"]).split()), verdict=c["verdict"],
-                                 next_step=" ".join(str(c["next_step"]).split())) for c in doc["causes"])
+                                 next_step=" ".join(str(c["next_step"]).split()),
+                                 by_program=tuple((str(k), " ".join(str(v).split()))
+                                                  for k, v in (c.get("next_step_by_program") or {}).items()))
+                       for c in doc["causes"])
         thresholds = dict(doc["thresholds"])
         frames = re.compile("|".join(f"(?:{n})" for n in doc["frames"]["names"]))
     except (KeyError, TypeError, re.error) as exc:
@@ -132,6 +140,7 @@ class RankIdle:
     steps: tuple[StepIdle, ...] = ()
     hta: tuple[HtaStreamIdle, ...] = ()
     host_recorded: bool = True  # the trace had host activity (else causes are launch/untraced/unrecorded only)
+    program: str = ""  # RankTimeline.program: what the trace says the program is
     step_ranges: tuple[tuple[int, int, int], ...] = ()  # (step, start, end) on the rank's clock
 
 
@@ -292,7 +301,7 @@ def analyse_rank(t: RankTimeline, busy: "Intervals | None" = None) -> RankIdle:
                     steady=steady, whole=whole,
                     phases=tuple((p, int(length.sum(where=phase == code[p]))) for p in STEP_PHASES
                                  if (phase == code[p]).any()),
-                    steps=tuple(steps), hta=hta, host_recorded=host_recorded,
+                    steps=tuple(steps), hta=hta, host_recorded=host_recorded, program=t.program,
                     step_ranges=tuple((int(n), int(a), int(b)) for n, a, b in ranges))
 
 

@@ -131,7 +131,7 @@ def restrict_timeline(t: "RankTimeline", windows: Windows) -> "RankTimeline":
                          kind=t.kind[keep], name=t.name[keep], correlation=np.asarray(t.correlation)[keep],
                          names=t.names, streams=t.streams, api_start=t.api_start[api_keep] - api_move,
                          api_end=t.api_end[api_keep] - api_move, api_correlation=t.api_correlation[api_keep],
-                         markers=markers, host_activity=host)
+                         markers=markers, host_activity=host, program=t.program)
 
 
 def with_step_marks(tables: "Tables", name: str, extra: dict[str, Windows] | None = None) -> "Tables":

@@ -272,7 +272,8 @@ def _device_timeline(rank: str, host: str, device: _Device, launches: tuple[list
                          names=list(device.names), streams=list(device.streams),
                          api_start=[starts[i] for i in picked], api_end=[ends[i] for i in picked],
                          api_correlation=[correlations[i] for i in picked],
-                         markers=[Marker(n, a, b, steps_on_gpu) for n, a, b in steps], host_activity=activity)
+                         markers=[Marker(n, a, b, steps_on_gpu) for n, a, b in steps], host_activity=activity,
+                         program="xla")
 
 
 def _host_activity(events: list[tuple[Any, int, int, str, int]], threads: dict[tuple[Any, Any], str],

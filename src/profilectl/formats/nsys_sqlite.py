@@ -311,6 +311,16 @@ class _Export:
             _add(out, _pid(global_tid), names.get(int(call), f"<string {call}>"), sums)
         return out
 
+    def programs(self, pids: Iterable[int]) -> dict[int, str]:
+        """What each process is, for the wording of host-gap advice (RankTimeline.program): "python"
+        where its name says so, else "native" (a CUDA program of its own), by PROCESSES."""
+        wanted = sorted(set(pids))
+        if not self.has("processes") or not wanted:
+            return {}
+        rows = self.db.execute(f"SELECT pid, name FROM {self.table('processes')} "
+                               f"WHERE pid IN ({','.join('?' * len(wanted))})", wanted).fetchall()
+        return {int(pid): "python" if "python" in str(name).lower() else "native" for pid, name in rows if name}
+
     def cpu_samples(self) -> int:
         if not self.has("cpu_samples"):
             return 0
@@ -436,8 +446,8 @@ def _annotations(rank: str, ranges: list[tuple[int, int, int, int, str, bool]], 
 
 
 def _timeline(rank: str, host: str | None, gpu: "NDArray[np.int64]", names: dict[int, str], api: "NDArray[np.int64]",
-              ranges: list[tuple[int, int, int, int, str, bool]], activity: "HostActivity | None" = None
-              ) -> "RankTimeline | None":
+              ranges: list[tuple[int, int, int, int, str, bool]], activity: "HostActivity | None" = None,
+              program: str = "") -> "RankTimeline | None":
     """One process's kernels, copies and memsets (numpy columns, no Python object per row), its
     launch calls and its step ranges (ProfilerStep#N and the like, from NVTX)."""
     import numpy as np
@@ -457,7 +467,7 @@ def _timeline(rank: str, host: str | None, gpu: "NDArray[np.int64]", names: dict
         streams=[f"GPU {int(k) >> 32} stream {int(k) & 0xFFFFFFFF}" for k in streams.tolist()],
         api_start=api[linked, 1], api_end=api[linked, 2], api_correlation=api[linked, 3],
         markers=[Marker(r[4], r[2], r[3], False) for r in ranges if r[3] > r[2] and STEP_NAME.match(r[4])],
-        host_activity=activity)
+        host_activity=activity, program=program)
 
 
 def read_export(path: Path, rank_hint: str | None = None, host: str | None = None) -> Tables:
@@ -470,6 +480,7 @@ def read_export(path: Path, rank_hint: str | None = None, host: str | None = Non
         # the API table is the CUDA API; an export without any (no -t cuda, or no CUDA program) shows its OS calls
         os_calls = export.osrt() if not api and not kernels else {}
         samples = export.cpu_samples()
+        programs = export.programs([*kernels, *api, *copies, *os_calls, *(r[0] for r in ranges)])
         names.update(export.strings([*calls[:, 4].tolist(), *osrt[:, 3].tolist()]))
     except sqlite3.DatabaseError as exc:
         raise FormatError(f"{path}: not a readable Nsight Systems export ({exc})") from None
@@ -490,7 +501,7 @@ def read_export(path: Path, rank_hint: str | None = None, host: str | None = Non
         mine_ranges = [r for r in ranges if r[0] == pid]
         process_kernels = kernels.get(pid, {})
         timeline = _timeline(rank, host, mine_gpu, names, mine_api, mine_ranges,
-                             _host_activity(mine_api, osrt[osrt_pid == pid], mine_ranges, names))
+                             _host_activity(mine_api, osrt[osrt_pid == pid], mine_ranges, names), programs.get(pid, ""))
         parts.append(Tables(kernels=process_kernels, kernel_detail=PER_DISPATCH if process_kernels else 0,
                             api=api.get(pid, {}) or os_calls.get(pid, {}), memory_copies=copies.get(pid, {}),
                             annotations=_annotations(rank, mine_ranges, mine_api, mine_gpu),

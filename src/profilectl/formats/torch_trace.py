@@ -105,7 +105,7 @@ def _timeline(rank: str, host: str | None, events: "TimelineEvents", partial: "P
                           streams=events.streams, api_start=events.api_start, api_end=events.api_end,
                           api_correlation=events.api_correlation,
                           markers=[Marker(*marker) for marker in events.markers],
-                          host_activity=host_activity(partial) if partial is not None else None),)
+                          host_activity=host_activity(partial) if partial is not None else None, program="torch"),)
 
 
 def is_chrome_trace(path: Path) -> bool:
