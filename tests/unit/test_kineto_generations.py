@@ -189,3 +189,16 @@ def test_collectives_of_torch_2_1_name_the_group_by_its_id_and_seq_is_read(tmp_p
          "ts": 13, "dur": 5, "args": {**args, "correlation": 3, "seq": 41}}], "baseTimeNanoseconds": 1000}))
     rows = torch_trace.read(trace).collectives
     assert [(r.side, r.sequence, r.process_group) for r in rows] == [("host", 41, "0"), ("gpu", 41, "0")]
+
+
+def test_collectives_and_the_clock_survive_a_jobs_partial(tmp_path):
+    """A job merges its ranks' partials, not their files: the collectives and the clock go with them."""
+    import shutil
+    from profilectl.report import partials
+    folder = tmp_path / "raw"
+    folder.mkdir()
+    shutil.copyfile(FIXTURES / NCCL, folder / "rank0.pt.trace.json.gz")
+    read = torch_trace.read(folder / "rank0.pt.trace.json.gz")
+    back = partials.decode(partials.encode(partials.make(folder))).tables()
+    assert back.collectives == read.collectives and len(back.collectives) == 16  # 9 ranges, 7 kernels
+    assert back.clocks == read.clocks and back.clocks
