@@ -92,10 +92,15 @@ class Run:
     # ------------------------------------------------------------ per rank
     @functools.cached_property
     def rank_runs(self) -> dict[str, "Run"]:
-        """Each rank (process) on its own: a job's rank runs, or a folder's files grouped by the rank
-        their names give. One process: itself."""
+        """Each rank on its own, the ranks of the report's ranks table: a job's rank runs, a folder's
+        files grouped by the rank their names give, or, where one file holds several ranks (an
+        Nsight Systems report of several processes, an XLA trace of eight devices) or the files' names
+        give none (traces named by their tool), each rank's own timeline. One process: itself."""
         from profilectl.report.load import per_rank
+        ranks = {row.rank for row in self.summary.ranks}
         found = per_rank(self.path)
+        if ranks and set(found) != ranks:
+            found = _per_rank_of_timelines(self.path, ranks) or found
         return {rank: Run(self.path, summary) for rank, summary in found.items()} if found else {"0": self}
 
     def rank(self, rank: str | int) -> "Run":
@@ -127,6 +132,38 @@ class Run:
         return html.render(self.document, 15)
 
 
+def _per_rank_of_timelines(path: Path, ranks: set[str]) -> dict[str, "Summary"]:
+    """Each rank's report from its own timeline (its kernels and copies, event by event), its
+    annotations, collectives and rank row: where the files do not split by rank but their events do.
+    Empty unless every rank of `ranks` has a timeline."""
+    from profilectl.analysis.timeline import COPY, KERNEL
+    from profilectl.analysis.windows import stats_by_kind
+    from profilectl.backends import READERS
+    from profilectl.formats.reader import read_groups, recognised
+    from profilectl.formats.tables import PER_DISPATCH, Tables, merge_stats
+    from profilectl.report.load import is_run_dir
+    from profilectl.report.summary import SourceInfo, build
+    groups = recognised(path / "raw" if is_run_dir(path) else path, READERS)
+    tables = read_groups(groups)
+    if {t.rank for t in tables.timelines} != ranks:
+        return {}
+    kinds = "+".join(dict.fromkeys(reader.kind for reader, _ in groups))
+    files = tuple(str(f) for _, group in groups for f in group)
+    out = {}
+    for rank in sorted(ranks):
+        mine = tuple(t for t in tables.timelines if t.rank == rank)
+        per_kind = [stats_by_kind(t) for t in mine]
+        kernels = merge_stats(*(k[KERNEL] for k in per_kind))
+        part = Tables(kernels=kernels, kernel_detail=PER_DISPATCH if kernels else 0,
+                      memory_copies=merge_stats(*(k[COPY] for k in per_kind)), timelines=mine,
+                      annotations=tuple(a for a in tables.annotations if a.rank == rank),
+                      ranks=tuple(r for r in tables.ranks if r.rank == rank),
+                      collectives=tuple(c for c in tables.collectives if c.rank == rank),
+                      clocks=tuple(c for c in tables.clocks if c.rank == rank))
+        out[rank] = build(part, SourceInfo(kind=kinds, path=f"{path} (rank {rank})", files=files))
+    return out
+
+
 def open(path: str | Path, *, range_name: str | None = None, steps: str | None = None,  # noqa: A001
          step_mark: str | None = None) -> Run:
     """A run directory, a SLURM job directory, or any folder or file rocprofv3, rocprof, ncu or
@@ -147,21 +184,31 @@ class Compared:
     """Two runs kernel by kernel (`profilectl compare`'s numbers), as DataFrames."""
     result: "Comparison"
 
-    def _frame(self, rows: Sequence[Any]) -> "pl.DataFrame":
+    def _frame(self, rows: Sequence[Any], row_type: type) -> "pl.DataFrame":
+        """The rows as a frame; no rows: an empty frame with the row type's columns, never none."""
         pl = _polars()
-        return pl.DataFrame([dataclasses.asdict(r) for r in rows]) if rows else pl.DataFrame()
+        if rows:
+            return pl.DataFrame([dataclasses.asdict(r) for r in rows])
+        return pl.DataFrame({f.name: [] for f in dataclasses.fields(row_type)})
 
-    kernels = property(lambda self: self._frame(self.result.kernels),
+    kernels = property(lambda self: self._frame(self.result.kernels, _compare_types()["Matched"]),
                        doc="name, calls_a, calls_b, total_ns_a, total_ns_b, delta_ns, speedup (largest change first)")
-    operators = property(lambda self: self._frame(self.result.operators), doc="the same for CPU operators")
-    ranks = property(lambda self: self._frame(self.result.ranks), doc="rank, total_ns_a, total_ns_b, speedup")
-    only_in_a = property(lambda self: self._frame(self.result.only_in_a))
-    only_in_b = property(lambda self: self._frame(self.result.only_in_b))
-    timing = property(lambda self: self._frame(self.result.timing))
+    operators = property(lambda self: self._frame(self.result.operators, _compare_types()["Matched"]),
+                         doc="the same for CPU operators")
+    ranks = property(lambda self: self._frame(self.result.ranks, _compare_types()["RankDelta"]),
+                     doc="rank, total_ns_a, total_ns_b, speedup")
+    only_in_a = property(lambda self: self._frame(self.result.only_in_a, _compare_types()["OnlyIn"]))
+    only_in_b = property(lambda self: self._frame(self.result.only_in_b, _compare_types()["OnlyIn"]))
+    timing = property(lambda self: self._frame(self.result.timing, _compare_types()["TimingDelta"]))
 
     @property
     def gate(self) -> "Gate | None":
         return self.result.gate
+
+
+def _compare_types() -> dict[str, type]:
+    from profilectl.report.compare import Matched, OnlyIn, RankDelta, TimingDelta
+    return {"Matched": Matched, "OnlyIn": OnlyIn, "RankDelta": RankDelta, "TimingDelta": TimingDelta}
 
 
 def compare(a: "Run | str | Path", b: "Run | str | Path", match: str = "exact", metric: str | None = None,

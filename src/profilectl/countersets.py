@@ -210,10 +210,15 @@ def aggregation(counter: str, unit: str = "") -> str:
     """How this counter's per-dispatch values combine per kernel: sum, mean, max or min
     (profiling/counters/_aggregation.yaml). Nsight Compute metrics are named base__part.rollup."""
     amd, nvidia = _aggregation_rules()
-    if "__" in counter:
-        for suffix, rule in sorted((nvidia.get("suffixes") or {}).items(), key=lambda item: -len(item[0])):
-            if counter.endswith(suffix):
-                return str(rule)
+    if "__" in counter or unit or " " in counter:  # Nsight Compute's (the yaml says why)
+        if "__" in counter:
+            for suffix, rule in sorted((nvidia.get("suffixes") or {}).items(), key=lambda item: -len(item[0])):
+                if counter.endswith(suffix):
+                    return str(rule)
+        elif re.fullmatch(str(nvidia.get("launch_properties") or "(?!)"), counter):
+            return "mean"
+        if unit.lower() in (nvidia.get("units") or {}):
+            return str(nvidia["units"][unit.lower()])
         if any(mark in unit for mark in nvidia.get("mean_units") or ()):
             return "mean"
         return str(nvidia.get("default", "sum"))

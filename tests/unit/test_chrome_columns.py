@@ -37,7 +37,7 @@ def test_columns_equal_the_loop_on_real_traces(path):
     events = chrome_stream.columnar_decoder()(data)
     if chrome_stream.needs_exact(data) or events is None:
         return  # the exact decoder, or a legacy layout: the loop reads it (test_exact_time, test_kineto_generations)
-    columns = chrome_stream.aggregate_columns(events)
+    columns = chrome_stream.aggregate_columns(events, text=data)  # as read_chunk gives it
     assert columns is not None
     assert columns == loop
     assert list(columns.kernels) == list(loop.kernels) and columns.names == loop.names

@@ -108,3 +108,97 @@ def test_gpu_ranges_of_kineto_2021_to_2022_and_user_ranges_of_torch_1_8(tmp_path
     timeline, = tables.timelines
     assert sorted((m.start, m.end, m.on_gpu) for m in timeline.markers) == [
         (100_000, 150_000, False), (121_000, 130_000, True)]
+
+
+# ---------------------------------------------------------------- steps and annotations of torch 1.8/1.9
+TORCH_RANGES = ("ProfilerStep#", "enumerate(DataLoader)#", "Optimizer.step#", "Optimizer.zero_grad#")
+
+
+@pytest.mark.parametrize("name", [n for n in GENERATIONS if "torch1." in n])
+def test_torch_1_8_and_1_9_ranges_are_annotations_not_operators(name):
+    """torch 1.8/1.9 wrote record_function ranges as "Operator" events: the ranges torch opens itself
+    (profiler.step, the DataLoader's iterator, the optimizer) go to the annotations table, with
+    calls and totals as in the file, and stay out of the operators table."""
+    path = FIXTURES / name
+    events = raw_events(path)
+    ranges = defaultdict(lambda: [0, 0])
+    for e in events:
+        if e.get("ph") == "X" and e.get("cat") == "Operator" and e["name"].startswith(TORCH_RANGES):
+            ranges[e["name"]][0] += 1
+            ranges[e["name"]][1] += e["dur"] * 1000  # whole µs in these releases
+    assert any(n.startswith("ProfilerStep#") for n in ranges) and len(ranges) == 4
+    tables = read_path(path, READERS)
+    assert {a.name: [a.calls, a.total_ns] for a in tables.annotations} == dict(ranges)
+    assert not set(ranges) & set(tables.operators)
+    assert "aten::conv2d" in tables.operators  # operators stay operators
+    step = next(a for a in tables.annotations if a.name.startswith("ProfilerStep#"))
+    assert step.gpu_ns and step.gpu_ns > 0  # the kernels launched inside the step, linked by correlation
+
+
+# ---------------------------------------------------------------- newer fields: collectives, the trace's clock
+NCCL = "hta/nccl_parser_config_nccl_data.trimmed.json.gz"
+
+
+def exact_ns(us):
+    from decimal import Decimal
+    return int(Decimal(str(us)) * 1000)
+
+
+def test_collectives_keep_process_group_and_sizes_call_by_call():
+    """HTA's 2-rank NCCL trace (torch 2.3 era): every record_param_comms range and every NCCL kernel
+    carrying Kineto's copy of its args, in file order, with the process group and sizes as written."""
+    path = FIXTURES / NCCL
+    events = [e for e in raw_events(path) if e.get("ph") == "X" and "Collective name" in (e.get("args") or {})]
+    tables = torch_trace.read(path)
+    rows = tables.collectives
+    assert len(rows) == len(events) and {r.side for r in rows} == {"host", "gpu"}
+    for row, e in zip(rows, events):
+        args = e["args"]
+        assert (row.side, row.event, row.name) == ("gpu" if e["cat"] == "kernel" else "host", e["name"],
+                                                   args["Collective name"])
+        assert (row.process_group, row.process_group_desc, row.group_ranks) == (
+            args.get("Process Group Name"), args.get("Process Group Description"), args.get("Process Group Ranks"))
+        assert (row.in_elements, row.out_elements, row.group_size, row.dtype) == (
+            args["In msg nelems"], args["Out msg nelems"], args["Group size"], args["dtype"])
+        assert row.sequence is None  # this torch wrote no "Seq"
+        assert (row.start_ns, row.end_ns) == (exact_ns(e["ts"]), exact_ns(e["ts"]) + exact_ns(e["dur"]))
+    assert sum(1 for r in rows if r.process_group == "0") > len(rows) // 2
+    assert torch_trace.read(path, fast=False).collectives == rows  # the stdlib's decoding: the same rows
+    # the trace's own clock: its timestamps count from baseTimeNanoseconds
+    with gzip.open(path, "rt") as fh:
+        base = json.load(fh)["baseTimeNanoseconds"]
+    clock, = tables.clocks
+    assert (clock.base_ns, clock.source) == (base, "baseTimeNanoseconds")
+
+
+def test_collectives_of_torch_2_1_name_the_group_by_its_id_and_seq_is_read(tmp_path):
+    path = FIXTURES / "hta/ns_resolution_rank-0.pt.trace.json.gz"
+    expected = [e["args"]["Process Group ID"] for e in raw_events(path)
+                if e.get("ph") == "X" and "Collective name" in (e.get("args") or {})]
+    tables = torch_trace.read(path)
+    assert [r.process_group for r in tables.collectives] == [str(v) for v in expected] and expected
+    assert tables.clocks == ()  # that Kineto wrote no baseTimeNanoseconds
+    # torch's "Seq" (pytorch/pytorch#177148, 2026) on both sides: no public trace holds it yet
+    args = {"Collective name": "allreduce", "Process Group Name": "0", "Seq": 41, "In msg nelems": 8,
+            "Out msg nelems": 8, "Group size": 2, "dtype": "Float"}
+    trace = tmp_path / "seq.pt.trace.json"
+    trace.write_text(json.dumps({"traceEvents": [
+        {"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 1, "tid": 1, "ts": 10, "dur": 2,
+         "args": args},
+        {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "pid": 0, "tid": 7,
+         "ts": 13, "dur": 5, "args": {**args, "correlation": 3, "seq": 41}}], "baseTimeNanoseconds": 1000}))
+    rows = torch_trace.read(trace).collectives
+    assert [(r.side, r.sequence, r.process_group) for r in rows] == [("host", 41, "0"), ("gpu", 41, "0")]
+
+
+def test_collectives_and_the_clock_survive_a_jobs_partial(tmp_path):
+    """A job merges its ranks' partials, not their files: the collectives and the clock go with them."""
+    import shutil
+    from profilectl.report import partials
+    folder = tmp_path / "raw"
+    folder.mkdir()
+    shutil.copyfile(FIXTURES / NCCL, folder / "rank0.pt.trace.json.gz")
+    read = torch_trace.read(folder / "rank0.pt.trace.json.gz")
+    back = partials.decode(partials.encode(partials.make(folder))).tables()
+    assert back.collectives == read.collectives and len(back.collectives) == 16  # 9 ranges, 7 kernels
+    assert back.clocks == read.clocks and back.clocks

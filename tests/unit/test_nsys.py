@@ -369,3 +369,87 @@ def test_python_m_torch_distributed_run_with_a_module_runs_python_m_in_each_work
     at = next(i for i, a in enumerate(argv) if Path(a).name == "nsys")
     assert argv[:at] == [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--no_python"]
     assert argv[-5:-3] == [sys.executable, "-m"] and argv[-3:] == ["trainer.main", "--lr", "0.1"]
+
+
+# ---------------------------------------------------------------- what an export holds, as it holds it
+def _without_cuda(tmp_path: Path) -> Path:
+    """The real 2022.4 export with every CUPTI table dropped: what `nsys profile -t osrt` leaves of
+    that program (its OS runtime calls, OSRT_API, are the real rows nsys wrote)."""
+    path = tmp_path / "osrt-only.sqlite"
+    shutil.copyfile(VECTORADD, path)
+    db = sqlite3.connect(path)
+    for (table,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'CUPTI_%'").fetchall():
+        db.execute(f"DROP TABLE {table}")
+    db.commit()
+    db.close()
+    return path
+
+
+def test_an_export_of_os_runtime_calls_only_is_read_for_what_it_holds(tmp_path):
+    path = _without_cuda(tmp_path)
+    db = sqlite3.connect(path)
+    expected = {name: [n, total] for name, n, total in db.execute(
+        'SELECT s.value, count(*), sum(o."end" - o.start) FROM OSRT_API o JOIN StringIds s ON s.id = o.nameId '
+        "GROUP BY s.value")}
+    db.close()
+    report = report_json(path)  # before: "no records in it ... (header only, or an empty trace?)", exit 2
+    assert {row["name"]: [row["calls"], row["total_ns"]] for row in report["api"]} == expected
+    assert any("its API table is the OS runtime calls" in note for note in report["notes"])
+    assert any("no CUDA kernel" in note for note in report["notes"])
+
+
+def test_the_os_runtime_calls_are_host_activity_beside_the_cuda_calls():
+    from profilectl.analysis.timeline import HOST_OPERATOR, HOST_RUNTIME
+    from profilectl.formats.nsys_sqlite import read_export
+    db = sqlite3.connect(VECTORADD)
+    (osrt,) = db.execute("SELECT count(*) FROM OSRT_API").fetchone()
+    (cuda,) = db.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME").fetchone()
+    db.close()
+    timeline, = read_export(VECTORADD).timelines
+    host = timeline.host_activity
+    assert int((host.category == HOST_OPERATOR).sum()) == osrt and int((host.category == HOST_RUNTIME).sum()) == cuda
+    assert "cudaLaunchKernel" in host.names  # as `nsys stats` names it, without _v7000
+    assert {row["name"] for row in report_json(VECTORADD)["api"]} >= {"cudaLaunchKernel", "cudaMemcpyAsync"}
+
+
+def test_an_nvtx_range_is_a_report_range(tmp_path):
+    path = with_nvtx(tmp_path)
+    db = sqlite3.connect(path)
+    start, end = db.execute("SELECT start, \"end\" FROM NVTX_EVENTS WHERE text = 'layer'").fetchone()
+    (inside,) = db.execute(  # kernels whose launch call starts inside the range
+        "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN CUPTI_ACTIVITY_KIND_RUNTIME r "
+        "ON r.correlationId = k.correlationId WHERE r.start >= ? AND r.start <= ?", (start, end)).fetchone()
+    db.close()
+    import subprocess
+    done = subprocess.run([sys.executable, str(REPO / "tools/profilectl"), "report", str(path), "--range", "layer",
+                           "--format", "json"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr  # before: "no range named 'layer' in these traces"
+    assert json.loads(done.stdout)["totals"]["dispatches"] == inside == 2
+
+
+def test_rows_out_of_time_order_read_as_in_order(tmp_path):
+    """Nsight Systems 2025.6 notes that exported rows may come in any order: the same export with
+    every activity, API and NVTX table rewritten in reverse time order gives the same report."""
+    for side in ("a", "b"):
+        (tmp_path / side / "node").mkdir(parents=True)
+    ordered = with_nvtx(tmp_path / "a" / "node")
+    reversed_ = tmp_path / "b" / "node" / ordered.name  # the same names: the same rank and host
+    shutil.copyfile(ordered, reversed_)
+    db = sqlite3.connect(reversed_)
+    for table in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_RUNTIME",
+                  "NVTX_EVENTS", "OSRT_API"):
+        db.execute(f"CREATE TABLE tmp AS SELECT * FROM {table} ORDER BY start DESC")
+        db.execute(f"DELETE FROM {table}")
+        db.execute(f"INSERT INTO {table} SELECT * FROM tmp")
+        db.execute("DROP TABLE tmp")
+    db.commit()
+    db.close()
+    from profilectl.formats.nsys_sqlite import read_export
+    a, b = read_export(ordered), read_export(reversed_)
+    assert b.timelines[0].start.tolist() == sorted(b.timelines[0].start.tolist())
+    assert b.timelines[0].host_activity.start.tolist() == a.timelines[0].host_activity.start.tolist()
+    assert [m.start for m in b.timelines[0].markers] == [m.start for m in a.timelines[0].markers]
+    first, second = report_json(ordered), report_json(reversed_)
+    for key in ("kernels", "api", "annotations", "diagnosis"):
+        assert first[key] == second[key], key
+    assert first["timeline"]["ranks"] == second["timeline"]["ranks"]

@@ -83,6 +83,7 @@ class SteadyFigures:
     busy_range: tuple[float, float] | None = None  # the lowest and highest rank's busy %, for a job
     exposed_over: int = 0  # ranks whose own exposed share passes the rule
     launch: LaunchStats | None = None
+    program: str = ""  # what the trace says the program is (the advice depends on it), "" when unknown or mixed
 
 
 def figures_of(rank: RankIdle, launch: LaunchStats | None = None) -> SteadyFigures:
@@ -94,7 +95,7 @@ def figures_of(rank: RankIdle, launch: LaunchStats | None = None) -> SteadyFigur
                          exposed_share=exposed_share, copy_ns=rank.steady_copy_ns,
                          copy_share=rank.steady_copy_ns / busy if busy > 0 else 0.0, causes=rank.steady,
                          exposed_over=int(exposed_share >= float(rules()["exposed_communication_share"])),
-                         launch=launch)
+                         launch=launch, program=rank.program)
 
 
 def job_figures(ranks: Sequence[RankIdle], launch: LaunchStats | None = None) -> SteadyFigures:
@@ -110,7 +111,8 @@ def job_figures(ranks: Sequence[RankIdle], launch: LaunchStats | None = None) ->
         exposed_share=sum(f.exposed_share for f in own) / count, copy_ns=sum(f.copy_ns for f in own) // count,
         copy_share=sum(f.copy_share for f in own) / count, causes=merge_causes([r.steady for r in ranks]),
         ranks=len(own), busy_range=(min(busy), max(busy)) if busy else None,
-        exposed_over=sum(f.exposed_over for f in own), launch=launch)
+        exposed_over=sum(f.exposed_over for f in own), launch=launch,
+        program=programs.pop() if len(programs := {r.program for r in ranks}) == 1 else "")
 
 
 def steady_finding(figures: SteadyFigures, subject: str = "", copies: Sequence[tuple[str, float]] = ()) -> Finding:
@@ -170,7 +172,7 @@ def steady_finding(figures: SteadyFigures, subject: str = "", copies: Sequence[t
         listed = ", ".join(f"{c.title} {100 * c.share:.0f} %" for c in causes[:3])
         return Finding(verdict="host-bound", scope=f.scope, evidence=tuple(base),
                        sentence=f"{who}host-bound, no single cause: {idle_part}, spread over {listed}",
-                       next_step=r.cause(top.cause).next_step)
+                       next_step=r.cause(top.cause).next_step_for(f.program))
     rule = r.cause(top.cause)
     share = f"{100 * top.share:.0f} % of the GPU's idle time"
     named = f" ({top.activity})" if top.activity else ""
@@ -193,7 +195,7 @@ def steady_finding(figures: SteadyFigures, subject: str = "", copies: Sequence[t
         "unrecorded": f"host-bound by host work the trace does not record (code between its recorded calls): "
                       f"{idle_part}; {share} has no recorded host event across it",
     }
-    return Finding(verdict=rule.verdict, scope=f.scope, evidence=tuple(base), next_step=rule.next_step,
+    return Finding(verdict=rule.verdict, scope=f.scope, evidence=tuple(base), next_step=rule.next_step_for(f.program),
                    sentence=who + sentences.get(top.cause, f"{rule.verdict}: {share} is {rule.title}"))
 
 

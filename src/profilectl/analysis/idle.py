@@ -95,6 +95,7 @@ class RankIdle:
     steady_exposed_communication_ns: int = 0
     steady_copy_ns: int = 0
     step_source: str = ""  # where the steps came from (analysis/steps.py)
+    program: str = ""  # RankTimeline.program: what the trace says the program is
 
     @property
     def steady_busy_ns(self) -> int:
@@ -200,7 +201,7 @@ def analyse_rank(t: RankTimeline, busy: "Intervals | None" = None) -> RankIdle:
                     steps=tuple(rows), hta=hta, host_recorded=records_host(t),
                     step_ranges=tuple((w.step, w.start, w.end) for w in steps.windows),
                     steady_communication_ns=communication, steady_exposed_communication_ns=exposed,
-                    steady_copy_ns=copies, step_source=steps.source)
+                    steady_copy_ns=copies, step_source=steps.source, program=t.program)
 
 
 def records_host(t: RankTimeline) -> bool:

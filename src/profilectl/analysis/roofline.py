@@ -28,7 +28,7 @@ import re
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Collection, Mapping, Sequence
 
 from profilectl import data
 from profilectl.report.units import si
@@ -36,6 +36,7 @@ from profilectl.report.units import si
 WORK_PREFIXES = ("flop_", "iop_")
 LEVELS = ("hbm", "l2", "lds")
 VERDICTS = ("memory-bound", "compute-bound", "latency-bound", "unknown")
+SOL_COMPUTE, SOL_MEMORY = "sol_compute", "sol_memory"  # the SpeedOfLight section's two roofs
 
 
 @dataclass(frozen=True)
@@ -283,7 +284,7 @@ def rate_text(value: float, unit: str) -> str:
 def kernel_percent(kernel: KernelRoofline, roof: str | None) -> float:
     if roof is None:
         return 0.0
-    if roof in LEVELS:
+    if roof in LEVELS or roof == SOL_MEMORY:
         return kernel.percent_at(roof) or 0.0
     return kernel.compute_percent or 0.0
 
@@ -323,6 +324,63 @@ def analyse_rows(rows: Sequence[Mapping[str, Any]], times: Mapping[str, tuple[in
                           latency_percent=latency, notes=tuple(notes))
 
 
+def verdict_of(utilisation: Mapping[str, float], memory_roofs: Collection[str], latency: float) -> tuple[str, str]:
+    """The one rule that places a kernel (module docstring; Nsight Compute's SpeedOfLight rule): its
+    best utilisation carries the verdict, memory-bound where that roof is a memory one, compute-bound
+    otherwise, latency-bound where even the best is below the latency line. `utilisation`: percent
+    of each roof's peak, not empty. Returns (verdict, the roof that carries it)."""
+    bound_by = max(utilisation, key=lambda k: utilisation[k])
+    if utilisation[bound_by] < latency:
+        return "latency-bound", bound_by
+    return ("memory-bound" if bound_by in memory_roofs else "compute-bound"), bound_by
+
+
+def speed_of_light_rows(rows: Sequence[Mapping[str, Any]], times: Mapping[str, tuple[int, float]]
+                        ) -> RooflineResult | None:
+    """Each kernel placed from Nsight Compute's SpeedOfLight section where its counters hold the
+    section's throughputs (percent of the device's peaks as ncu measured them: the details page's
+    labels, the raw page's metric names; roofline_rules.yaml `speed_of_light`) and not the roofline
+    set's work and bytes. The same rule as the roofline (verdict_of) on the same roofs: the compute
+    throughput, DRAM (HBM) and L2 as the memory levels, L1/shared left out as the roofline leaves LDS
+    out; the section's "Memory Throughput" (the busiest memory unit, L1 and shared included) only
+    where neither level is given. None when no row has a compute and a memory throughput."""
+    names = rules().get("speed_of_light") or {}
+    latency = float(rules().get("latency_percent", 60))
+
+    def first(row: Mapping[str, Any], roof: str) -> float | None:
+        return next((v for name in names.get(roof) or () if (v := _number(row.get(name))) is not None), None)
+    grand = sum(total for _, total in times.values()) or 1.0
+    kernels = []
+    for row in rows:
+        compute = first(row, "compute")
+        memory = {level: v for level in ("hbm", "l2") if (v := first(row, level)) is not None}
+        if not memory and (busiest := first(row, "memory")) is not None:
+            memory = {SOL_MEMORY: busiest}
+        if compute is None or not memory:
+            continue
+        name = str(row.get("kernel", ""))
+        calls, total_ns = times.get(name, (0, 0.0))
+        verdict, bound_by = verdict_of({**memory, SOL_COMPUTE: compute}, (*LEVELS, SOL_MEMORY), latency)
+        best = max(compute, *memory.values())
+        carrying = (f"best roof use {label(bound_by)} {best:.0f} % of peak (< {latency:.0f} % on every roof)"
+                    if verdict == "latency-bound" else f"{label(bound_by)} {best:.0f} % of peak (SpeedOfLight)")
+        kernels.append(KernelRoofline(
+            kernel=name, calls=calls, total_ns=total_ns, share_percent=100.0 * total_ns / grand, flop=0.0, work=(),
+            main_precision=None, flop_per_s=0.0, bytes=(), bytes_per_s=(), intensity_hbm=None, intensity_l2=None,
+            compute_peak=None, compute_percent=compute, bandwidth_percent=tuple(memory.items()),
+            roof_percent=max(compute, memory.get("hbm", memory.get(SOL_MEMORY, 0.0))), verdict=verdict,
+            bound_by=bound_by, carrying=carrying, occupancy_percent=_number(row.get("occupancy_percent")),
+            waves=_number(row.get("waves_per_sm"))))
+    if not kernels:
+        return None
+    kernels.sort(key=lambda k: -k.total_ns)
+    return RooflineResult(kernels=tuple(kernels), roofs=(), peaks_source="measured: Nsight Compute SpeedOfLight",
+                          latency_percent=latency,
+                          notes=("placed by Nsight Compute's SpeedOfLight throughputs (percent of the device's peaks "
+                                 "as ncu measured them); no FLOP or bytes: collect the roofline set (profilectl "
+                                 "counters --set roofline) for the roofline itself",))
+
+
 def _own_roofs(row: Mapping[str, Any], device: Mapping[str, Roof]) -> dict[str, Roof]:
     """The roofs a kernel is measured against: the device's, except where the tool measured peaks
     during this kernel's own replay (Nsight Compute: peak per cycle x this kernel's clock). A kernel
@@ -357,12 +415,8 @@ def _kernel(name: str, row: Mapping[str, Any], calls: int, total_ns: float, shar
     compute_unknown = main is not None and compute_percent is None  # FLOP counted, no peak for its pipe
     if bound_by is None or (compute_unknown and candidates[bound_by] < latency):
         verdict, bound_by = "unknown", main if compute_unknown else bound_by
-    elif candidates[bound_by] < latency:
-        verdict = "latency-bound"
-    elif bound_by in LEVELS:
-        verdict = "memory-bound"
     else:
-        verdict = "compute-bound"
+        verdict, bound_by = verdict_of(candidates, LEVELS, latency)
     hbm_percent = bandwidth.get("hbm")
     roof_percent = max((p for p in (compute_percent, hbm_percent) if p is not None), default=None)
     kernel = KernelRoofline(

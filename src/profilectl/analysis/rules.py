@@ -19,6 +19,11 @@ class CauseRule:
     reason: str
     verdict: str
     next_step: str
+    by_program: tuple[tuple[str, str], ...] = ()  # (program, next_step) where the advice depends on it
+
+    def next_step_for(self, program: str) -> str:
+        """The advice for a program of this kind (RankTimeline.program), else the general one."""
+        return dict(self.by_program).get(program, self.next_step)
 
 
 @dataclass(frozen=True)
@@ -44,7 +49,10 @@ def rules() -> Rules:
                                  pattern=re.compile("|".join(f"(?:{n})" for n in c["names"]), re.IGNORECASE)
                                  if c.get("names") else None,
                                  reason=" ".join(str(c["reason"]).split()), verdict=c["verdict"],
-                                 next_step=" ".join(str(c["next_step"]).split())) for c in doc["causes"])
+                                 next_step=" ".join(str(c["next_step"]).split()),
+                                 by_program=tuple((str(k), " ".join(str(v).split()))
+                                                  for k, v in (c.get("next_step_by_program") or {}).items()))
+                       for c in doc["causes"])
         thresholds = dict(doc["thresholds"])
         frames = re.compile("|".join(f"(?:{n})" for n in doc["frames"]["names"]))
     except (KeyError, TypeError, re.error) as exc:

@@ -111,6 +111,9 @@ class RankTimeline:
     markers: tuple[Marker, ...] = ()
     host_activity: HostActivity | None = None  # torch traces: what the host did (optional)
     streamed: "StreamedFigures | None" = None  # made while the reader parsed the trace (StartOrderFeed)
+    # What the trace says the program is: "torch" (torch.profiler), "xla" (jax/TensorFlow), "python"
+    # or "native" (a process Nsight Systems names); "" unknown. Picks the wording of host-gap advice.
+    program: str = ""
 
     @property
     def empty(self) -> bool:
@@ -141,7 +144,7 @@ def rank_timeline(rank: str, host: str | None, *, start: Ints, end: Ints, stream
                   names: Sequence[str], streams: Sequence[str], api_start: Ints = (),
                   api_end: Ints = (), api_correlation: Ints = (),
                   markers: Iterable[Marker] = (), host_activity: HostActivity | None = None,
-                  streamed: StreamedFigures | None = None) -> RankTimeline:
+                  streamed: StreamedFigures | None = None, program: str = "") -> RankTimeline:
     """Columns given as numpy arrays are kept as they are (no copy; index columns may be any integer
     type, int32 halves their memory); sequences are converted once."""
     import numpy as np
@@ -157,7 +160,7 @@ def rank_timeline(rank: str, host: str | None, *, start: Ints, end: Ints, stream
         np.broadcast_to(np.int64(-1), (count,)),
         names=tuple(names), streams=tuple(streams), api_start=np.asarray(api_start, dtype=np.int64),
         api_end=np.asarray(api_end, dtype=np.int64), api_correlation=np.asarray(api_correlation, dtype=np.int64),
-        markers=tuple(markers), host_activity=host_activity, streamed=streamed)
+        markers=tuple(markers), host_activity=host_activity, streamed=streamed, program=program)
 
 
 def small_distinct(ids: "NDArray[Any]") -> list[int]:
@@ -221,7 +224,8 @@ def combine(parts: Sequence[RankTimeline]) -> list[RankTimeline]:
             api_start=np.concatenate([p.api_start for p in group]), api_end=np.concatenate([p.api_end for p in group]),
             api_correlation=np.concatenate([p.api_correlation for p in group]),
             markers=tuple(m for p in group for m in p.markers),
-            host_activity=HostActivity.joined([p.host_activity for p in group if p.host_activity is not None])))
+            host_activity=HostActivity.joined([p.host_activity for p in group if p.host_activity is not None]),
+            program=next((p.program for p in group if p.program), "")))
     return joined
 
 

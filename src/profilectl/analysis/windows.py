@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
     from profilectl.analysis.timeline import RankTimeline
-    from profilectl.formats.tables import Tables
+    from profilectl.formats.tables import StatsByName, Tables
 
 Windows = list[tuple[int, int]]
 
@@ -127,7 +127,7 @@ def restrict_timeline(t: "RankTimeline", windows: Windows) -> "RankTimeline":
                          kind=t.kind[keep], name=t.name[keep], correlation=np.asarray(t.correlation)[keep],
                          names=t.names, streams=t.streams, api_start=t.api_start[api_keep] - api_move,
                          api_end=t.api_end[api_keep] - api_move, api_correlation=t.api_correlation[api_keep],
-                         markers=markers, host_activity=host)
+                         markers=markers, host_activity=host, program=t.program)
 
 
 def with_step_marks(tables: "Tables", name: str, extra: dict[str, Windows] | None = None) -> "Tables":
@@ -148,13 +148,31 @@ def with_step_marks(tables: "Tables", name: str, extra: dict[str, Windows] | Non
     return dataclasses.replace(tables, timelines=tuple(timelines), notes=tables.notes + (note,))
 
 
+def stats_by_kind(t: "RankTimeline") -> dict[int, StatsByName]:
+    """A timeline's kernels (KERNEL) and copies and memsets (COPY), per name: the tables of those
+    events alone (a window's, a rank's)."""
+    import numpy as np
+    from profilectl.analysis.timeline import COPY, KERNEL
+    from profilectl.formats.tables import KernelStats
+    durations = t.end - t.start
+    per_kind: dict[int, StatsByName] = {}
+    for kind in (KERNEL, COPY):
+        mask = t.kind == kind
+        stats: StatsByName = {}
+        for index in np.unique(t.name[mask]).tolist():
+            values = durations[mask & (t.name == index)]
+            stats[t.names[index]] = KernelStats.from_integer_sums(
+                len(values), int(values.sum()), int((values * values).sum()), int(values.min()), int(values.max()))
+        per_kind[kind] = stats
+    return per_kind
+
+
 def restrict(tables: "Tables", request: WindowRequest, extra: dict[str, Windows] | None = None) -> "Tables":
     """Tables whose kernels, copies, ranks and timelines are those of the windows; `extra`: windows
     per rank that the timelines do not carry (ROCTx ranges of a marker trace)."""
-    import numpy as np
     from profilectl.analysis.timeline import COPY, KERNEL
     from profilectl.formats import ranks
-    from profilectl.formats.tables import KernelStats, StatsByName, merge_stats
+    from profilectl.formats.tables import merge_stats
     if not tables.timelines:
         raise FormatError(f"report {request.describe()}: these files hold no timeline (no per-event timestamps: "
                           "counters, pre-aggregated statistics); nothing to restrict")
@@ -170,16 +188,7 @@ def restrict(tables: "Tables", request: WindowRequest, extra: dict[str, Windows]
         total_windows += len(windows)
         part = restrict_timeline(t, windows)
         kept.append(part)
-        durations = part.end - part.start
-        per_kind: dict[int, StatsByName] = {}
-        for kind in (KERNEL, COPY):
-            mask = part.kind == kind
-            stats: StatsByName = {}
-            for index in np.unique(part.name[mask]).tolist():
-                values = durations[mask & (part.name == index)]
-                stats[part.names[index]] = KernelStats.from_integer_sums(
-                    len(values), int(values.sum()), int((values * values).sum()), int(values.min()), int(values.max()))
-            per_kind[kind] = stats
+        per_kind = stats_by_kind(part)
         kernels = merge_stats(kernels, per_kind[KERNEL])
         copies = merge_stats(copies, per_kind[COPY])
         rows.append(ranks.rank_row(t.rank, t.host, per_kind[KERNEL]))

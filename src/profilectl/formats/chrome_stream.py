@@ -51,10 +51,9 @@ if TYPE_CHECKING:  # imported where used: `profilectl env-check` loads this modu
 from profilectl.errors import FormatError, ProfilectlError
 
 GZIP_MAGIC = b"\x1f\x8b"
-EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 CHUNK_MIN, CHUNK_MAX = 4 << 20, 16 << 20
 PARALLEL_MIN_BYTES = 48 << 20  # below this, worker start-up costs more than it saves
-HEAD_LIMIT = 64 << 20  # how far to look for the traceEvents key
+HEAD_LIMIT = 64 << 20  # how far the top-level keys before traceEvents are read
 # Bounds on hostile or broken input, each with its environment variable (a number; 0 lifts it):
 # - a .json.gz inflating beyond this many times its own size is refused (torch traces inflate ~10x;
 #   1 MB of gzip holding 1 GiB of whitespace is 1000x), checked once LIMIT_FLOOR bytes are out;
@@ -133,6 +132,10 @@ class Partial:
     events: int = 0
     timeline: TimelineEvents = field(default_factory=lambda: TimelineEvents())
     untimed: int = 0  # events with a duration but no "ts": in the tables, not on the timeline
+    # Events carrying a collective's args (COLLECTIVE_ARGS): (on the GPU, event name, start ns, end ns,
+    # the args' values in COLLECTIVE_ARGS order), in file order
+    collectives: list[tuple[bool, str, int, int, tuple[Any, ...]]] = field(default_factory=list)
+    top_level: dict[str, Any] = field(default_factory=dict)  # the document's keys beside traceEvents
 
 
 @dataclass
@@ -193,6 +196,20 @@ def _remapped(index: array, remap: list[int]) -> array:
 STEP_MARKER = "ProfilerStep#"
 GPU_MARKER = "gpu_user_annotation"  # torch's GPU-side copy of a range (CPU-side ones are user_annotation)
 GPU_MARKERS = frozenset({GPU_MARKER, "gpu_user_Annotation"})  # the second: kineto 2021-06 to 2022-05
+# torch 1.8/1.9 wrote record_function ranges with the operators (category "Operator"); the ranges
+# torch itself opens are told apart by their names: profiler.step()'s ProfilerStep#N, the DataLoader
+# iterator's and the optimizer's (torch/utils/data/dataloader.py `enumerate(DataLoader)#...__next__`,
+# torch/optim/optimizer.py `Optimizer.step#...` and `Optimizer.zero_grad#...` of those releases). A
+# user's own record_function name cannot be told from an operator's in those traces.
+LEGACY_ANNOTATIONS = ("ProfilerStep#", "enumerate(DataLoader)#", "Optimizer.step#", "Optimizer.zero_grad#")
+# The args torch's record_param_comms range carries and Kineto copies onto the collective's kernel
+# (torch/csrc/profiler/util.h and libkineto/src/output_json.cpp: kCommsName ... kSeqNum): field name
+# here, key in the trace. "Process Group ID" before torch 2.2 (HTA's ns_resolution trace), "Process
+# Group Name" after; "Seq" from March 2026 (pytorch/pytorch#177148; "seq" is read too).
+COLLECTIVE_ARGS = (("collective", "Collective name"), ("pg_name", "Process Group Name"),
+                   ("pg_id", "Process Group ID"), ("pg_desc", "Process Group Description"), ("seq", "Seq"),
+                   ("seq_lower", "seq"), ("in_nelems", "In msg nelems"), ("out_nelems", "Out msg nelems"),
+                   ("group_size", "Group size"), ("dtype", "dtype"), ("group_ranks", "Process Group Ranks"))
 
 
 class _Undecodable(Exception):
@@ -211,7 +228,9 @@ def _msgspec_decoder(exact: bool = False) -> Callable[[bytes | bytearray | memor
 
     # defstruct, not a class body: this module's annotations are strings (PEP 563) and msgspec
     # would look for a name it cannot see. `args` and the other keys are skipped, never built.
-    event_args = msgspec.defstruct("EventArgs", [("correlation", Any, None)], gc=False)
+    event_args = msgspec.defstruct("EventArgs", [("correlation", Any, None),
+                                                 *((field, Any, None) for field, _ in COLLECTIVE_ARGS)],
+                                   gc=False, rename=dict(COLLECTIVE_ARGS))
     trace_event = msgspec.defstruct("TraceEvent", [
         ("ph", Any, None), ("cat", Any, None), ("name", Any, "?"), ("pid", Any, 0), ("tid", Any, 0),
         ("ts", float | str | None, None), ("dur", float | str | None | msgspec.UnsetType, msgspec.UNSET),
@@ -275,10 +294,23 @@ def needs_exact(chunk: bytes | bytearray | memoryview) -> bool:
 class _Args(NamedTuple):
     """The stdlib path's form of the msgspec EventArgs struct."""
     correlation: Any
+    collective: Any = None
+    pg_name: Any = None
+    pg_id: Any = None
+    pg_desc: Any = None
+    seq: Any = None
+    seq_lower: Any = None
+    in_nelems: Any = None
+    out_nelems: Any = None
+    group_size: Any = None
+    dtype: Any = None
+    group_ranks: Any = None
 
     @staticmethod
     def of(value: Any) -> "_Args | None":
-        return _Args(value.get("correlation")) if isinstance(value, dict) and "correlation" in value else None
+        if not isinstance(value, dict) or ("correlation" not in value and "Collective name" not in value):
+            return None
+        return _Args(value.get("correlation"), *(value.get(key) for _, key in COLLECTIVE_ARGS))
 
 
 _DECODERS: dict[tuple[bool, bool], Callable[[bytes | bytearray | memoryview], list[Any]]] = {}
@@ -355,6 +387,41 @@ _TREE_KIND = [TREE_OPERATOR if role & 4 else TREE_ANNOTATION if role & 32 else T
 _LEGACY_ROLE = {"CPU functions": 4 | 8, "CUDA functions": 1}
 
 
+def _collective_values(args: Any) -> tuple[Any, ...]:
+    """An event's COLLECTIVE_ARGS values (msgspec's struct or the stdlib path's _Args)."""
+    return tuple(getattr(args, field) for field, _ in COLLECTIVE_ARGS)
+
+
+_COLLECTIVE_DECODER: list[Any] = []
+
+
+def _collectives_of(text: bytes | bytearray | memoryview) -> list[tuple[bool, str, int, int, tuple[Any, ...]]]:
+    """Partial.collectives of a chunk that the columns read (their decoder keeps only args.correlation,
+    so that the many chunks without a collective pay nothing for them): the chunk decoded once more,
+    into the args of COLLECTIVE_ARGS only, times exact (numbers as their text, to ns by _nanoseconds).
+    The same events and values as `aggregate` takes."""
+    import msgspec
+    if not _COLLECTIVE_DECODER:
+        args = msgspec.defstruct("CollectiveArgs", [(name, Any, None) for name, _ in COLLECTIVE_ARGS],
+                                 gc=False, rename=dict(COLLECTIVE_ARGS))
+        event = msgspec.defstruct("CollectiveEvent", [("ph", Any, None), ("cat", Any, None), ("name", Any, "?"),
+                                                      ("ts", Any, None), ("dur", Any, None), ("args", Any, None)],
+                                  gc=False)
+        _COLLECTIVE_DECODER.extend((msgspec.json.Decoder(list[event], float_hook=str).decode,  # type: ignore[valid-type]
+                                    msgspec.convert, args))
+    decode, convert, args_type = _COLLECTIVE_DECODER
+    found = []
+    for event in decode(text):
+        role = _ROLE_OF_CAT.get(event.cat, 0) if type(event.cat) is str else 0
+        if event.ph != "X" or not (role & 3 == 1 or role & 8) or not isinstance(event.args, dict) \
+                or "Collective name" not in event.args or event.ts is None or event.dur is None:
+            continue
+        start = _nanoseconds("", event, event.ts, "ts")
+        found.append((role & 3 == 1, str(event.name), start, start + _nanoseconds("", event, event.dur, "dur"),
+                      _collective_values(convert(event.args, args_type))))
+    return found
+
+
 def aggregate(path: str, events: Iterable[Any], into: Partial | None = None) -> Partial:
     """Sums per name of kernels, copies and runtime/driver calls, and the CPU events of each
     thread. The hottest loop of a trace read: kept flat on purpose (no calls per event)."""
@@ -390,6 +457,7 @@ def aggregate(path: str, events: Iterable[Any], into: Partial | None = None) -> 
     launcher: tuple[Any, Any] = (_MISSING, _MISSING)
     tix = -1
     markers: list[tuple[str, int, int, bool]] = []
+    collectives: list[tuple[bool, str, int, int, tuple[Any, ...]]] = []
     timeline = out.timeline
     stream_index: dict[str, int] = {n: i for i, n in enumerate(timeline.streams)}
     gpu_name_index: dict[str, int] = {n: i for i, n in enumerate(timeline.names)}
@@ -478,6 +546,10 @@ def aggregate(path: str, events: Iterable[Any], into: Partial | None = None) -> 
                 api_thread.append(tix)
         if role & 80 and ns > 0 and name.startswith(STEP_MARKER):
             markers.append((name, start, start + ns, bool(role & 16)))
+        if low == 1 or role & 8:
+            args = event.args
+            if args is not None and args.collective is not None:
+                collectives.append((low == 1, name, start, start + ns, _collective_values(args)))
         if role & 8 and name not in unlisted:
             key = (event.pid, event.tid)
             if key != last_key:
@@ -493,7 +565,9 @@ def aggregate(path: str, events: Iterable[Any], into: Partial | None = None) -> 
             starts.append(start)
             ends.append(start + ns)
             name_ids.append(index)
-            operators.append(tree_kind[role])
+            # role 4|64: torch 1.8/1.9's "Operator", which held the record_function ranges too
+            operators.append(TREE_ANNOTATION if role & 68 == 68 and name.startswith(LEGACY_ANNOTATIONS)
+                             else tree_kind[role])
     offset = int(base_us or 0) * 1000
     for key, (starts, ends, name_ids, operators) in columns.items():
         thread = threads.get(key)
@@ -515,6 +589,7 @@ def aggregate(path: str, events: Iterable[Any], into: Partial | None = None) -> 
     timeline.api_correlation.extend(array("q", api_corr))
     timeline.api_thread.extend(array("l", api_thread))
     timeline.markers.extend((name, a + offset, b + offset, gpu) for name, a, b, gpu in markers)
+    out.collectives.extend((gpu, name, a + offset, b + offset, values) for gpu, name, a, b, values in collectives)
     out.events += count
     out.untimed += untimed
     return out
@@ -554,6 +629,7 @@ def merge_partials(parts: Iterable[Partial]) -> Partial:
                 thread.name.extend(_remapped(events.name, remap))
             thread.operator.extend(events.operator)
         out.timeline.extend(part.timeline)
+        out.collectives.extend(part.collectives)
         out.events += part.events
         out.untimed += part.untimed
         if part.tail is not None:
@@ -588,7 +664,9 @@ def _columnar_decoder() -> Callable[[bytes | bytearray | memoryview], list[Any] 
     except ImportError:
         return None
     nan = float("nan")
-    column_args = msgspec.defstruct("ColumnArgs", [("correlation", int, _NO_CORRELATION)], gc=False, frozen=True)
+    # "Collective name" only says whether the event carries a collective's args (_collectives_of reads them)
+    column_args = msgspec.defstruct("ColumnArgs", [("correlation", int, _NO_CORRELATION), ("collective", Any, None)],
+                                    gc=False, frozen=True, rename={"collective": "Collective name"})
     complete = msgspec.defstruct("CompleteEvent", [
         ("cat", str, ""), ("name", str, "?"), ("pid", int | str, 0), ("tid", int | str, 0),
         ("ts", float, nan), ("dur", float, nan), ("args", column_args, column_args())],
@@ -690,6 +768,7 @@ _CAT = operator.attrgetter("cat")
 _NAME, _TS, _DUR = operator.attrgetter("name"), operator.attrgetter("ts"), operator.attrgetter("dur")
 _PID, _PID_TID = operator.attrgetter("pid"), operator.attrgetter("pid", "tid")
 _CORRELATION = operator.attrgetter("args.correlation")
+_COLLECTIVE = operator.attrgetter("args.collective")
 _TREE_KIND_BY_ROLE = bytes(_TREE_KIND)
 _EXACT_DOUBLE = float(1 << 53)
 
@@ -698,7 +777,8 @@ def aggregate_columns(events: list[Any], into: Partial | None = None,
                       text: bytes | bytearray | memoryview | None = None) -> Partial | None:
     """`aggregate` of events from columnar_decoder's decoding (of `text`), by columns. None (nothing
     changed) where the chunk needs the general loop: a duration or time beyond a double's exact
-    integers, the legacy profiler's layout, a correlation id spelt like the stand-in for none."""
+    integers, the legacy profiler's layout, a correlation id spelt like the stand-in for none, a
+    collective's args without the chunk's `text` to read them from."""
     import numpy as np
     count = len(events)
     if not _LEGACY_ROLE.keys().isdisjoint(set(map(_PID, events))):
@@ -741,9 +821,15 @@ def aggregate_columns(events: list[Any], into: Partial | None = None,
                 return None
         api = api[correlation[api] != _NO_CORRELATION]
 
+    carrying = any(map(_COLLECTIVE, picked))  # events with a collective's args: the chunk is decoded again
+    if carrying and text is None:
+        return None
+
     out = into or Partial()
     out.events += count
     out.untimed += int(m - np.count_nonzero(timed))
+    if carrying and text is not None:
+        out.collectives.extend(_collectives_of(text))
     for table, which in ((out.kernels, 1), (out.copies, 2), (out.api, 3)):
         rows = np.flatnonzero(low == which)
         _add_sums(table, names, name_code[rows], ns[rows])
@@ -776,6 +862,8 @@ def aggregate_columns(events: list[Any], into: Partial | None = None,
     if len(tree):
         tree_names = _intern(name_code[tree], names, {n: i for i, n in enumerate(out.names)}, out.names)
         kinds = np.frombuffer(_TREE_KIND_BY_ROLE, dtype=np.uint8)[roles[tree]]
+        legacy = np.array([name.startswith(LEGACY_ANNOTATIONS) for name in names] or [False], dtype=bool)
+        kinds = np.where(((roles[tree] & 68) == 68) & legacy[name_code[tree]], TREE_ANNOTATION, kinds).astype(np.uint8)
         thread_of = key_code[tree]
         order = np.argsort(thread_of, kind="stable")
         grouped = thread_of[order]
@@ -1331,33 +1419,32 @@ class Layout:
 
 
 def find_events(path: Path, fh: IO[bytes]) -> tuple[Layout, bytes]:
-    """The layout, and the bytes already read past the array's `[`."""
-    data = b""
-    while True:
-        more = _read(fh, 1 << 20, path)
-        data += more
-        stripped = data.lstrip()
-        if stripped[:1] == b"[":
-            at = len(data) - len(stripped) + 1
-            return Layout(at, "", True), data[at:]
-        if stripped[:1] not in (b"{", b""):
-            raise FormatError(f"{path}: not a Chrome trace: not a JSON object or array")
-        found = EVENTS_KEY.search(data)
-        if found:
-            try:
-                head = data[:found.end() - 1].decode()
-            except UnicodeDecodeError:
-                raise FormatError(f"{path}: not valid JSON (not UTF-8 text)") from None
-            return Layout(found.end(), head, False), data[found.end():]
-        if not more or len(data) > HEAD_LIMIT:
-            if not data.strip():
-                raise FormatError(f"{path}: empty file, not a Chrome trace")
-            raise FormatError(f"{path}: not a Chrome trace: no traceEvents list")
+    """The layout, and the bytes already read past the array's `[`: the document's top-level keys
+    walked in order up to "traceEvents" (formats/json_head.py), so a key's value that holds the text
+    `"traceEvents": [` (a harness's metadata) is not taken for the array."""
+    from profilectl.formats import json_head
+    head, data = json_head.scan(lambda size: _read(fh, size, path), limit=HEAD_LIMIT)
+    if head.found:
+        at = head.offset + 1
+        if head.kind == "array":
+            return Layout(at, "", True), bytes(data[at:])
+        try:
+            text = data[:head.offset].decode()
+        except UnicodeDecodeError:
+            raise FormatError(f"{path}: not valid JSON (not UTF-8 text)") from None
+        return Layout(at, text, False), bytes(data[at:])
+    stripped = data.lstrip()
+    if not stripped:
+        raise FormatError(f"{path}: empty file, not a Chrome trace")
+    if stripped[:1] not in (b"{", b"["):
+        raise FormatError(f"{path}: not a Chrome trace: not a JSON object or array")
+    raise FormatError(f"{path}: not a Chrome trace: no traceEvents list")
 
 
-def _check_document(path: Path, layout: Layout, tail: str) -> None:
+def _check_document(path: Path, layout: Layout, tail: str) -> Any:
     """The text around the events array must complete a JSON document (a file cut after the events,
-    or one with trailing garbage, is as broken as one cut inside them)."""
+    or one with trailing garbage, is as broken as one cut inside them): that document, its events
+    array left empty."""
     try:
         doc = json.loads(layout.head + "[]" + tail)
     except RecursionError:
@@ -1370,6 +1457,7 @@ def _check_document(path: Path, layout: Layout, tail: str) -> None:
         raise FormatError(f"{path}: not a Chrome trace")
     if not layout.array_document and not (isinstance(doc, dict) and doc.get("traceEvents") == []):
         raise FormatError(f"{path}: not a Chrome trace: no traceEvents list")
+    return doc
 
 
 def _line_at(path: Path, offset: int) -> int:
@@ -1814,7 +1902,9 @@ def read_trace(path: Path, fast: bool = True, workers: int | None = None, chunk:
     with gc_paused():
         if failed_at:
             merged = incremental(path, failed_at[0], failed_at[0] == layout.events_start, merged)
-    _check_document(path, layout, merged.tail or "")
+    doc = _check_document(path, layout, merged.tail or "")
+    if isinstance(doc, dict):
+        merged.top_level = {key: value for key, value in doc.items() if key != "traceEvents"}
     return merged
 
 

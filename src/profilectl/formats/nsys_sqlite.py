@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
-    from profilectl.analysis.timeline import RankTimeline
+    from profilectl.analysis.timeline import HostActivity, RankTimeline
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 EXPORT_TIMEOUT_S = 1800.0  # a report of millions of events takes minutes to export
@@ -80,7 +80,7 @@ def is_nsys_sqlite(path: Path) -> bool:
             db.close()
     except (OSError, sqlite3.Error):
         return False
-    marks = {schema()[k] for k in ("kernels", "api", "nvtx", "gpus")} | set(schema()["renamed"]["metadata"])
+    marks = {schema()[k] for k in ("kernels", "api", "nvtx", "gpus", "osrt")} | set(schema()["renamed"]["metadata"])
     return schema()["strings"] in names and bool(names & marks)
 
 
@@ -276,6 +276,7 @@ class _Export:
             parts.append(_int_rows(self.path, self.db, f"SELECT {common}, 1, {MEMSET_KEY} FROM {self.table('memsets')}"))
             names[MEMSET_KEY] = MEMSET
         rows = np.concatenate(parts) if parts else np.zeros((0, len(GPU_COLUMNS)), dtype=np.int64)
+        rows = _by_start(rows, GPU_COLUMNS.index("start"))  # exports may list rows out of time order (2025.6)
         keys = np.unique(rows[:, GPU_COLUMNS.index("key")]).tolist()
         names.update(self.strings(k for k in keys if k >= 0))
         for k in keys:
@@ -283,12 +284,47 @@ class _Export:
         return rows, names
 
     def api_columns(self) -> "NDArray[np.int64]":
-        """Every CUDA API call: globalTid, start, end, correlation id."""
+        """Every CUDA API call: globalTid, start, end, correlation id, name (StringIds id), in start
+        order (Nsight Systems 2025.6 notes that exported rows may come in any order)."""
         import numpy as np
         if not self.has("api"):
+            return np.zeros((0, 5), dtype=np.int64)
+        return _by_start(_int_rows(self.path, self.db, f'SELECT coalesce(globalTid, 0), start, "end", '
+                                   f"coalesce(correlationId, -1), nameId FROM {self.table('api')}"), 1)
+
+    def osrt_columns(self) -> "NDArray[np.int64]":
+        """Every OS runtime call (-t osrt): globalTid, start, end, name (StringIds id), in start order."""
+        import numpy as np
+        if not self.has("osrt"):
             return np.zeros((0, 4), dtype=np.int64)
-        return _int_rows(self.path, self.db, f'SELECT coalesce(globalTid, 0), start, "end", coalesce(correlationId, -1) '
-                                  f"FROM {self.table('api')}")
+        return _by_start(_int_rows(self.path, self.db, f'SELECT coalesce(globalTid, 0), start, "end", nameId '
+                                   f"FROM {self.table('osrt')}"), 1)
+
+    def osrt(self) -> dict[int, StatsByName]:
+        """OS runtime calls per process and name, as the API table of an export that holds no CUDA API."""
+        if not self.has("osrt"):
+            return {}
+        rows = self.grouped("osrt", "O", "O.globalTid, O.nameId")
+        names = self.strings(row[1] for row in rows)
+        out: dict[int, StatsByName] = {}
+        for global_tid, call, *sums in rows:
+            _add(out, _pid(global_tid), names.get(int(call), f"<string {call}>"), sums)
+        return out
+
+    def programs(self, pids: Iterable[int]) -> dict[int, str]:
+        """What each process is, for the wording of host-gap advice (RankTimeline.program): "python"
+        where its name says so, else "native" (a CUDA program of its own), by PROCESSES."""
+        wanted = sorted(set(pids))
+        if not self.has("processes") or not wanted:
+            return {}
+        rows = self.db.execute(f"SELECT pid, name FROM {self.table('processes')} "
+                               f"WHERE pid IN ({','.join('?' * len(wanted))})", wanted).fetchall()
+        return {int(pid): "python" if "python" in str(name).lower() else "native" for pid, name in rows if name}
+
+    def cpu_samples(self) -> int:
+        if not self.has("cpu_samples"):
+            return 0
+        return int(self.db.execute(f"SELECT count(*) FROM {self.table('cpu_samples')}").fetchone()[0])
 
     def nvtx_rows(self) -> list[tuple[int, int, int, int, str, bool]]:
         """(pid, globalTid, start, end, name, nested) of every NVTX range that ended; `nested`: a
@@ -310,11 +346,47 @@ class _Export:
             f"SELECT N.globalTid, N.start, N.\"end\", {text}, N.eventType FROM {source} "
             f"WHERE N.eventType IN (?, ?) AND N.\"end\" IS NOT NULL AND N.\"end\" >= N.start",
             (push_pop, types["NvtxStartEndRange"]))
-        return [(_pid(t), int(t or 0), a, b, str(name if name is not None else "<unnamed NVTX range>"),
-                 kind == push_pop) for t, a, b, name, kind in rows]
+        return sorted(((_pid(t), int(t or 0), a, b, str(name if name is not None else "<unnamed NVTX range>"),
+                        kind == push_pop) for t, a, b, name, kind in rows), key=lambda r: (r[2], -r[3]))
 
     def close(self) -> None:
         self.db.close()
+
+
+def _by_start(rows: "NDArray[np.int64]", column: int) -> "NDArray[np.int64]":
+    """Rows in time order (a stable sort; no copy where they already are)."""
+    import numpy as np
+    if len(rows) < 2 or bool((np.diff(rows[:, column]) >= 0).all()):
+        return rows
+    return rows[np.argsort(rows[:, column], kind="stable")]
+
+
+def _host_activity(api: "NDArray[np.int64]", osrt: "NDArray[np.int64]",
+                   ranges: list[tuple[int, int, int, int, str, bool]], names: dict[int, str]) -> "HostActivity | None":
+    """What one process's host did, for the idle-time diagnosis and `report --range NAME`
+    (analysis/timeline.py HostActivity): its CUDA API calls (runtime), its OS runtime calls (host
+    work: the program's own blocking and I/O), its NVTX ranges (annotations)."""
+    import numpy as np
+    from profilectl.analysis.timeline import HOST_ANNOTATION, HOST_OPERATOR, HOST_RUNTIME, HostActivity
+    if not len(api) and not len(osrt) and not ranges:
+        return None
+    suffix = re.compile(schema()["api_version_suffix"])
+    labels: dict[str, int] = {}
+    threads: dict[int, int] = {}
+
+    def ids(keys: Iterable[int]) -> list[int]:
+        return [labels.setdefault(suffix.sub("", names.get(int(k), f"<string {k}>")), len(labels)) for k in keys]
+    name = ids(api[:, 4].tolist()) + ids(osrt[:, 3].tolist()) + \
+        [labels.setdefault(r[4], len(labels)) for r in ranges]
+    tids = api[:, 0].tolist() + osrt[:, 0].tolist() + [r[1] for r in ranges]
+    return HostActivity(
+        start=np.concatenate([api[:, 1], osrt[:, 1], np.asarray([r[2] for r in ranges], dtype=np.int64)]),
+        end=np.concatenate([api[:, 2], osrt[:, 2], np.asarray([r[3] for r in ranges], dtype=np.int64)]),
+        category=np.asarray([HOST_RUNTIME] * len(api) + [HOST_OPERATOR] * len(osrt) + [HOST_ANNOTATION] * len(ranges),
+                            dtype=np.int8),
+        name=np.asarray(name, dtype=np.int64),
+        thread=np.asarray([threads.setdefault(t, len(threads)) for t in tids], dtype=np.int64),
+        names=tuple(labels), threads=tuple(str(t) for t in threads))
 
 
 def _annotations(rank: str, ranges: list[tuple[int, int, int, int, str, bool]], api: "NDArray[np.int64]",
@@ -374,7 +446,8 @@ def _annotations(rank: str, ranges: list[tuple[int, int, int, int, str, bool]], 
 
 
 def _timeline(rank: str, host: str | None, gpu: "NDArray[np.int64]", names: dict[int, str], api: "NDArray[np.int64]",
-              ranges: list[tuple[int, int, int, int, str, bool]]) -> "RankTimeline | None":
+              ranges: list[tuple[int, int, int, int, str, bool]], activity: "HostActivity | None" = None,
+              program: str = "") -> "RankTimeline | None":
     """One process's kernels, copies and memsets (numpy columns, no Python object per row), its
     launch calls and its step ranges (ProfilerStep#N and the like, from NVTX)."""
     import numpy as np
@@ -393,7 +466,8 @@ def _timeline(rank: str, host: str | None, gpu: "NDArray[np.int64]", names: dict
         correlation=gpu[:, col("correlation")], names=[names[int(k)] for k in keys.tolist()],
         streams=[f"GPU {int(k) >> 32} stream {int(k) & 0xFFFFFFFF}" for k in streams.tolist()],
         api_start=api[linked, 1], api_end=api[linked, 2], api_correlation=api[linked, 3],
-        markers=[Marker(r[4], r[2], r[3], False) for r in ranges if r[3] > r[2] and STEP_NAME.match(r[4])])
+        markers=[Marker(r[4], r[2], r[3], False) for r in ranges if r[3] > r[2] and STEP_NAME.match(r[4])],
+        host_activity=activity, program=program)
 
 
 def read_export(path: Path, rank_hint: str | None = None, host: str | None = None) -> Tables:
@@ -402,6 +476,12 @@ def read_export(path: Path, rank_hint: str | None = None, host: str | None = Non
     try:
         kernels, api, copies = export.kernels(), export.api(), export.copies()
         (gpu, names), calls, ranges = export.gpu_columns(), export.api_columns(), export.nvtx_rows()
+        osrt = export.osrt_columns()
+        # the API table is the CUDA API; an export without any (no -t cuda, or no CUDA program) shows its OS calls
+        os_calls = export.osrt() if not api and not kernels else {}
+        samples = export.cpu_samples()
+        programs = export.programs([*kernels, *api, *copies, *os_calls, *(r[0] for r in ranges)])
+        names.update(export.strings([*calls[:, 4].tolist(), *osrt[:, 3].tolist()]))
     except sqlite3.DatabaseError as exc:
         raise FormatError(f"{path}: not a readable Nsight Systems export ({exc})") from None
     except Exception as exc:  # connectorx's own errors: a file SQLite itself cannot read either
@@ -412,25 +492,33 @@ def read_export(path: Path, rank_hint: str | None = None, host: str | None = Non
         export.close()
     file_rank, file_host = ranks.identity(path)
     host = host or file_host
-    gpu_pid, call_pid = _pids(gpu[:, GPU_COLUMNS.index("global_pid")]), _pids(calls[:, 0])
-    pids = sorted(set(kernels) | set(api) | set(copies) | {r[0] for r in ranges})
+    gpu_pid, call_pid, osrt_pid = _pids(gpu[:, GPU_COLUMNS.index("global_pid")]), _pids(calls[:, 0]), _pids(osrt[:, 0])
+    pids = sorted(set(kernels) | set(api) | set(copies) | set(os_calls) | {r[0] for r in ranges})
     parts = []
     for pid in pids:
         rank = (rank_hint or file_rank) if len(pids) == 1 else f"pid {pid}"
         mine_gpu, mine_api = gpu[gpu_pid == pid], calls[call_pid == pid]
         mine_ranges = [r for r in ranges if r[0] == pid]
         process_kernels = kernels.get(pid, {})
-        timeline = _timeline(rank, host, mine_gpu, names, mine_api, mine_ranges)
+        timeline = _timeline(rank, host, mine_gpu, names, mine_api, mine_ranges,
+                             _host_activity(mine_api, osrt[osrt_pid == pid], mine_ranges, names), programs.get(pid, ""))
         parts.append(Tables(kernels=process_kernels, kernel_detail=PER_DISPATCH if process_kernels else 0,
-                            api=api.get(pid, {}), memory_copies=copies.get(pid, {}),
+                            api=api.get(pid, {}) or os_calls.get(pid, {}), memory_copies=copies.get(pid, {}),
                             annotations=_annotations(rank, mine_ranges, mine_api, mine_gpu),
                             ranks=(ranks.rank_row(rank, host, process_kernels),),
                             timelines=(timeline,) if timeline is not None else ()))
     tables = merge_all(parts)
+    notes = []
     if not kernels:
         why = "the report was made without CUDA tracing (-t cuda), or the program launched no kernel"
-        tables = tables.merge(Tables(notes=(f"{path.name} holds no CUDA kernel ({why}); no GPU timeline",)))
-    return tables
+        notes.append(f"{path.name} holds no CUDA kernel ({why}); no GPU timeline")
+    if os_calls:
+        notes.append(f"{path.name} holds no CUDA API call: its API table is the OS runtime calls it holds (-t osrt, "
+                     f"{sum(s.calls for by_name in os_calls.values() for s in by_name.values()):,} calls)")
+    if samples:
+        notes.append(f"{path.name} holds {samples:,} CPU samples (--sample): not read (no CPU profile here; "
+                     "nsys stats --report cpu_samples or the Nsight Systems GUI shows them)")
+    return tables.merge(Tables(notes=tuple(notes))) if notes else tables
 
 
 class NsysReader(Reader):

@@ -202,6 +202,44 @@ class RankRow:
 
 
 @dataclass(frozen=True)
+class CollectiveCall:
+    """One collective or point-to-point operation of one rank, as torch records it: the host range
+    `record_param_comms` (side "host") and the NCCL/RCCL kernel onto which Kineto copies the same args
+    (side "gpu"). Kept call by call, in the rank's order, for matching one operation across ranks:
+    exactly by (process_group, sequence) where the trace has sequence numbers, else by (process_group,
+    name, the call's position among that group's calls on the rank). Times are on the rank's trace
+    clock in ns, like its timeline (TraceClock gives the epoch). Each field's key in the trace is in
+    its comment (formats/chrome_stream.py COLLECTIVE_ARGS reads them); None where the trace lacks it."""
+    rank: str
+    side: str  # "host" or "gpu"
+    event: str  # the event's name: record_param_comms, or the kernel's (ncclDevKernel_AllReduce_...)
+    name: str  # "Collective name": allreduce, allgather, _allgather_base, reduce_scatter, send, recv ...
+    process_group: str | None  # "Process Group Name" (torch >= 2.2), else "Process Group ID"
+    process_group_desc: str | None  # "Process Group Description": default_pg, ...
+    sequence: int | None  # "Seq" ("seq"): the group's count of its collectives, the same on every member
+    start_ns: int
+    end_ns: int
+    in_elements: int | None  # "In msg nelems"
+    out_elements: int | None  # "Out msg nelems"
+    group_size: int | None  # "Group size"
+    dtype: str | None
+    group_ranks: str | None  # "Process Group Ranks", as written ("[0, 1]")
+
+
+@dataclass(frozen=True)
+class TraceClock:
+    """Where one rank's trace clock stands: a time t (ns) of its tables and timeline is t + base_ns ns
+    since the Unix epoch. From Kineto's `baseTimeNanoseconds` (April 2024 on: timestamps are written
+    relative to a base floored to three months, libkineto/src/output_json.h ChromeTraceBaseTime), so
+    ranks whose traces have different bases are put on one clock exactly; a wall clock, so ranks on
+    different hosts agree to their clocks' synchronisation (NTP)."""
+    rank: str
+    host: str | None
+    base_ns: int
+    source: str  # the key it was read from
+
+
+@dataclass(frozen=True)
 class Source:
     """Files one reader recognised."""
     kind: str
@@ -234,6 +272,8 @@ class Tables:
     # PC sampling: samples per (kernel, instruction, source line), and per stall reason (stochastic)
     pc_samples: dict[tuple[str, str, str], int] = field(default_factory=dict)
     stall_reasons: dict[str, int] = field(default_factory=dict)
+    collectives: tuple[CollectiveCall, ...] = ()  # per rank, in each rank's order
+    clocks: tuple[TraceClock, ...] = ()
 
     @property
     def has_data(self) -> bool:
@@ -259,7 +299,8 @@ class Tables:
                       pc_samples=_add_counts(self.pc_samples, other.pc_samples),
                       stall_reasons=_add_counts(self.stall_reasons, other.stall_reasons),
                       kernel_timing=self.kernel_timing or other.kernel_timing,
-                      sources=self.sources + other.sources, notes=self.notes + other.notes)
+                      sources=self.sources + other.sources, notes=self.notes + other.notes,
+                      collectives=self.collectives + other.collectives, clocks=self.clocks + other.clocks)
 
 
 K = TypeVar("K")

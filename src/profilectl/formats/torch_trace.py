@@ -6,15 +6,19 @@ whatever its size."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from profilectl.formats import ranks
-from profilectl.formats.reader import Reader, first_bytes
-from profilectl.formats.tables import PER_DISPATCH, AnnotationRow, KernelStats, StatsByName, Tables, merge_all
+from profilectl.formats import json_head, ranks
+from profilectl.formats.reader import Reader
+from profilectl.formats.tables import (PER_DISPATCH, AnnotationRow, CollectiveCall, KernelStats, StatsByName, Tables,
+                                       TraceClock, merge_all)
 
 if TYPE_CHECKING:
     from profilectl.analysis.timeline import RankTimeline
     from profilectl.formats.chrome_stream import Partial, SumsByName, TimelineEvents
+
+
+BASE_TIME = "baseTimeNanoseconds"  # Kineto's: the epoch time (ns) the trace's timestamps count from
 
 
 def _stats(sums: "SumsByName") -> StatsByName:
@@ -37,10 +41,46 @@ def read(path: Path, fast: bool = True, workers: int | None = None) -> Tables:
                         for name, (n, total, self_ns, _sq, low, high, gpu) in annotation_sums.items())
     return Tables(kernels=kernels, kernel_detail=PER_DISPATCH if kernels else 0,
                   memory_copies=_stats(partial.copies), api=_stats(partial.api), operators=operators,
-                  annotations=annotations,
+                  annotations=annotations, collectives=_collectives(rank, partial), clocks=_clocks(rank, host, partial),
                   trace_files=(str(path),), ranks=(ranks.rank_row(rank, host, kernels, operators),),
                   timelines=() if partial.untimed else _timeline(rank, host, partial.timeline, partial),
                   notes=_notes(path, partial))
+
+
+def _whole(value: Any) -> int | None:
+    """An integer arg as Kineto writes it (a number, or a number's text); None otherwise."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    try:
+        return int(str(value).strip().strip('"'))
+    except ValueError:
+        return None
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _collectives(rank: str, partial: "Partial") -> tuple[CollectiveCall, ...]:
+    """The events carrying a collective's args (chrome_stream.COLLECTIVE_ARGS), in file order."""
+    rows = []
+    for on_gpu, event, start, end, values in partial.collectives:
+        (name, pg_name, pg_id, pg_desc, seq, seq_lower, in_nelems, out_nelems, group_size, dtype,
+         group_ranks) = values
+        rows.append(CollectiveCall(
+            rank=rank, side="gpu" if on_gpu else "host", event=event, name=str(name),
+            process_group=_text(pg_name if pg_name is not None else pg_id), process_group_desc=_text(pg_desc),
+            sequence=_whole(seq if seq is not None else seq_lower), start_ns=start, end_ns=end,
+            in_elements=_whole(in_nelems), out_elements=_whole(out_nelems), group_size=_whole(group_size),
+            dtype=_text(dtype), group_ranks=_text(group_ranks)))
+    return tuple(rows)
+
+
+def _clocks(rank: str, host: str | None, partial: "Partial") -> tuple[TraceClock, ...]:
+    base = _whole(partial.top_level.get(BASE_TIME))
+    return (TraceClock(rank=rank, host=host, base_ns=base, source=BASE_TIME),) if base is not None else ()
 
 
 def _notes(path: Path, partial: "Partial") -> tuple[str, ...]:
@@ -65,35 +105,18 @@ def _timeline(rank: str, host: str | None, events: "TimelineEvents", partial: "P
                           streams=events.streams, api_start=events.api_start, api_end=events.api_end,
                           api_correlation=events.api_correlation,
                           markers=[Marker(*marker) for marker in events.markers],
-                          host_activity=host_activity(partial) if partial is not None else None),)
-
-
-def _head(path: Path, size: int = 4096) -> bytes:
-    if path.name.endswith(".gz"):
-        import gzip
-        import zlib
-        try:
-            with gzip.open(path, "rb") as fh:
-                return fh.read(size)
-        except (OSError, EOFError, zlib.error):
-            return b""  # not gzip, or cut before its first block: not ours to claim
-    return first_bytes(path, size)
-
-
-# Top-level keys kineto writes before "traceEvents"; a gloo job's distributedInfo lists every rank of
-# every process group (HTA's cpu_only trace: 300 ranks, the events start after 40 kB)
-KINETO_KEYS = (b'"schemaVersion"', b'"distributedInfo"', b'"deviceProperties"')
-LONG_HEAD = 4 << 20
+                          host_activity=host_activity(partial) if partial is not None else None, program="torch"),)
 
 
 def is_chrome_trace(path: Path) -> bool:
-    if not path.name.endswith((".json", ".json.gz")):
-        return False
-    head = _head(path)
-    if b'"traceEvents"' in head or head.lstrip().startswith(b"["):
-        return True
-    return head.lstrip().startswith(b"{") and any(key in head for key in KINETO_KEYS) \
-        and b'"traceEvents"' in _head(path, LONG_HEAD)
+    """A JSON object whose top-level keys, read in order, reach a "traceEvents" array (whatever comes
+    before it: Kineto's device properties, a harness's metadata), or a bare JSON array of events
+    (formats/json_head.py)."""
+    head = json_head.head_of(path)
+    if head.kind == "array":
+        first = head.first.lstrip()
+        return first[:1] == b"]" or (first[:1] == b"{" and b'"ph"' in first)
+    return head.array_key == "traceEvents"
 
 
 class ChromeTraceReader(Reader):

@@ -42,12 +42,13 @@ from profilectl.analysis.idle import RankIdle
 from profilectl.analysis.reduce import RankReduction
 from profilectl.analysis.stragglers import RankWaits
 from profilectl.analysis.timeline import Gap, RankPiece, StepRow, TimelineRow
-from profilectl.formats.tables import AnnotationRow, CounterValue, KernelStats, RankRow, Source, StatsByName, Tables
+from profilectl.formats.tables import (AnnotationRow, CollectiveCall, CounterValue, KernelStats, RankRow, Source,
+                                       StatsByName, Tables, TraceClock)
 
 if TYPE_CHECKING:
     from profilectl.jobs import JobRank
 
-SCHEMA = 1  # bumped whenever the layout below changes: an older partial is rebuilt, never misread
+SCHEMA = 2  # bumped whenever the layout below changes: an older partial is rebuilt, never misread (2: collectives, clocks)
 FILE = "partial.json"
 
 
@@ -188,6 +189,8 @@ class Partial:
     had_timelines: bool = False  # the files had timestamps (even if no GPU activity): the timeline is analysed
     reductions: tuple[ReductionColumns, ...] = ()
     bare: BareRank | None = None  # a rank of a bare folder, not of a job
+    collectives: tuple[CollectiveCall, ...] = ()
+    clocks: tuple[TraceClock, ...] = ()
 
     def tables(self) -> Tables:
         """The rank's Tables as the raw read gave them, less the timelines (they are `reductions`)."""
@@ -197,7 +200,7 @@ class Partial:
                       timing_s=self.timing_s, step_ends_ns=self.step_ends_ns, ranks=self.ranks,
                       trace_files=self.trace_files, sources=self.sources, notes=self.notes,
                       kernel_timing=self.kernel_timing, pc_samples={(k, i, s): n for k, i, s, n in self.pc_samples},
-                      stall_reasons=dict(self.stall_reasons))
+                      stall_reasons=dict(self.stall_reasons), collectives=self.collectives, clocks=self.clocks)
 
     def rank_reductions(self) -> tuple[RankReduction, ...]:
         import numpy as np
@@ -273,6 +276,7 @@ def of_tables(tables: Tables, folder: Path, files: tuple[FileIdentity, ...], ran
         notes=tables.notes, kernel_timing=tables.kernel_timing,
         pc_samples=tuple((k, i, s, n) for (k, i, s), n in tables.pc_samples.items()),
         stall_reasons=dict(tables.stall_reasons), had_timelines=bool(tables.timelines),
+        collectives=tables.collectives, clocks=tables.clocks,
         reductions=tuple(ReductionColumns(piece=PieceColumns(row=r.piece.row, gaps=r.piece.gaps,
                                                              block_start=_int64s(r.piece.blocks[0]),
                                                              block_end=_int64s(r.piece.blocks[1]),

@@ -586,5 +586,6 @@ def totals_of(kernels: Sequence[KernelRow], copies: Sequence[KernelRow]) -> Tota
 def roofline_of(rows: tuple[dict[str, Any], ...], kernels: tuple[KernelRow, ...]) -> RooflineResult | None:
     """The roofline when the counters hold its columns (peaks measured by the tool only: the GPU's
     datasheet peaks are added where the report knows the GPU, analysis.roofline.analyse)."""
-    from profilectl.analysis.roofline import analyse_rows
-    return analyse_rows(rows, {k.name: (k.calls, k.total_ns) for k in kernels})
+    from profilectl.analysis.roofline import analyse_rows, speed_of_light_rows
+    times = {k.name: (k.calls, k.total_ns) for k in kernels}
+    return analyse_rows(rows, times) or speed_of_light_rows(rows, times)
