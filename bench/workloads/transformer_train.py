@@ -3,8 +3,11 @@
 d_model 768, vocabulary 50257), bf16 autocast, AdamW; one rank or DDP under torchrun (NCCL).
 
     transformer_train.py [--steps 20] [--layers 12] [--width 768] [--batch 8] [--seq 512]
+                         [--sleep-rank R --sleep-ms MS]
 Prints the steady-state step time (steps after the first 3) and the whole loop's time (`loop=S`,
-every step, from the first step's start to the last one's end) on rank 0.
+every step, from the first step's start to the last one's end) on rank 0; every rank prints its
+own steady step time (`rank R step S ms`). --sleep-rank makes rank R sleep MS milliseconds on the
+host at the start of every step (a known straggler: the others wait for it in DDP's all-reduce).
 """
 import argparse
 import os
@@ -20,6 +23,8 @@ parser.add_argument("--width", type=int, default=768)
 parser.add_argument("--batch", type=int, default=8)
 parser.add_argument("--seq", type=int, default=512)
 parser.add_argument("--vocab", type=int, default=50257)
+parser.add_argument("--sleep-rank", type=int, default=-1)
+parser.add_argument("--sleep-ms", type=float, default=0.0)
 args = parser.parse_args()
 
 distributed = "RANK" in os.environ
@@ -57,6 +62,8 @@ times = []
 loop_started = time.perf_counter()
 for step in range(args.steps):
     started = time.perf_counter()
+    if rank == args.sleep_rank:
+        time.sleep(args.sleep_ms / 1000)
     with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
         logits = model(tokens)
         loss = nn.functional.cross_entropy(logits.view(-1, args.vocab).float(), tokens.view(-1))
@@ -72,4 +79,6 @@ if rank == 0:
     print(f"transformer_train: {params / 1e6:.0f} M parameters, {args.steps} steps, steady step "
           f"{1000 * sum(steady) / len(steady):.1f} ms, loss {loss.item():.3f}, loop={loop_s:.4f}s", flush=True)
 if distributed:
+    own = times[3:] or times
+    print(f"transformer_train: rank {rank} step {1000 * sum(own) / len(own):.1f} ms", flush=True)
     dist.destroy_process_group()

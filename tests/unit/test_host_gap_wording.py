@@ -1,7 +1,7 @@
 """Host-gap advice fits the program the trace says it is: "Python between torch calls" only for a
 torch.profiler trace; a native CUDA program's Nsight Systems report and an XLA trace get their own."""
 
-from profilectl.analysis.diagnosis import steady_finding
+from profilectl.analysis.diagnosis import SteadyFigures, steady_finding
 from profilectl.analysis.idle import IdleCause, rules
 from profilectl.formats import jax_trace, nsys_sqlite, torch_trace
 from support import FIXTURES
@@ -22,7 +22,9 @@ def test_unrecorded_host_work_advice_by_program():
            IdleCause(cause="launch", title="launch overhead", idle_ns=100, gaps=9, share=0.1)]
 
     def advice(program):
-        return steady_finding(gap, 10_000, 1_000 * 9, "whole run", None, program=program).next_step
+        figures = SteadyFigures(scope="whole run", span_ns=10_000, idle_ns=9_000, busy_percent=10.0, exposed_ns=0,
+                                exposed_share=0.0, copy_ns=0, copy_share=0.0, causes=tuple(gap), program=program)
+        return steady_finding(figures).next_step
     assert "torch.profiler(with_stack=True)" in advice("torch")
     assert "perf record" in advice("native") and "torch" not in advice("native")
     assert "jax.profiler" in advice("xla") and "torch" not in advice("xla")

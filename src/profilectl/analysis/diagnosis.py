@@ -184,7 +184,11 @@ def steady_finding(figures: SteadyFigures, subject: str = "", copies: Sequence[t
         "communication": f"communication-bound: {idle_part}; {share} is spent in collectives on the host{named}",
         "input": f"input-bound: {idle_part}; {share} is spent waiting for the next batch{named}",
         "compile": f"compile-dominated: {share} is torch.compile at work{named}",
-        "copy": f"synchronisation-bound: {idle_part}; {share} is in synchronous copies from pageable memory{named}",
+        "copy": f"synchronisation-bound: {idle_part}; {share} is in synchronous copies{named}",
+        "turns": f"synchronisation-bound: {idle_part}; {share} is in short holes the host spends in blocking "
+                 f"runtime calls{named}: the host and the GPU take turns",
+        "startup": f"start-up dominated: {idle_part}; {share} is one-off start-up work in runtime calls of a "
+                   f"millisecond or more{named} (code object loading, context creation)",
         "allocation": f"host-bound by allocations: {idle_part}; {share} is in device allocations{named}",
         "checkpoint": f"host-bound by checkpointing: {idle_part}; {share} is spent saving state{named}",
         "evaluation": f"host-bound by evaluation: {idle_part}; {share} is an evaluation phase{named}",
@@ -249,6 +253,8 @@ def _straggler_finding(found: StragglerAnalysis) -> Finding | None:
         evidence.append(f"{label}'s steps end {_ms(statistics.median(skews))} after the earliest rank's (median)")
     evidence.append(f"it was the rank waited for in {s.steps_led} of {s.steps} steady steps (noise floor "
                     f"{_ms(found.noise_ns)} per step; waits measured as {s.basis})")
+    if s.steps < 3:
+        evidence.append(f"a weak claim: {s.steps} steady step(s) only; profile more steps (--steps) to confirm it")
     return Finding(verdict="straggler", scope=f"{s.steps} steady steps",
                    sentence=f"{label} is the straggler: the other ranks wait for it {_ms(s.lead_ns)} per step in "
                             f"collectives (its own work per step is {s.percent:.1f} % longer than the fastest rank's, "

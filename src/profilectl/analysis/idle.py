@@ -9,7 +9,8 @@ Definitions:
 - a gap's cause is the first rule of verdicts.yaml's `causes` that explains it: `ends-at-gap` (a
   synchronising call was blocking when the GPU went idle and returned in the gap), `covers` (the
   rule's host events run across at least `cover_min` of the gap, any thread; a synchronisation
-  names only gaps up to `sync_gap_max_ns`), `short-gap` (shorter
+  names only gaps up to `sync_gap_max_ns`), `slow-call` (as covers, with calls of at least
+  `slow_call_min_ns` only: a launch that loads code), `short-gap` (shorter
   than `launch_gap_max_ns`), `operator` (CPU operators cover it: named by the one with the most
   time across such gaps), `untraced` (the trace has no host event at all: the host side is not in
   it), `rest` (no recorded host event across the gap: code between recorded calls, Python in torch
@@ -31,7 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
 from profilectl.analysis.rules import CauseRule, Rules, rules  # noqa: F401 (CauseRule, rules: re-exported)
-from profilectl.analysis.steps import Steps, steps_of
+from profilectl.analysis.steps import Steps, rank_steps
 from profilectl.analysis.timeline import CHUNK_ROWS, HOST_OPERATOR, RankTimeline, _union, busy_union, small_distinct
 
 if TYPE_CHECKING:
@@ -138,7 +139,7 @@ def analyse_rank(t: RankTimeline, busy: "Intervals | None" = None) -> RankIdle:
     if busy is None:  # the reader's blocks where it made them while parsing, else chunk by chunk
         busy = t.streamed.timeline[2] if t.streamed is not None else busy_union(t)
     t.release_order()  # the last walk in start order: its order need not stay beside the holes' columns
-    steps = steps_of(t.markers)
+    steps = rank_steps(t)
     span_start, span_end = int(busy[0][0]), int(busy[1][-1])
     # The frame: the GPU's span, widened to the steps' windows. Its holes are every stretch of it the
     # GPU is not busy, its edges included: inside a step, the time before the step's first GPU
@@ -216,16 +217,30 @@ def _causes_of_holes(t: RankTimeline, low: "NDArray[np.int64]", high: "NDArray[n
     import numpy as np
     cause = np.full(len(low), -1, dtype=np.int8)  # a rule index per hole (a few dozen rules)
     keys = [c.key for c in r.causes]
-    cause[length < int(r["gap_min_ns"])] = keys.index("launch")
     activity = t.host_activity
     recorded = records_host(t)
     tops: dict[int, tuple[str | None, int]] = {}
     if activity is not None and recorded:
         not_frame = ~_matching(activity.names, r.frames)[activity.name]  # frames name no gap
+        # first, short holes the host spends in blocking runtime calls (turns): not launch latency
+        for index, rule in enumerate(r.causes):
+            if rule.rule == "turns":
+                chosen = _matching(activity.names, rule.pattern)[activity.name] & not_frame
+                short = length < int(r["launch_gap_max_ns"])
+                if chosen.any() and short.any():
+                    s, e = activity.start[chosen], activity.end[chosen]
+                    hit = short & (_within_many(_union(s, e), low, high) >= float(r["cover_min"]) * length)
+                    cause[hit] = index
+                    if hit.any():
+                        tops[index] = _top_activity(activity.names, activity.name[chosen], s, e, low[hit], high[hit],
+                                                    by_ends=False, tolerance=0)
+    cause[(cause < 0) & (length < int(r["gap_min_ns"]))] = keys.index("launch")
     for index, rule in enumerate(r.causes):
         open_ = cause < 0
         if not open_.any():
             break
+        if rule.rule == "turns":  # done above
+            continue
         if rule.rule == "short-gap":
             cause[open_ & (length < int(r["launch_gap_max_ns"]))] = index
             continue
@@ -242,6 +257,8 @@ def _causes_of_holes(t: RankTimeline, low: "NDArray[np.int64]", high: "NDArray[n
             chosen = (activity.category == HOST_OPERATOR) & not_frame
         else:
             chosen = _matching(activity.names, rule.pattern)[activity.name] & not_frame
+            if rule.rule == "slow-call":  # only the calls that took a millisecond or more
+                chosen &= (activity.end - activity.start) >= int(r["slow_call_min_ns"])
         if not chosen.any():
             continue
         s, e = activity.start[chosen], activity.end[chosen]

@@ -14,21 +14,30 @@ activity clipped to the window (before the first and after the last GPU activity
 is idle, not busy); what a step *launched* (its kernels, for `--steps`, `--range` and the top
 kernel) is what the host launched inside the window, by launch correlation.
 
-Phases: the first min(`warmup_steps`, steps // 4) steps are warm-up (profiling/verdicts.yaml); the
+Where the trace marks no steps at all, a training loop's iterations are its steps: each
+`enumerate(DataLoader)#...` range (the fetch of the next batch, one per iteration of `for batch in
+loader`) starts one, which lasts until the next starts; the last one until the rank's last GPU
+activity ends.
+
+Phases: the first min(`warmup_steps`, steps // 4) steps are warm-up, and at least the first of
+three or more (profiling/verdicts.yaml); the
 last step is apart when there are two or more (a profiler stopped at the program's end closes it
 there); the steps in between are the steady state. One step alone is its own steady state.
 """
 
 from __future__ import annotations
 
+import re
 import statistics
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
 if TYPE_CHECKING:
-    from profilectl.analysis.timeline import Marker
+    from profilectl.analysis.timeline import Marker, RankTimeline
 
 HOST_SIDE = "host-side step ranges"
+LOOP_ITERATIONS = "DataLoader iterations (the trace marks no steps)"
+LOOP_MARK = re.compile(r"^enumerate\(DataLoader\)#")
 GPU_SIDE = "GPU-side step ranges (the host side marks fewer steps)"
 # A GPU-side range shorter than this share of its host-side step is a marker, not the step's span
 # (ROCm's ProfilerStep#N on the GPU: 16-18 µs against 16 ms steps).
@@ -118,4 +127,32 @@ def steps_of(markers: Sequence["Marker"], warmup_limit: int | None = None) -> St
         return Steps()
     windows = tuple(chosen[n] for n in sorted(chosen))
     limit = warmup_steps() if warmup_limit is None else warmup_limit
-    return Steps(windows=windows, source=source, warmup=min(limit, len(windows) // 4))
+    return Steps(windows=windows, source=source, warmup=warmup_count(len(windows), limit))
+
+
+def warmup_count(steps: int, limit: int) -> int:
+    """The first min(limit, steps // 4) steps, and at least the first of three or more: the first step
+    pays for the CUDA context, allocator growth and autotuning even in a short capture."""
+    return min(limit, max(steps // 4, 1 if steps >= 3 else 0))
+
+
+def rank_steps(t: "RankTimeline", warmup_limit: int | None = None) -> Steps:
+    """A rank's steps: its step marks, else its DataLoader iterations (see the module)."""
+    found = steps_of(t.markers, warmup_limit)
+    host = t.host_activity
+    if found or host is None or not len(host.start) or t.empty:
+        return found
+    import numpy as np
+    from profilectl.analysis.timeline import HOST_ANNOTATION
+    ids = [i for i, name in enumerate(host.names) if LOOP_MARK.match(name)]
+    if not ids:
+        return found
+    mask = np.isin(host.name, ids) & (host.category == HOST_ANNOTATION)
+    starts = sorted(set(host.start[mask].tolist()))
+    last_end = int(t.end.max())
+    bounds = starts + [last_end] if last_end > starts[-1] else starts
+    if len(bounds) < 3:  # two iterations at least: one alone says nothing a whole-run verdict does not
+        return found
+    windows = tuple(StepWindow(i, f"iteration#{i}", a, b) for i, (a, b) in enumerate(zip(bounds, bounds[1:])))
+    limit = warmup_steps() if warmup_limit is None else warmup_limit
+    return Steps(windows=windows, source=LOOP_ITERATIONS, warmup=warmup_count(len(windows), limit))

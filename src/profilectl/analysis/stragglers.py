@@ -140,9 +140,13 @@ def judge(ranks: Sequence[RankWaits | None]) -> StragglerAnalysis | None:
             same_host = [end for host, end in ends[step].values() if host == hosts[rank]]
             skew = ends[step][rank][1] - min(same_host) if len(same_host) > 1 else None
             all_steps.append(RankStep(row.rank, row.step, row.wall_ns, row.collective_ns, row.own_ns, skew))
-    if not common:
+    observations = len(common) * (len(per_rank) - 1)
+    if observations < int(r["straggler_min_comparisons"]):
         return StragglerAnalysis(steps=tuple(all_steps), basis=basis, straggler=None, noise_ns=noise,
-                                 why_none="the ranks share no steady step")
+                                 why_none=f"{len(per_rank)} ranks share {len(common) or 'no'} steady step(s): "
+                                          f"{observations} observation(s) of a rank waiting for another, fewer than "
+                                          f"{int(r['straggler_min_comparisons'])}, cannot tell a straggler from one "
+                                          "slow step")
     if not bases:
         return StragglerAnalysis(steps=tuple(all_steps), basis=basis, straggler=None, noise_ns=noise,
                                  why_none="no collective in the steady steps: no rank waits for another")

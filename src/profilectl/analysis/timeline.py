@@ -1044,8 +1044,8 @@ def steps_of(t: RankTimeline, blocks: tuple["NDArray[np.int64]", "NDArray[np.int
     to its window; its top kernel is the kernel with the most GPU time among those the host launched
     inside the window (by launch correlation; by start time where the trace links no launches)."""
     import numpy as np
-    from profilectl.analysis.steps import steps_of as step_windows
-    steps = step_windows(t.markers)
+    from profilectl.analysis.steps import rank_steps
+    steps = rank_steps(t)
     if not steps:
         return [], ""
     busy_blocks = _Blocks(blocks if blocks is not None else busy_union(t))

@@ -71,9 +71,9 @@ def _named(name: str, wanted: str) -> bool:
 def timeline_windows(t: "RankTimeline", request: WindowRequest) -> Windows:
     """The rank's windows from its own timeline: its steps (analysis/steps.py: the host side's
     ranges, not the GPU side's markers), and the host's annotation ranges."""
-    from profilectl.analysis.steps import steps_of
+    from profilectl.analysis.steps import rank_steps
     from profilectl.analysis.timeline import HOST_ANNOTATION
-    steps = steps_of(t.markers)
+    steps = rank_steps(t)
     if request.steps is not None:
         first, end = request.steps
         return [(w.start, w.end) for w in steps.windows if first <= w.step < end]
@@ -210,11 +210,11 @@ def restrict(tables: "Tables", request: WindowRequest, extra: dict[str, Windows]
 def _what_there_is(tables: "Tables") -> str:
     """What the traces do have to select: their steps and their most frequent range names."""
     from collections import Counter
-    from profilectl.analysis.steps import steps_of
+    from profilectl.analysis.steps import rank_steps
     from profilectl.analysis.timeline import HOST_ANNOTATION
     said = []
     for t in tables.timelines[:1]:  # the first rank speaks for the others
-        steps = steps_of(t.markers)
+        steps = rank_steps(t)
         said.append(f"rank {t.rank}'s steps are {steps.numbers()}" + (f" ({steps.source})" if steps else ""))
         host = t.host_activity
         if host is not None and len(host.start):
