@@ -43,7 +43,10 @@ def dispatches(run: Path) -> int:
     total = 0
     for db in (run / "raw").rglob("*_results.db"):
         with sqlite3.connect(db) as con:
-            total += con.execute("SELECT count(*) FROM rocpd_kernel_dispatch").fetchone()[0]
+            try:
+                total += con.execute("SELECT count(*) FROM rocpd_kernel_dispatch").fetchone()[0]
+            except sqlite3.OperationalError:  # the tool is still creating its schema: nothing written yet
+                pass
     return total
 
 
