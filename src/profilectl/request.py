@@ -62,7 +62,7 @@ class Attach:
     exists: bool = True
     uid: int | None = None
     cmdline: tuple[str, ...] = ()
-    attach_env: bool | None = None  # ROCP_TOOL_ATTACH=1 in its environment (None: unreadable)
+    attach_env: bool | None = None  # ROCP_TOOL_ATTACH on in its environment, as the runtime reads it (None: unreadable)
     ptrace_scope: int | None = None  # Yama's scope at that moment (None: no Yama)
 
 

@@ -77,10 +77,12 @@ def test_counters_attach_one_pass(machine, tmp_path, target):
     assert argv.count("--pmc") == 1 and result["summary"]["counters_by_kernel"]
 
 
-@pytest.mark.parametrize("how", ["timeout", "ctrl-c", "killed"])
+@pytest.mark.parametrize("how", ["timeout", "ctrl-c", "docker-stop", "killed"])
 def test_attach_detaches_cleanly_when_stopped(machine, tmp_path, target, how):
-    """No --duration: the double waits for Enter; profilectl's session presses it on --timeout,
-    on Ctrl-C and when profilectl itself is killed (the supervisor's lifeline)."""
+    """No --duration: the double, as AMD's attach tool, detaches on Enter or SIGINT and dies still
+    attached, writing nothing, on SIGTERM. Every way profilectl stops the session sends SIGINT
+    first: --timeout, Ctrl-C, `docker stop` (SIGTERM to profilectl) and profilectl's own death (the
+    supervisor's lifeline)."""
     env = attach_machine(machine, tmp_path, target)
     traces = machine.root.parent / "traces"
     args = ["trace", "--attach", str(target.pid)] + (["--timeout", "1.5"] if how == "timeout" else [])
@@ -97,9 +99,9 @@ def test_attach_detaches_cleanly_when_stopped(machine, tmp_path, target, how):
         while not machine.attach_log.exists() and time.monotonic() < deadline:
             time.sleep(0.1)
         time.sleep(0.8)
-        proc.send_signal(signal.SIGINT if how == "ctrl-c" else signal.SIGKILL)
+        proc.send_signal({"ctrl-c": signal.SIGINT, "docker-stop": signal.SIGTERM}.get(how, signal.SIGKILL))
         code = proc.wait(timeout=30)
-        assert code == (130 if how == "ctrl-c" else -9)
+        assert code == {"ctrl-c": 130, "docker-stop": 130}.get(how, -9), proc.stderr.read() if proc.stderr else ""
     run = next(traces.iterdir())
     deadline = time.monotonic() + 10  # killed: the supervisor finishes the detach on its own
     while not dispatches(run) and time.monotonic() < deadline:
@@ -107,7 +109,7 @@ def test_attach_detaches_cleanly_when_stopped(machine, tmp_path, target, how):
     assert dispatches(run) >= 3  # the tool detached and wrote its database
     if how != "killed":
         status = json.loads((run / "manifest.json").read_text())["status"]
-        assert status == {"timeout": "timeout", "ctrl-c": "interrupted"}[how]
+        assert status == {"timeout": "timeout", "ctrl-c": "interrupted", "docker-stop": "interrupted"}[how]
     if how != "killed":  # a killed profilectl no longer copies the session's stderr into the log
         assert "detaching from" in (run / "stderr.log").read_text()
     assert target.poll() is None
@@ -136,6 +138,28 @@ def test_attach_refusals_are_one_line_with_the_fix(machine, tmp_path, case, word
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and all(w in lines[0] for w in words), lines
     assert not machine.attach_log.exists()  # refused before rocprofv3 ran
+
+
+@pytest.mark.parametrize("value, accepted", [
+    ("1", True), ("2", True), ("true", True), ("On", True), ("YES", True), ("enabled", True),
+    ("0", False), ("00", False), ("off", False), ("FALSE", False), ("no", False), ("N", False), ("f", False),
+    ("", False),
+])
+def test_the_attach_variable_is_read_as_the_rocm_runtime_reads_it(machine, tmp_path, value, accepted):
+    """rocprofiler-register's boolean: digits a number (non-zero on), other words off only when
+    off/false/no/n/f in any case; empty is an error in the runtime, so no attach either."""
+    process = subprocess.Popen(TARGET, env=dict(os.environ, ROCP_TOOL_ATTACH=value))
+    try:
+        env = attach_machine(machine, tmp_path, process)
+        done = cli(machine, "trace", "--attach", str(process.pid), "--duration", "0.3", extra_env=env)
+    finally:
+        process.kill()
+        process.wait()
+    if accepted:
+        assert done.returncode == 0, done.stderr
+    else:
+        assert done.returncode == 3 and "ROCP_TOOL_ATTACH" in done.stderr, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1 and not machine.attach_log.exists()
 
 
 def test_attach_on_nvidia_says_what_attach_cannot_do(machine, target):

@@ -353,7 +353,8 @@ class Rocprofv3(Backend):
 
     def attach_step(self, job: Job, argv: list[str]) -> Step:
         """rocprofv3 --attach PID under profilectl's attach session, which detaches it cleanly on
-        Ctrl-C, --timeout, the duration's end, the target's end and profilectl's own death."""
+        Ctrl-C, --timeout, `docker stop`, the duration's end, the target's end and profilectl's own
+        death: the step is stopped with SIGINT, the signal the attach tool detaches on."""
         attach = job.request.attach
         assert attach is not None
         argv += ["--attach", str(attach.pid)]
@@ -362,7 +363,10 @@ class Rocprofv3(Backend):
             if supports("--attach-duration-msec", job.facts):
                 argv += ["--attach-duration-msec", str(max(1, round(attach.duration_s * 1000)))]
             session += ["--duration", f"{attach.duration_s:g}"]
-        return Step(argv=tuple(session + ["--", *argv]), label=f"{self.name} --attach {attach.pid}")
+        # AMD's attach tool detaches on SIGINT (rocprofv3-attach.py's handler calls detach) and dies
+        # still attached on SIGTERM: every early stop of this step starts with SIGINT
+        return Step(argv=tuple(session + ["--", *argv]), label=f"{self.name} --attach {attach.pid}",
+                    stop_signal=str(tool_facts()["attach"]["stop_signal"]))
 
     def rank_selection(self, job: Job) -> list[str]:
         """`--ranks` as --profile-mpi-ranks (7.2+); older releases get the rank gate (rank_gate)."""
