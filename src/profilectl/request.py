@@ -188,6 +188,19 @@ def parse_ranks(spec: str | None) -> tuple[int, ...]:
     return tuple(sorted(ranks))
 
 
+def absent_ranks(request: "Request") -> tuple[int, ...]:
+    """The ranks of --ranks that the job does not start, where its launcher's command line says how
+    many it starts (mpirun -np N, srun -n N: ranks 0..N-1); () where it does not say. One check for
+    every release: rocprofv3's --profile-mpi-ranks (7.2+) stops every rank with a fatal error when
+    the list names a rank beyond the world size, and profilectl's rank gate (before 7.2) would
+    simply run the others."""
+    from profilectl.launchers.base import INSIDE  # the count a launcher gives is the whole job only there
+    launch = request.launch
+    if not request.ranks or launch.placement != INSIDE or launch.ranks is None:
+        return ()
+    return tuple(r for r in request.ranks if r >= launch.ranks)
+
+
 def ranks_text(ranks: tuple[int, ...]) -> str:
     """(0, 1, 2, 3, 8) -> '0-3,8' (rocprofv3's --profile-mpi-ranks takes the same form)."""
     parts: list[str] = []

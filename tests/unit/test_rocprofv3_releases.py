@@ -165,7 +165,7 @@ def test_every_bound_parses_or_is_refused_by_each_release(mi300x, release, bound
 
 @pytest.mark.parametrize("release", RELEASES)
 def test_rank_selection_is_the_release_option_or_the_rank_gate(mi300x, release):
-    mpirun = ("mpirun", "-np", "4", *APP)
+    mpirun = ("mpirun", "-np", "9", *APP)  # ranks 0-8: every listed rank exists (rank 8 of -np 4 is refused)
     mi300x.tool("mpirun")
     os.environ["PATH"] = f"{mi300x.bin}{os.pathsep}{os.environ['PATH']}"
     try:
@@ -173,7 +173,7 @@ def test_rank_selection_is_the_release_option_or_the_rank_gate(mi300x, release):
     finally:
         os.environ["PATH"] = os.environ["PATH"].split(os.pathsep, 1)[1]
     argv = list(plan.argv)
-    assert argv[:3] == ["mpirun", "-np", "4"]
+    assert argv[:3] == ["mpirun", "-np", "9"]
     if version_tuple(release) >= (7, 2):
         assert check(argv[3:], release).profile_mpi_ranks == "0-3,8"
     else:  # the gate: python -I -S rank_gate.py --ranks 0-3,8 --rank-env ... -- rocprofv3 ... -- app

@@ -132,6 +132,14 @@ def rocpd_converter(facts: Facts) -> tuple[tuple[str, ...], dict[str, str]] | No
     return ("python3", "-m", "rocpd"), {"PYTHONPATH": str(found[-1].parent.parent)}
 
 
+def tool_selects_ranks(facts: Facts, request: Request) -> bool:
+    """rocprofv3 selects the ranks itself (--profile-mpi-ranks) only where it has the option and the
+    job's size is known, so the list was checked against it (request.absent_ranks): the tool stops
+    every rank with a fatal error when the list names a rank beyond the world size (rocprofv3.py
+    should_rank_provide_output). Otherwise profilectl's rank gate runs the ranks that exist."""
+    return supports("--profile-mpi-ranks", facts) and request.launch.ranks is not None
+
+
 def has(kind: str, name: str, release: tuple[int, ...]) -> bool:
     """Does this release of rocprofv3 have this option (output format, placeholder, command)?"""
     entry = (tool_facts().get(kind) or {}).get(name)
@@ -286,10 +294,13 @@ class Rocprofv3(Backend):
             else:
                 notes.append("CSV and Perfetto files are made from the rocpd database by rocpd convert "
                              "(raw/rocpd-convert/made-by.json says which tool made each file)")
-        if request.ranks and not supports("--profile-mpi-ranks", facts):
-            notes.append(f"--ranks {ranks_text(request.ranks)}: this rocprofv3 has no --profile-mpi-ranks (from ROCm "
-                         f"{since('options', '--profile-mpi-ranks')}); profilectl's rank gate starts it in those "
-                         "ranks only")
+        if request.ranks and not tool_selects_ranks(facts, request):
+            why = (f"this rocprofv3 has no --profile-mpi-ranks (from ROCm {since('options', '--profile-mpi-ranks')})"
+                   if not supports("--profile-mpi-ranks", facts) else
+                   f"{request.launch.launcher}'s command line does not say how many ranks the job starts, and "
+                   "--profile-mpi-ranks stops every rank when the list names a rank beyond them")
+            notes.append(f"--ranks {ranks_text(request.ranks)}: {why}; profilectl's rank gate starts rocprofv3 in "
+                         "the listed ranks that exist (a listed rank the job does not start is not profiled)")
         return notes
 
     def environment(self, job: Job) -> dict[str, str]:
@@ -369,7 +380,7 @@ class Rocprofv3(Backend):
                     stop_signal=str(tool_facts()["attach"]["stop_signal"]))
 
     def rank_selection(self, job: Job) -> list[str]:
-        """`--ranks` as --profile-mpi-ranks (7.2+); older releases get the rank gate (rank_gate)."""
+        """`--ranks` as --profile-mpi-ranks where tool_selects_ranks, else profilectl's rank gate."""
         request, launch = job.request, job.launch
         if not request.ranks:
             return []
@@ -377,10 +388,10 @@ class Rocprofv3(Backend):
             how = "runs one process" if not launch.multi_rank else "starts the ranks inside the profiler"
             raise unsupported(self.name, "--ranks", f"it needs a launcher that starts the profiler in each rank "
                               f"(mpirun, srun); {launch.launcher} {how}")
-        return ["--profile-mpi-ranks", ranks_text(request.ranks)] if supports("--profile-mpi-ranks", job.facts) else []
+        return ["--profile-mpi-ranks", ranks_text(request.ranks)] if tool_selects_ranks(job.facts, request) else []
 
     def rank_gate(self, job: Job, argv: list[str]) -> list[str]:
-        if not job.request.ranks or supports("--profile-mpi-ranks", job.facts):
+        if not job.request.ranks or tool_selects_ranks(job.facts, job.request):
             return argv
         return [sys.executable, "-I", "-S", str(HELPERS / "rank_gate.py"), "--ranks", ranks_text(job.request.ranks),
                 "--rank-env", ",".join(job.launch.rank_env), "--", *argv]
