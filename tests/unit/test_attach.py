@@ -66,7 +66,7 @@ def test_attach_profiles_a_running_process_for_the_duration(machine, tmp_path, t
 
 
 def test_counters_attach_one_pass(machine, tmp_path, target):
-    env = attach_machine(machine, tmp_path, target, rocm="7.3.0")
+    env = attach_machine(machine, tmp_path, target, rocm="7.13.0")
     done = cli(machine, "counters", "--attach", str(target.pid), "--duration", "0.5", "--set", "extended",
                extra_env=env)
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
@@ -188,8 +188,9 @@ def test_attach_usage_errors(machine, tmp_path, target):
     ("7.1.0", "3", "000001ffffffffff", False, "ptrace_scope is 3"),
     ("7.0.2", "0", "000001ffffffffff", False, "from ROCm 7.1"),
 ])
-def test_env_check_says_whether_attach_is_possible(machine, tmp_path, rocm, scope, caps, available, word):
+def test_env_check_says_whether_attach_is_possible(machine, tmp_path, monkeypatch, rocm, scope, caps, available, word):
     amd_machine(machine, tmp_path, rocm=rocm)
+    monkeypatch.setenv("FAKE_ROCM_RELEASE", rocm)  # the double's --version: the SDK of this release
     machine.write("/proc/sys/kernel/yama/ptrace_scope", scope + "\n")
     machine.status(caps, uid=0)
     verdict = machine.probe().assessment.capabilities["attach"]
