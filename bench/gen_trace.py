@@ -4,8 +4,9 @@
 - kernel_trace.csv in the real ROCm 7.0 column layout (the header of rocprofiler-sdk's documented
   sample), N dispatches of a few thousand distinct kernels with long C++ template names and
   Zipf-like popularity;
-- optionally a rocpd SQLite database of the same dispatches, with the tables the rocpd views
-  (`kernels`, `top_kernels`) read: rocpd_string, rocpd_info_kernel_symbol, rocpd_kernel_dispatch;
+- optionally a rocpd SQLite database of the same dispatches as rocprofv3 writes it (AMD's schema
+  SQL, views over uuid-named tables, an event per dispatch: tests/rocpd_writer.py), which AMD's own
+  views (`kernels`, `top_kernels`) read too;
 - optionally one of each per rank (`--ranks N`: N processes' files side by side, the dispatches
   split between them);
 - optionally a torch.profiler Chrome trace of about E events in kineto's layout (`--chrome E`,
@@ -22,12 +23,14 @@ from __future__ import annotations
 import argparse
 import gzip
 import random
-import sqlite3
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from rocpd_writer import RocpdWriter  # noqa: E402  (AMD's schema and writer's rows, shared with the tests)
 
 HEADER = ["Kind", "Agent_Id", "Queue_Id", "Stream_Id", "Thread_Id", "Dispatch_Id", "Kernel_Id", "Kernel_Name",
           "Correlation_Id", "Start_Timestamp", "End_Timestamp", "LDS_Block_Size", "Scratch_Size", "VGPR_Count",
@@ -73,28 +76,12 @@ def write_csv(path: Path, n: int, names: list[str], rng: np.random.Generator) ->
             fh.writelines(lines)
 
 
-def write_rocpd(path: Path, n: int, names: list[str], rng: np.random.Generator) -> None:
-    guid = "00000000-0000-0000-0000-000000000001"
-    db = sqlite3.connect(path)
-    db.executescript("""
-        PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;
-        CREATE TABLE rocpd_string (id INTEGER PRIMARY KEY, guid TEXT NOT NULL, string TEXT NOT NULL);
-        CREATE TABLE rocpd_info_process (id INTEGER PRIMARY KEY, guid TEXT NOT NULL, nid INTEGER, ppid INTEGER,
-                                         pid INTEGER, init BIGINT, fini BIGINT, start BIGINT, end BIGINT, command TEXT);
-        CREATE TABLE rocpd_info_kernel_symbol (id INTEGER PRIMARY KEY, guid TEXT NOT NULL, kernel_name TEXT,
-                                               display_name TEXT, code_object_id INTEGER);
-        CREATE TABLE rocpd_kernel_dispatch (id INTEGER PRIMARY KEY, guid TEXT NOT NULL, nid INTEGER, pid INTEGER,
-                                            tid INTEGER, agent_id INTEGER, kernel_id INTEGER, dispatch_id INTEGER,
-                                            queue_id INTEGER, stream_id INTEGER, start BIGINT, end BIGINT,
-                                            region_name_id INTEGER, event_id INTEGER);
-        CREATE TABLE rocpd_memory_copy (id INTEGER PRIMARY KEY, guid TEXT NOT NULL, pid INTEGER, start BIGINT,
-                                        end BIGINT, name_id INTEGER, size BIGINT, dst_agent_id INTEGER, src_agent_id INTEGER);
-    """)
-    db.execute("INSERT INTO rocpd_info_process VALUES (1, ?, 1, 1, 834304, 0, 0, 0, 0, 'python3 train.py')", (guid,))
-    db.executemany("INSERT INTO rocpd_info_kernel_symbol VALUES (?, ?, ?, ?, 1)",
-                   [(i, guid, n_, n_) for i, n_ in enumerate(names)])
-    db.execute("INSERT INTO rocpd_string VALUES (1, ?, 'MEMORY_COPY_HOST_TO_DEVICE')", (guid,))
-    db.execute("INSERT INTO rocpd_memory_copy VALUES (1, ?, 1, 10, 2010, 1, 1048576, 4, 0)", (guid,))
+def write_rocpd(path: Path, n: int, names: list[str], rng: np.random.Generator, pid: int = 834304) -> None:
+    """The database `rocprofv3 --kernel-trace --memory-copy-trace --output-format rocpd` writes
+    (tests/rocpd_writer.py: AMD's schema SQL, views over uuid-named tables, an event per dispatch
+    whose stack_id is the internal correlation id of its launch), plus one host-to-device copy."""
+    writer = RocpdWriter(path, pid=pid, fast=True)
+    writer.copy("MEMORY_COPY_HOST_TO_DEVICE", 10, 2010, writer.api("hipMemcpy", 5, 2015, tid=pid), tid=pid)
     start = 1_550_151_853_029_637
     for offset in range(0, n, CHUNK):
         m = min(CHUNK, n - offset)
@@ -103,10 +90,10 @@ def write_rocpd(path: Path, n: int, names: list[str], rng: np.random.Generator) 
         rows = []
         for j in range(m):
             start += 1_000 + durations[j]
-            rows.append((offset + j + 1, guid, 1, 1, 1, 4, ids[j], offset + j + 1, 1, 1, start, start + durations[j], 0, 0))
-        db.executemany("INSERT INTO rocpd_kernel_dispatch VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
-    db.commit()
-    db.close()
+            rows.append((names[ids[j]], start, start + durations[j], writer.correlation + j + 1))
+        writer.correlation += m  # each dispatch's launch had its own internal correlation id
+        writer.dispatches(rows, tid=pid)
+    writer.close()
 
 
 # ---------------------------------------------------------------------------------------------

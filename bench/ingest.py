@@ -263,20 +263,21 @@ def join(parts: list[Path], folder: Path, key: str) -> None:
                     while block := fh.read(1 << 24):
                         out.write(block)
         return
-    import shutil
+    # one process's database holding every rank's dispatches, written as rocprofv3 writes one
     import sqlite3
-    target = folder / "bench-host" / "834304_results.db"
-    shutil.copy(parts[0], target)
-    db = sqlite3.connect(target)
-    db.execute("PRAGMA journal_mode = OFF")
-    for part in parts[1:]:
-        db.execute("ATTACH ? AS part", (str(part),))
-        db.execute('INSERT INTO rocpd_kernel_dispatch (guid, nid, pid, tid, agent_id, kernel_id, dispatch_id, queue_id, '
-                   'stream_id, start, "end", region_name_id, event_id) SELECT guid, nid, pid, tid, agent_id, kernel_id, '
-                   'dispatch_id, queue_id, stream_id, start, "end", region_name_id, event_id FROM part.rocpd_kernel_dispatch')
-        db.commit()
-        db.execute("DETACH part")
-    db.close()
+    sys.path.insert(0, str(REPO / "tests"))
+    from rocpd_writer import RocpdWriter
+    target = RocpdWriter(folder / "bench-host" / "834304_results.db", pid=834304, fast=True)
+    for part in parts:
+        source = sqlite3.connect(f"file:{part}?mode=ro", uri=True)
+        rows = source.execute('SELECT S.display_name, K.start, K."end" FROM rocpd_kernel_dispatch K '
+                              "JOIN rocpd_info_kernel_symbol S ON S.id = K.kernel_id AND S.guid = K.guid ORDER BY K.id")
+        while batch := rows.fetchmany(500_000):
+            first = target.correlation
+            target.correlation += len(batch)
+            target.dispatches([(name, a, b, first + i + 1) for i, (name, a, b) in enumerate(batch)], tid=834304)
+        source.close()
+    target.close()
 
 
 def warm(folder: Path) -> None:

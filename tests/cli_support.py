@@ -20,9 +20,10 @@ def counter_names(*sets: str, arch: str = "gfx942") -> list[str]:
 
 
 def rocm_release(machine) -> str | None:
-    """X.Y of the fake machine's /opt/rocm/.info/version: the release the doubles emulate."""
+    """X.Y.Z of the fake machine's /opt/rocm/.info/version: the release the doubles emulate (7.2.4
+    ships another rocprofiler-sdk than 7.2.1)."""
     version = machine.root / "opt/rocm/.info/version"
-    return ".".join(version.read_text().strip().split(".")[:2]) if version.exists() else None
+    return ".".join(version.read_text().strip().split("-")[0].split(".")[:3]) if version.exists() else None
 
 
 def cli(machine, *args, extra_env=None, timeout=120) -> subprocess.CompletedProcess:

@@ -58,6 +58,7 @@ class FakeMachine:
         """A test double from tests/doubles that behaves like the real command line."""
         path = self.bin / name
         text = (DOUBLES / (source or name)).read_text().replace("#!/usr/bin/env python3", f"#!{sys.executable}", 1)
+        text = text.replace("@TESTS_DIR@", str(DOUBLES.parent))  # where a double finds tests/rocpd_writer.py
         path.write_text(text)
         path.chmod(0o755)
         return path

@@ -26,7 +26,7 @@ from profilectl.errors import UnavailableError, UsageError
 from profilectl.facts import Facts, Tool, Verdict
 from profilectl.privilege import Privilege
 from profilectl.probe.machine import CommandResult
-from profilectl.request import Request
+from profilectl.request import Request, absent_ranks, ranks_text
 from profilectl.telemetry.model import SamplingPlan
 from profilectl.telemetry.plan import plan_sampling
 
@@ -177,6 +177,12 @@ def validate_request(request: Request) -> None:
         return  # the workload is the running target: nothing to find on PATH
     if request.ranks and not request.launch.multi_rank:
         raise UsageError("--ranks selects ranks of a multi-rank job (mpirun, srun); this workload is one process")
+    absent = absent_ranks(request)
+    if absent:
+        size = request.launch.ranks or 0
+        raise UsageError(f"--ranks {ranks_text(request.ranks)}: the job starts {size} rank(s), 0-{size - 1} "
+                         f"({request.launch.launcher}'s command line); there is no rank {ranks_text(absent)}: "
+                         "name ranks that exist, or start more ranks")
     program = request.workload[0] if request.workload else ""
     if not program:
         raise UsageError("no workload program given")

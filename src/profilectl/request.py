@@ -62,7 +62,7 @@ class Attach:
     exists: bool = True
     uid: int | None = None
     cmdline: tuple[str, ...] = ()
-    attach_env: bool | None = None  # ROCP_TOOL_ATTACH=1 in its environment (None: unreadable)
+    attach_env: bool | None = None  # ROCP_TOOL_ATTACH on in its environment, as the runtime reads it (None: unreadable)
     ptrace_scope: int | None = None  # Yama's scope at that moment (None: no Yama)
 
 
@@ -190,6 +190,19 @@ def parse_ranks(spec: str | None) -> tuple[int, ...]:
             raise UsageError(f"--ranks {spec}: the range {part.strip()} runs backwards")
         ranks.update(range(first, last + 1))
     return tuple(sorted(ranks))
+
+
+def absent_ranks(request: "Request") -> tuple[int, ...]:
+    """The ranks of --ranks that the job does not start, where its launcher's command line says how
+    many it starts (mpirun -np N, srun -n N: ranks 0..N-1); () where it does not say. One check for
+    every release: rocprofv3's --profile-mpi-ranks (7.2+) stops every rank with a fatal error when
+    the list names a rank beyond the world size, and profilectl's rank gate (before 7.2) would
+    simply run the others."""
+    from profilectl.launchers.base import INSIDE  # the count a launcher gives is the whole job only there
+    launch = request.launch
+    if not request.ranks or launch.placement != INSIDE or launch.ranks is None:
+        return ()
+    return tuple(r for r in request.ranks if r >= launch.ranks)
 
 
 def ranks_text(ranks: tuple[int, ...]) -> str:

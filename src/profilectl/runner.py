@@ -235,7 +235,7 @@ class Runner:
         control_r, control_w = os.pipe()
         status_r, status_w = os.pipe()
         argv = [sys.executable or "python3", "-I", "-S", str(SUPERVISOR), str(control_r), str(status_w),
-                f"{self.kill_grace_s:g}", "--", *step.argv]
+                f"{self.kill_grace_s:g}", step.stop_signal, "--", *step.argv]
         started = time.monotonic()
         try:
             process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -1,6 +1,6 @@
 """The step supervisor: the parent of one workload step, so nothing the step starts outlives it.
 
-Started by runner.Runner as `python -I -S supervisor.py CONTROL_FD STATUS_FD GRACE_S -- ARGV...`
+Started by runner.Runner as `python -I -S supervisor.py CONTROL_FD STATUS_FD GRACE_S [STOP] -- ARGV...`
 (standard library only, run as a file: it must start in milliseconds and never import profilectl).
 
 - It becomes a child subreaper (Linux prctl), so every process the workload starts, even one that
@@ -11,10 +11,11 @@ Started by runner.Runner as `python -I -S supervisor.py CONTROL_FD STATUS_FD GRA
   every process still running after that, and `done`.
 - When the workload's main process ends, every descendant still running is stopped: SIGTERM, then
   SIGKILL after the grace. So the pipes profilectl reads are closed by the time `done` is written.
-- CONTROL_FD is the lifeline: profilectl writes `T` (stop: SIGTERM, then SIGKILL after the grace)
-  or `I` (interrupt: SIGINT, then SIGKILL after the grace), or `K` (kill now: SIGKILL without waiting
-  out the grace, also in the middle of one: a second Ctrl-C); end of file means profilectl died
-  (even by SIGKILL), and the tree is stopped the same way as for `T`.
+- CONTROL_FD is the lifeline: profilectl writes `T` (stop: the step's STOP signal, SIGTERM unless
+  named, then SIGKILL after the grace) or `I` (interrupt: SIGINT, then SIGKILL after the grace), or
+  `K` (kill now: SIGKILL without waiting out the grace, also in the middle of one: a second Ctrl-C);
+  end of file means profilectl died (even by SIGKILL), and the tree is stopped the same way as for
+  `T`. STOP exists for tools that let go only on one signal (an attach tool detaching on SIGINT).
 """
 
 from __future__ import annotations
@@ -76,8 +77,9 @@ def descendants(root: int) -> dict[int, str]:
 
 
 class Supervisor:
-    def __init__(self, control: int, status: int, grace_s: float):
+    def __init__(self, control: int, status: int, grace_s: float, stop_signal: int = signal.SIGTERM):
         self.control: int | None = control
+        self.stop_signal = stop_signal  # what `T`, end of file and SIGTERM send first
         self.status = status
         self.grace_s = grace_s
         self.main_pid = 0
@@ -89,7 +91,7 @@ class Supervisor:
         signal.set_wakeup_fd(wake_w)
         signal.signal(signal.SIGCHLD, lambda *_: None)  # wakes select() through the wakeup fd
         # SIGTERM to the supervisor itself (someone stopping it by pid): stop the tree first.
-        signal.signal(signal.SIGTERM, lambda *_: self.stop(signal.SIGTERM))
+        signal.signal(signal.SIGTERM, lambda *_: self.stop(self.stop_signal))
         for sig in (signal.SIGINT, signal.SIGHUP):
             signal.signal(sig, signal.SIG_IGN)  # its own session: only profilectl tells it to stop
 
@@ -161,9 +163,10 @@ class Supervisor:
             self.reap()
             if not descendants(os.getpid()):
                 return
-            if first != signal.SIGTERM and self.main_rc is not None:
+            if first not in (signal.SIGTERM, self.stop_signal) and self.main_rc is not None:
                 # The main process has ended: what it left (background jobs ignore SIGINT) is
-                # stopped as at a step's end, within the same grace.
+                # stopped as at a step's end, within the same grace. Not after the step's own
+                # stop signal: what is still running then is finishing what that signal asked.
                 first = signal.SIGTERM
                 self.signal_tree(first)
             remaining = deadline - time.monotonic()
@@ -199,7 +202,7 @@ class Supervisor:
             request = self.wait_for_events(None)
             if request is not None:
                 self.stop(signal.SIGKILL if b"K" in request else
-                          signal.SIGINT if request.endswith(b"I") else signal.SIGTERM)
+                          signal.SIGINT if request.endswith(b"I") else self.stop_signal)
         # The step is over: whatever it left running is stopped now, not at profilectl's exit.
         for pid, name in sorted(descendants(os.getpid()).items()):
             self.say(f"left {pid} {name}")
@@ -209,13 +212,15 @@ class Supervisor:
 
 
 def main(args: list[str]) -> int:
-    if len(args) < 5 or args[3] != "--":
-        sys.stderr.write("usage: supervisor.py CONTROL_FD STATUS_FD GRACE_S -- ARGV...\n")
+    named = len(args) > 4 and args[3] != "--"  # the optional STOP signal's name
+    if len(args) < 5 + named or args[3 + named] != "--" or (named and not hasattr(signal, args[3])):
+        sys.stderr.write("usage: supervisor.py CONTROL_FD STATUS_FD GRACE_S [STOP] -- ARGV...\n")
         return 2
     control, status, grace = int(args[0]), int(args[1]), float(args[2])
+    stop = getattr(signal, args[3]) if named else signal.SIGTERM
     for fd in (control, status):
         os.set_inheritable(fd, False)  # the workload must not hold the lifeline or the status pipe
-    return Supervisor(control, status, grace).run(args[4:])
+    return Supervisor(control, status, grace, stop).run(args[4 + named:])
 
 
 if __name__ == "__main__":

@@ -170,4 +170,4 @@ def test_communication_preset_on_62_leaves_out_rccl_tracing(machine, tmp_path):
     result, _ = json_run(machine, "trace", "--preset", "communication", "--", *WORKLOAD)
     assert result["status"] == "ok", result["message"]  # the 6.2 double rejects --rccl-trace, like 6.2's argparse
     assert "--rccl-trace" not in result["manifest"]["argv"]
-    assert any("--rccl-trace not in ROCm 6.2" in n for n in result["manifest"]["notes"])
+    assert any("--rccl-trace not in rocprofiler-sdk 0.4.0 (ROCm 6.2.4" in n for n in result["manifest"]["notes"])

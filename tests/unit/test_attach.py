@@ -43,7 +43,10 @@ def dispatches(run: Path) -> int:
     total = 0
     for db in (run / "raw").rglob("*_results.db"):
         with sqlite3.connect(db) as con:
-            total += con.execute("SELECT count(*) FROM rocpd_kernel_dispatch").fetchone()[0]
+            try:
+                total += con.execute("SELECT count(*) FROM rocpd_kernel_dispatch").fetchone()[0]
+            except sqlite3.OperationalError:  # the tool is still creating its schema: nothing written yet
+                pass
     return total
 
 
@@ -63,7 +66,7 @@ def test_attach_profiles_a_running_process_for_the_duration(machine, tmp_path, t
 
 
 def test_counters_attach_one_pass(machine, tmp_path, target):
-    env = attach_machine(machine, tmp_path, target, rocm="7.3.0")
+    env = attach_machine(machine, tmp_path, target, rocm="7.13.0")
     done = cli(machine, "counters", "--attach", str(target.pid), "--duration", "0.5", "--set", "extended",
                extra_env=env)
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
@@ -74,10 +77,12 @@ def test_counters_attach_one_pass(machine, tmp_path, target):
     assert argv.count("--pmc") == 1 and result["summary"]["counters_by_kernel"]
 
 
-@pytest.mark.parametrize("how", ["timeout", "ctrl-c", "killed"])
+@pytest.mark.parametrize("how", ["timeout", "ctrl-c", "docker-stop", "killed"])
 def test_attach_detaches_cleanly_when_stopped(machine, tmp_path, target, how):
-    """No --duration: the double waits for Enter; profilectl's session presses it on --timeout,
-    on Ctrl-C and when profilectl itself is killed (the supervisor's lifeline)."""
+    """No --duration: the double, as AMD's attach tool, detaches on Enter or SIGINT and dies still
+    attached, writing nothing, on SIGTERM. Every way profilectl stops the session sends SIGINT
+    first: --timeout, Ctrl-C, `docker stop` (SIGTERM to profilectl) and profilectl's own death (the
+    supervisor's lifeline)."""
     env = attach_machine(machine, tmp_path, target)
     traces = machine.root.parent / "traces"
     args = ["trace", "--attach", str(target.pid)] + (["--timeout", "1.5"] if how == "timeout" else [])
@@ -94,9 +99,9 @@ def test_attach_detaches_cleanly_when_stopped(machine, tmp_path, target, how):
         while not machine.attach_log.exists() and time.monotonic() < deadline:
             time.sleep(0.1)
         time.sleep(0.8)
-        proc.send_signal(signal.SIGINT if how == "ctrl-c" else signal.SIGKILL)
+        proc.send_signal({"ctrl-c": signal.SIGINT, "docker-stop": signal.SIGTERM}.get(how, signal.SIGKILL))
         code = proc.wait(timeout=30)
-        assert code == (130 if how == "ctrl-c" else -9)
+        assert code == {"ctrl-c": 130, "docker-stop": 130}.get(how, -9), proc.stderr.read() if proc.stderr else ""
     run = next(traces.iterdir())
     deadline = time.monotonic() + 10  # killed: the supervisor finishes the detach on its own
     while not dispatches(run) and time.monotonic() < deadline:
@@ -104,7 +109,7 @@ def test_attach_detaches_cleanly_when_stopped(machine, tmp_path, target, how):
     assert dispatches(run) >= 3  # the tool detached and wrote its database
     if how != "killed":
         status = json.loads((run / "manifest.json").read_text())["status"]
-        assert status == {"timeout": "timeout", "ctrl-c": "interrupted"}[how]
+        assert status == {"timeout": "timeout", "ctrl-c": "interrupted", "docker-stop": "interrupted"}[how]
     if how != "killed":  # a killed profilectl no longer copies the session's stderr into the log
         assert "detaching from" in (run / "stderr.log").read_text()
     assert target.poll() is None
@@ -135,6 +140,28 @@ def test_attach_refusals_are_one_line_with_the_fix(machine, tmp_path, case, word
     assert not machine.attach_log.exists()  # refused before rocprofv3 ran
 
 
+@pytest.mark.parametrize("value, accepted", [
+    ("1", True), ("2", True), ("true", True), ("On", True), ("YES", True), ("enabled", True),
+    ("0", False), ("00", False), ("off", False), ("FALSE", False), ("no", False), ("N", False), ("f", False),
+    ("", False),
+])
+def test_the_attach_variable_is_read_as_the_rocm_runtime_reads_it(machine, tmp_path, value, accepted):
+    """rocprofiler-register's boolean: digits a number (non-zero on), other words off only when
+    off/false/no/n/f in any case; empty is an error in the runtime, so no attach either."""
+    process = subprocess.Popen(TARGET, env=dict(os.environ, ROCP_TOOL_ATTACH=value))
+    try:
+        env = attach_machine(machine, tmp_path, process)
+        done = cli(machine, "trace", "--attach", str(process.pid), "--duration", "0.3", extra_env=env)
+    finally:
+        process.kill()
+        process.wait()
+    if accepted:
+        assert done.returncode == 0, done.stderr
+    else:
+        assert done.returncode == 3 and "ROCP_TOOL_ATTACH" in done.stderr, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1 and not machine.attach_log.exists()
+
+
 def test_attach_on_nvidia_says_what_attach_cannot_do(machine, target):
     machine.nvidia("0, NVIDIA H100 80GB HBM3, 9.0, 81559")
     machine.python_with_torch("2.5.1+cu124", hip=None, cuda="12.4")
@@ -161,8 +188,9 @@ def test_attach_usage_errors(machine, tmp_path, target):
     ("7.1.0", "3", "000001ffffffffff", False, "ptrace_scope is 3"),
     ("7.0.2", "0", "000001ffffffffff", False, "from ROCm 7.1"),
 ])
-def test_env_check_says_whether_attach_is_possible(machine, tmp_path, rocm, scope, caps, available, word):
+def test_env_check_says_whether_attach_is_possible(machine, tmp_path, monkeypatch, rocm, scope, caps, available, word):
     amd_machine(machine, tmp_path, rocm=rocm)
+    monkeypatch.setenv("FAKE_ROCM_RELEASE", rocm)  # the double's --version: the SDK of this release
     machine.write("/proc/sys/kernel/yama/ptrace_scope", scope + "\n")
     machine.status(caps, uid=0)
     verdict = machine.probe().assessment.capabilities["attach"]

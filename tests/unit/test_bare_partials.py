@@ -61,12 +61,12 @@ def torch_tree(root: Path) -> Path:
 
 
 def rocpd_tree(root: Path) -> Path:
-    """rocprofv3's rocpd output, one database per process (<host>/<pid>_results.db), in both schema
-    generations (test_rocpd_reading.make_db: its tables as rocprofv3 writes them, rows made up)."""
+    """rocprofv3's rocpd output, one database per process (<host>/<pid>_results.db), in the schemas
+    of ROCm 7.0 and 10.0 (test_rocpd_reading.make_db: AMD's schema SQL and writer's rows)."""
     from test_rocpd_reading import make_db
-    for host, pid, dispatches, stamps in (("n1", 101, 300, False), ("n1", 102, 500, True), ("n2", 7, 200, False)):
+    for host, pid, dispatches, schema in (("n1", 101, 300, "3.0.0"), ("n1", 102, 500, "3.0.3"), ("n2", 7, 200, "3.0.0")):
         (root / host).mkdir(parents=True, exist_ok=True)
-        make_db(root / host / f"{pid}_results.db", dispatches, stamps)
+        make_db(root / host / f"{pid}_results.db", dispatches, schema)
     return root
 
 

@@ -4,7 +4,6 @@ by each dispatch's duration (by dispatch where the tool gives no duration). Smal
 tool's real layout, read through `profilectl report` like a user's folder."""
 
 import json
-import sqlite3
 import subprocess
 import sys
 
@@ -109,20 +108,15 @@ def test_legacy_rocprof_duration_column_is_not_a_counter(tmp_path):
 
 
 def test_rocpd_counters_are_weighted_by_the_dispatch_interval(tmp_path):
-    db = sqlite3.connect(tmp_path / "5_results.db")
-    db.executescript("""
-        CREATE TABLE rocpd_info_kernel_symbol (id INTEGER, guid TEXT, display_name TEXT);
-        CREATE TABLE rocpd_kernel_dispatch (id INTEGER, guid TEXT, kernel_id INTEGER, event_id INTEGER, start BIGINT, end BIGINT);
-        CREATE TABLE rocpd_info_pmc (id INTEGER, guid TEXT, name TEXT);
-        CREATE TABLE rocpd_pmc_event (id INTEGER, guid TEXT, event_id INTEGER, pmc_id INTEGER, value REAL);
-        INSERT INTO rocpd_info_kernel_symbol VALUES (1, 'g', 'k');
-        INSERT INTO rocpd_kernel_dispatch VALUES (1, 'g', 1, 11, 0, 100), (2, 'g', 1, 12, 200, 500);
-        INSERT INTO rocpd_info_pmc VALUES (1, 'g', 'GPUBusy'), (2, 'g', 'SQ_WAVES');
-        INSERT INTO rocpd_pmc_event VALUES (1, 'g', 11, 1, 100.0), (2, 'g', 12, 1, 20.0),
-                                           (3, 'g', 11, 2, 5), (4, 'g', 12, 2, 7);
-    """)
-    db.commit()
-    db.close()
+    """Counter values hang from their dispatch's event (rocpd_pmc_event.event_id), as rocprofv3's
+    writer stores them (tests/rocpd_writer.py)."""
+    from rocpd_writer import RocpdWriter
+    writer = RocpdWriter(tmp_path / "5_results.db", pid=5)
+    for (start, end), busy, waves in (((0, 100), 100.0, 5), ((200, 500), 20.0, 7)):
+        event = writer.dispatch("k", start, end, writer.api("hipLaunchKernel", start - 10, start - 5, tid=5), tid=5)
+        writer.counter(event, "GPUBusy", busy)
+        writer.counter(event, "SQ_WAVES", waves)
+    writer.close()
     k = by_kernel(report(tmp_path))["k"]
     assert k["GPUBusy"] == pytest.approx((100 * 100 + 20 * 300) / 400) and k["SQ_WAVES"] == 12
 

@@ -18,7 +18,8 @@ from profilectl.report import load
 from profilectl.report.summary import kernel_rows
 
 sys.path.insert(0, str(REPO / "bench"))
-import gen_trace  # noqa: E402  (the benchmark's rocpd writer doubles as the test database builder)
+import gen_trace  # noqa: E402  (the benchmark's trace generator)
+from rocpd_writer import SCHEMA_VERSIONS, RocpdWriter  # noqa: E402
 
 
 def cli(*args, env_extra=None):
@@ -259,51 +260,23 @@ def test_rocprofv3_json_output(tmp_path):
     assert done.returncode == 2 and "3_results.json" in done.stderr and "not valid JSON" in done.stderr
 
 
-def rocpd_db(path: Path, spine: bool) -> Path:
-    """A small rocpd database in either schema generation: intervals as start/end on each row, or
-    as start_id/end_id into rocpd_timestamp (later rocpd schemas)."""
-    import sqlite3
-    g = "g1"
-    interval = "start_id INTEGER, end_id INTEGER" if spine else "start BIGINT, end BIGINT"
-    db = sqlite3.connect(path)
-    db.executescript(f"""
-        CREATE TABLE rocpd_string (id INTEGER, guid TEXT, string TEXT);
-        CREATE TABLE rocpd_info_kernel_symbol (id INTEGER, guid TEXT, display_name TEXT);
-        CREATE TABLE rocpd_kernel_dispatch (id INTEGER, guid TEXT, kernel_id INTEGER, event_id INTEGER, {interval});
-        CREATE TABLE rocpd_region (id INTEGER, guid TEXT, name_id INTEGER, event_id INTEGER, {interval});
-        CREATE TABLE rocpd_memory_copy (id INTEGER, guid TEXT, name_id INTEGER, {interval});
-        CREATE TABLE rocpd_info_pmc (id INTEGER, guid TEXT, name TEXT);
-        CREATE TABLE rocpd_pmc_event (id INTEGER, guid TEXT, event_id INTEGER, pmc_id INTEGER, value REAL);
-        CREATE TABLE rocpd_timestamp (id INTEGER, value BIGINT);
-    """)
-    db.executemany("INSERT INTO rocpd_string VALUES (?, ?, ?)",
-                   [(1, g, "hipLaunchKernel"), (2, g, "hipMemcpy"), (3, g, "MEMORY_COPY_HOST_TO_DEVICE")])
-    db.executemany("INSERT INTO rocpd_info_kernel_symbol VALUES (?, ?, ?)", [(1, g, "gemm"), (2, g, "relu")])
-    db.executemany("INSERT INTO rocpd_info_pmc VALUES (?, ?, ?)", [(1, g, "SQ_WAVES"), (2, g, "GRBM_GUI_ACTIVE")])
-    stamp = iter(range(1, 1000))
-
-    def when(start, end):
-        if not spine:
-            return (start, end)
-        a, b = next(stamp), next(stamp)
-        db.executemany("INSERT INTO rocpd_timestamp VALUES (?, ?)", [(a, start), (b, end)])
-        return (a, b)
-
-    dispatches = [(1, 1, 100, 400), (2, 1, 500, 700), (3, 2, 800, 850)]  # (event, kernel, start, end)
-    for i, (event, kernel, start, end) in enumerate(dispatches, 1):
-        db.execute("INSERT INTO rocpd_kernel_dispatch VALUES (?, ?, ?, ?, ?, ?)", (i, g, kernel, event, *when(start, end)))
-        db.execute("INSERT INTO rocpd_pmc_event VALUES (?, ?, ?, ?, ?)", (i, g, event, 1, 64.0 * i))
-    db.execute("INSERT INTO rocpd_region VALUES (1, ?, 1, 9, ?, ?)", (g, *when(90, 95)))
-    db.execute("INSERT INTO rocpd_region VALUES (2, ?, 2, 10, ?, ?)", (g, *when(900, 990)))
-    db.execute("INSERT INTO rocpd_memory_copy VALUES (1, ?, 3, ?, ?)", (g, *when(10, 60)))
-    db.commit()
-    db.close()
-    return path
+def rocpd_db(path: Path, schema: str) -> Path:
+    """A small rocpd database as rocprofv3 writes it (tests/rocpd_writer.py): two HIP calls, three
+    dispatches with SQ_WAVES values on their events, a memory copy and a ROCTx range (an annotation,
+    not an API call)."""
+    writer = RocpdWriter(path, schema=schema, pid=77)
+    writer.marker("forward", 80, 995, tid=5)
+    launch = writer.api("hipLaunchKernel", 90, 95, tid=5)
+    copy = writer.api("hipMemcpy", 900, 990, tid=5)
+    for i, (kernel, start, end) in enumerate((("gemm", 100, 400), ("gemm", 500, 700), ("relu", 800, 850)), 1):
+        writer.counter(writer.dispatch(kernel, start, end, launch, tid=5), "SQ_WAVES", 64.0 * i)
+    writer.copy("MEMORY_COPY_HOST_TO_DEVICE", 10, 60, copy, tid=5)
+    return writer.close()
 
 
-@pytest.mark.parametrize("spine", [False, True], ids=["start-end", "timestamp-spine"])
-def test_rocpd_kernels_regions_copies_counters_in_both_schemas(tmp_path, spine):
-    rocpd_db(tmp_path / "77_results.db", spine)
+@pytest.mark.parametrize("schema", SCHEMA_VERSIONS)
+def test_rocpd_kernels_regions_copies_counters_in_every_schema(tmp_path, schema):
+    rocpd_db(tmp_path / "77_results.db", schema)
     summary = report_json(tmp_path)
     kernels = {k["name"]: k for k in summary["kernels"]}
     assert (kernels["gemm"]["calls"], kernels["gemm"]["total_ns"], kernels["gemm"]["max_ns"]) == (2, 500, 300)

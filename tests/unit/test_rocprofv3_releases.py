@@ -14,13 +14,27 @@ import sys
 import pytest
 
 from profilectl import countersets
-from profilectl.backends.rocprofv3 import counter_input_form, has, presets, tool_facts
+from profilectl.backends.rocprofv3 import (counter_input_form, has, level_of_rocm, point, presets, reaches,
+                                           sdk_of_rocm, tool_facts)
 from profilectl.errors import UsageError
 from profilectl.plan import make_plan
 from profilectl.probe.sources import version_tuple
 from profilectl.request import Attach, Bounds, Request
 
-RELEASES = ("6.2", "6.3", "6.4", "7.0", "7.1", "7.2", "7.3")
+# ten releases: 7.2.4 ships rocprofiler-sdk 1.3.0 like the 7.13 preview; there is no ROCm 7.3
+RELEASES = ("6.2", "6.3", "6.4", "7.0", "7.1", "7.2", "7.2.4", "7.13", "7.14", "10.0.0")
+MULTI_PASS_SDK = (1, 3, 0)  # repeated --pmc, --kfd-trace, no .txt input (CHANGELOG 1.3.0)
+
+
+def sdk(release: str) -> tuple[int, ...]:
+    """The rocprofiler-sdk the release ships (profiling/tools/rocprofv3.yaml `releases`)."""
+    found = sdk_of_rocm(version_tuple(release))
+    assert found is not None, release
+    return found
+
+
+def rocm_version(release: str) -> str:
+    return release if release.count(".") == 2 else f"{release}.1"
 NARGS = {"flag": 0, "value": None, "values": "+", "optional-values": "*", "optional-value": "?"}
 APP = [sys.executable, "-c", "pass"]
 
@@ -42,7 +56,7 @@ def parser_for(release: str) -> ReleaseParser:
         elif option == "--output-format":
             formats = [f for f in tool_facts()["output_formats"] if has("output_formats", f, level)]
             parser.add_argument(option, nargs="+", choices=formats)
-        elif option == "--pmc" and level >= version_tuple(str(entry["repeatable_since"])):
+        elif option == "--pmc" and reaches(level_of_rocm(level), point(str(entry["repeatable_since"]))):
             parser.add_argument(option, nargs="*", action="append")  # each --pmc one pass
         elif kind == "optional-value":  # rocprofv3's boolean options: bare = true (nargs ?, const True)
             parser.add_argument(option, nargs="?", const=True)
@@ -55,7 +69,7 @@ def parser_for(release: str) -> ReleaseParser:
 # ------------------------------------------------------------------ each release's input rules
 # 6.2 parse_input: .txt (pmc: lines), .yaml/.yml/.json with {"metrics": [{"pmc": [names]}]};
 # 6.3-7.2: .txt, or {"jobs": [job]} where a job's keys are rocprofv3 options by argparse dest and
-# pmc is a list of names; 7.3+: JSON/YAML only (text removed, CHANGELOG 1.2.0).
+# pmc is a list of names; SDK 1.3.0+ (7.2.4, 7.13 and later): JSON/YAML only (text removed).
 def job_keys(release: str) -> set[str]:
     level = version_tuple(release)
     return {o.lstrip("-").replace("-", "_") for o in tool_facts()["options"] if o.startswith("--")
@@ -67,7 +81,7 @@ def accepts_input(release: str, name: str, text: str) -> list[list[str]]:
     level = version_tuple(release)
     extension = os.path.splitext(name)[1]
     if extension in (".txt", ".text"):
-        assert level <= (7, 2), f"{release} reads no plain-text counter input"
+        assert sdk(release) < MULTI_PASS_SDK, f"{release} reads no plain-text counter input"
         return [line.split(":", 1)[1].split() for line in text.splitlines() if line.strip().startswith("pmc:")]
     assert extension == ".json", f"{release}: profilectl writes JSON input, not {extension}"
     document = json.loads(text)
@@ -93,7 +107,7 @@ def mi300x(machine):
 
 
 def plan_for(machine, release: str, **request):
-    machine.rocm(f"{release}.1")
+    machine.rocm(rocm_version(release))
     facts = machine.probe().facts
     request.setdefault("workload", tuple(APP))
     plan = make_plan(Request(**request), facts, machine.root / "run")
@@ -124,7 +138,7 @@ def test_every_preset_parses_with_each_release(mi300x, release, preset):
         assert parsed.output_format == ["rocpd", "pftrace"]
     assert ("csv" in parsed.output_format) is not rocpd_first
     if preset == "sys":
-        assert parsed.sys_trace and bool(getattr(parsed, "kfd_trace", False)) is (version_tuple(release) >= (7, 3))
+        assert parsed.sys_trace and bool(getattr(parsed, "kfd_trace", False)) is (sdk(release) >= MULTI_PASS_SDK)
 
 
 @pytest.mark.parametrize("release", RELEASES)
@@ -134,7 +148,7 @@ def test_every_counter_set_parses_and_its_input_passes_the_release_rules(mi300x,
     parsed = check(plan.argv, release)
     assert parsed.kernel_trace
     expected = [list(p) for p in plan.counter_set.passes]
-    if version_tuple(release) >= (7, 3):  # repeated --pmc, no input file at all
+    if sdk(release) >= MULTI_PASS_SDK:  # repeated --pmc, no input file at all
         assert parsed.i is None and not plan.phases[0].input_files
         assert parsed.pmc == expected
     else:
@@ -165,7 +179,7 @@ def test_every_bound_parses_or_is_refused_by_each_release(mi300x, release, bound
 
 @pytest.mark.parametrize("release", RELEASES)
 def test_rank_selection_is_the_release_option_or_the_rank_gate(mi300x, release):
-    mpirun = ("mpirun", "-np", "4", *APP)
+    mpirun = ("mpirun", "-np", "9", *APP)  # ranks 0-8: every listed rank exists (rank 8 of -np 4 is refused)
     mi300x.tool("mpirun")
     os.environ["PATH"] = f"{mi300x.bin}{os.pathsep}{os.environ['PATH']}"
     try:
@@ -173,7 +187,7 @@ def test_rank_selection_is_the_release_option_or_the_rank_gate(mi300x, release):
     finally:
         os.environ["PATH"] = os.environ["PATH"].split(os.pathsep, 1)[1]
     argv = list(plan.argv)
-    assert argv[:3] == ["mpirun", "-np", "4"]
+    assert argv[:3] == ["mpirun", "-np", "9"]
     if version_tuple(release) >= (7, 2):
         assert check(argv[3:], release).profile_mpi_ranks == "0-3,8"
     else:  # the gate: python -I -S rank_gate.py --ranks 0-3,8 --rank-env ... -- rocprofv3 ... -- app
@@ -199,10 +213,11 @@ def test_the_attach_form_parses_with_each_release_that_attaches(mi300x, release,
 def test_counter_input_form_per_release(mi300x):
     forms = {}
     for release in RELEASES:
-        mi300x.rocm(f"{release}.0")
+        mi300x.rocm(rocm_version(release))
         forms[release] = counter_input_form(mi300x.probe().facts)["form"]
     assert forms == {"6.2": "metrics-json", "6.3": "jobs-json", "6.4": "jobs-json", "7.0": "jobs-json",
-                     "7.1": "jobs-json", "7.2": "jobs-json", "7.3": "pmc-flags"}
+                     "7.1": "jobs-json", "7.2": "jobs-json", "7.2.4": "pmc-flags", "7.13": "pmc-flags",
+                     "7.14": "pmc-flags", "10.0.0": "pmc-flags"}
 
 
 def test_release_facts_hold_the_corrections_from_the_sources():
@@ -219,6 +234,10 @@ def test_release_facts_hold_the_corrections_from_the_sources():
         assert has("options", option, (7, 0)), option
     assert not has("options", "--attach", (7, 0)) and has("options", "--attach", (7, 1))
     assert not has("options", "--profile-mpi-ranks", (7, 1)) and has("options", "--profile-mpi-ranks", (7, 2))
-    assert not has("options", "--kfd-trace", (7, 2)) and has("options", "--kfd-trace", (7, 3))
+    assert not has("options", "--kfd-trace", (7, 2, 1)) and has("options", "--kfd-trace", (7, 2, 4))
+    assert has("options", "--kfd-trace", (7, 13)) and not has("options", "--attach-sync-output", (7, 13))
+    assert has("options", "--attach-sync-output", (7, 14)) and has("options", "--attach-sync-output", (10, 0, 0))
+    # kernel replay was read in develop only: never placed by version, only by the tool's --help
+    assert not has("options", "--kernel-replay-beta-enabled", (10, 0, 0))
     assert all(entry.get("source") for entry in tool_facts()["options"].values())
     assert all(entry.get("source") for entry in tool_facts()["counter_input"])

@@ -19,7 +19,6 @@ from __future__ import annotations
 import csv
 import gzip
 import json
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -29,6 +28,7 @@ import pytest
 from profilectl.analysis.timeline import analyse
 from profilectl.formats.reader import read_path
 from profilectl.backends import READERS
+from rocpd_writer import SCHEMA_VERSIONS, RocpdWriter
 from support import FIXTURES, REPO
 
 US = 1000
@@ -118,38 +118,20 @@ def rocprofv3_json(path: Path) -> Path:
     return path
 
 
-def rocpd(path: Path) -> Path:
-    """rocpd's schema (rocprofiler-sdk rocpd_tables.sql, views over the uuid-suffixed tables), with
-    the columns read here: start/end on the rows, correlation ids on rocpd_event."""
+def rocpd(path: Path, schema: str = "3.0.0") -> Path:
+    """rocprofv3's rocpd database (tests/rocpd_writer.py: AMD's schema SQL, views over uuid tables,
+    an event per row): each kernel linked to its hipLaunchKernel by the event's stack_id, every
+    external correlation id 0 as rocprofv3 leaves it, the steps ROCTx ranges whose text is in their
+    event's extdata; streams A and B two queues."""
     base = BASE_US * US
-    db = sqlite3.connect(path)
-    db.executescript("""
-        CREATE TABLE rocpd_string (id INTEGER PRIMARY KEY, guid TEXT, string TEXT);
-        CREATE TABLE rocpd_info_kernel_symbol (id INTEGER PRIMARY KEY, guid TEXT, display_name TEXT);
-        CREATE TABLE rocpd_event (id INTEGER PRIMARY KEY, guid TEXT, category_id INTEGER, correlation_id INTEGER);
-        CREATE TABLE rocpd_kernel_dispatch (id INTEGER PRIMARY KEY, guid TEXT, nid INTEGER, pid INTEGER,
-            agent_id INTEGER, kernel_id INTEGER, queue_id INTEGER, stream_id INTEGER, start BIGINT, "end" BIGINT,
-            event_id INTEGER);
-        CREATE TABLE rocpd_region (id INTEGER PRIMARY KEY, guid TEXT, pid INTEGER, start BIGINT, "end" BIGINT,
-            name_id INTEGER, event_id INTEGER);
-    """)
-    g = "guid-1"
-    for i, (name, stream, start, end, corr, l_start, l_end) in enumerate(KERNELS):
-        db.execute("INSERT INTO rocpd_info_kernel_symbol VALUES (?, ?, ?)", (i, g, name))
-        db.execute("INSERT INTO rocpd_event VALUES (?, ?, 1, ?)", (i, g, corr))
-        db.execute("INSERT INTO rocpd_kernel_dispatch VALUES (?, ?, 0, 1, 4, ?, ?, 0, ?, ?, ?)",
-                   (i, g, i, 1 if stream == "A" else 2, base + start * US, base + end * US, i))
-        db.execute("INSERT INTO rocpd_event VALUES (?, ?, 2, ?)", (100 + i, g, corr))
-        db.execute("INSERT INTO rocpd_region VALUES (?, ?, 1, ?, ?, 0, ?)",
-                   (i, g, base + l_start * US, base + l_end * US, 100 + i))
-    db.execute("INSERT INTO rocpd_string VALUES (0, ?, 'hipLaunchKernel')", (g,))
-    for i, (name, start, end) in enumerate(CPU_STEPS):
-        db.execute("INSERT INTO rocpd_string VALUES (?, ?, ?)", (10 + i, g, name))
-        db.execute("INSERT INTO rocpd_region VALUES (?, ?, 1, ?, ?, ?, NULL)",
-                   (50 + i, g, base + start * US, base + end * US, 10 + i))
-    db.commit()
-    db.close()
-    return path
+    writer = RocpdWriter(path, schema=schema, pid=1234)
+    for name, start, end in CPU_STEPS:
+        writer.marker(name, base + start * US, base + end * US, tid=42)
+    for name, stream, start, end, _, l_start, l_end in KERNELS:
+        launch = writer.api("hipLaunchKernel", base + l_start * US, base + l_end * US, tid=42)
+        writer.dispatch(name, base + start * US, base + end * US, launch, tid=42,
+                        queue=0x7F3A5C001000 if stream == "A" else 0x7F3A5C002000)
+    return writer.close()
 
 
 def analysis_of(path: Path):
@@ -214,8 +196,9 @@ def test_rocprofv3_json(tmp_path):
     assert_scenario(analysis_of(rocprofv3_json(tmp_path / "4242_results.json")))
 
 
-def test_rocpd(tmp_path):
-    assert_scenario(analysis_of(rocpd(tmp_path / "1234_results.db")))
+@pytest.mark.parametrize("schema", SCHEMA_VERSIONS)
+def test_rocpd(tmp_path, schema):
+    assert_scenario(analysis_of(rocpd(tmp_path / "1234_results.db", schema)))
 
 
 def test_ranks_are_analysed_apart_and_merged(tmp_path):

@@ -7,7 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from cli_support import WORKLOAD, amd_machine, cli, json_run
+from rocpd_writer import SCHEMA_VERSIONS, RocpdWriter
 from test_launchers import SYSTEM_PYTHON, needs_torch
 
 from profilectl.analysis.windows import WindowRequest, restrict
@@ -257,63 +260,27 @@ def test_report_range_of_a_roctx_range(tmp_path):
     assert json.loads(done.stdout)["totals"]["dispatches"] == 3
 
 
-def _rocpd_with_markers(path: Path) -> Path:
-    """A database in rocpd's schema 3 layout (rocpd_tables.sql: regions, dispatches and copies with
-    start_id/end_id into rocpd_timestamp, a track per thread, an event per row with its category and
-    correlation id, a ROCTx message in the event's extdata), holding the same story as the CSV test."""
-    import sqlite3
-    guid = "g"
-    db = sqlite3.connect(path)
-    db.executescript("""
-        CREATE TABLE rocpd_string (id INTEGER PRIMARY KEY, guid TEXT, string TEXT);
-        CREATE TABLE rocpd_info_kernel_symbol (id INTEGER PRIMARY KEY, guid TEXT, display_name TEXT);
-        CREATE TABLE rocpd_timestamp (id INTEGER PRIMARY KEY, guid TEXT, value BIGINT);
-        CREATE TABLE rocpd_track (id INTEGER PRIMARY KEY, guid TEXT, tid INTEGER);
-        CREATE TABLE rocpd_event (id INTEGER PRIMARY KEY, guid TEXT, category_id INTEGER, correlation_id INTEGER,
-                                  extdata JSONB DEFAULT "{}" NOT NULL);
-        CREATE TABLE rocpd_region (id INTEGER PRIMARY KEY, guid TEXT, track_id INTEGER, name_id INTEGER,
-                                   start_id INTEGER, end_id INTEGER, event_id INTEGER);
-        CREATE TABLE rocpd_kernel_dispatch (id INTEGER PRIMARY KEY, guid TEXT, track_id INTEGER, kernel_id INTEGER,
-                                            start_id INTEGER, end_id INTEGER, event_id INTEGER);
-        CREATE TABLE rocpd_memory_copy (id INTEGER PRIMARY KEY, guid TEXT, track_id INTEGER, start_id INTEGER,
-                                        end_id INTEGER, name_id INTEGER, event_id INTEGER);
-    """)
-    strings = ["MARKER_CORE_API", "HIP_RUNTIME_API", "roctxRangePushA", "hipLaunchKernel", "MEMORY_COPY_HOST_TO_DEVICE",
-               "KERNEL_DISPATCH", "MEMORY_COPY"]
-    db.executemany("INSERT INTO rocpd_string VALUES (?, ?, ?)", [(i + 1, guid, s) for i, s in enumerate(strings)])
-    sid = {s: i + 1 for i, s in enumerate(strings)}
-    db.execute("INSERT INTO rocpd_info_kernel_symbol VALUES (1, ?, 'k')", (guid,))
-    db.executemany("INSERT INTO rocpd_track VALUES (?, ?, ?)", [(1, guid, 9), (2, guid, 10), (3, guid, 0)])
-    stamps: list[tuple[int, str, int]] = []
-
-    def stamp(value: int) -> int:
-        stamps.append((len(stamps) + 1, guid, value))
-        return len(stamps)
-    events, regions, kernels, copies = [], [], [], []
-    for track, message, a, b in ((1, "outer", 1000, 9000), (1, "inner", 2000, 4000), (2, "other thread", 1000, 9000)):
-        events.append((len(events) + 1, guid, sid["MARKER_CORE_API"], len(events) + 1, json.dumps({"message": message})))
-        regions.append((len(regions) + 1, guid, track, sid["roctxRangePushA"], stamp(a), stamp(b), len(events)))
-    for track, correlation, a, b in ((1, 11, 2500, 2600), (1, 12, 5000, 5100), (2, 13, 5000, 5100), (1, 14, 9500, 9600)):
-        events.append((len(events) + 1, guid, sid["HIP_RUNTIME_API"], correlation, "{}"))
-        regions.append((len(regions) + 1, guid, track, sid["hipLaunchKernel"], stamp(a), stamp(b), len(events)))
-    for correlation, a, b in ((11, 3000, 3300), (12, 6000, 6700), (14, 9700, 9750)):
-        events.append((len(events) + 1, guid, sid["KERNEL_DISPATCH"], correlation, "{}"))
-        kernels.append((len(kernels) + 1, guid, 3, 1, stamp(a), stamp(b), len(events)))
-    events.append((len(events) + 1, guid, sid["MEMORY_COPY"], 13, "{}"))
-    copies.append((1, guid, 3, stamp(5200), stamp(5400), sid["MEMORY_COPY_HOST_TO_DEVICE"], len(events)))
-    db.executemany("INSERT INTO rocpd_timestamp VALUES (?, ?, ?)", stamps)
-    db.executemany("INSERT INTO rocpd_event VALUES (?, ?, ?, ?, ?)", events)
-    db.executemany("INSERT INTO rocpd_region VALUES (?, ?, ?, ?, ?, ?, ?)", regions)
-    db.executemany("INSERT INTO rocpd_kernel_dispatch VALUES (?, ?, ?, ?, ?, ?, ?)", kernels)
-    db.executemany("INSERT INTO rocpd_memory_copy VALUES (?, ?, ?, ?, ?, ?, ?)", copies)
-    db.commit()
-    db.close()
-    return path
+def _rocpd_with_markers(path: Path, schema: str = "3.0.0") -> Path:
+    """The same story as the CSV test, in a rocpd database as rocprofv3 writes it
+    (tests/rocpd_writer.py): ROCTx ranges as roctxThreadRangeA regions with their text in the
+    event's extdata, kernels and the copy linked to their calls by stack_id, and every external
+    correlation id 0 (without --kernel-rename): a link by correlation_id would give every range the
+    GPU time of every kernel."""
+    writer = RocpdWriter(path, schema=schema, pid=9)
+    for tid, message, a, b in ((9, "outer", 1000, 9000), (9, "inner", 2000, 4000), (10, "other thread", 1000, 9000)):
+        writer.marker(message, a, b, tid)
+    launches = {name: writer.api("hipLaunchKernel" if name != 13 else "hipMemcpyAsync", a, b, tid)
+                for name, tid, a, b in ((11, 9, 2500, 2600), (12, 9, 5000, 5100), (13, 10, 5000, 5100), (14, 9, 9500, 9600))}
+    for call, a, b in ((11, 3000, 3300), (12, 6000, 6700), (14, 9700, 9750)):
+        writer.dispatch("k", a, b, launches[call], tid=9)
+    writer.copy("MEMORY_COPY_HOST_TO_DEVICE", 5200, 5400, launches[13], tid=10)
+    return writer.close()
 
 
-def test_roctx_ranges_of_a_rocpd_database(tmp_path):
+@pytest.mark.parametrize("schema", SCHEMA_VERSIONS)
+def test_roctx_ranges_of_a_rocpd_database(tmp_path, schema):
     from profilectl.formats.rocpd import RocpdReader
-    path = _rocpd_with_markers(tmp_path / "9_results.db")
+    path = _rocpd_with_markers(tmp_path / "9_results.db", schema)
     tables = RocpdReader().read_file(path)
     rows = {row.name: row for row in tables.annotations}
     assert set(rows) == {"outer", "inner", "other thread"}

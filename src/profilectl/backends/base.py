@@ -33,12 +33,17 @@ NO_VENDOR_GPU = "no-vendor-gpu"  # the cause of "this backend's vendor has no GP
 
 @dataclass(frozen=True)
 class Step:
-    """One process to start. `timed` steps are the repetitions the timing backend measures."""
+    """One process to start. `timed` steps are the repetitions the timing backend measures.
+    `stop_signal`: what its process tree gets first whenever profilectl stops it early (--timeout,
+    profilectl's own SIGTERM or death; Ctrl-C always sends SIGINT), SIGKILL following after the
+    grace. The backend picks it: a tool that lets go of something only on one signal (AMD's attach
+    tools detach on SIGINT, and die attached on SIGTERM) names that signal."""
     argv: tuple[str, ...]
     label: str
     env: dict[str, str] = field(default_factory=dict)
     timed: bool = False
     warmup: bool = False
+    stop_signal: str = "SIGTERM"
 
 
 @dataclass(frozen=True)

@@ -3,12 +3,14 @@ attaching to a running process.
 
 Facts this module relies on (rocprofiler-sdk's rocprofv3.py, per release; profiling/tools/
 rocprofv3.yaml holds them with their sources): the application follows `--`; each counter pass
-re-runs the application (JSON input `metrics:` on 6.2, `jobs:` from 6.3, repeated --pmc from 7.3,
-where plain-text input is removed); the default output format changed from csv to rocpd in 7.0, so
+re-runs the application (JSON input `metrics:` on 6.2, `jobs:` from 6.3, repeated --pmc from
+rocprofiler-sdk 1.3.0, where plain-text input is removed; kernel replay collects them in one run where
+the tool's own --help lists it); the default output format changed from csv to rocpd in 7.0, so
 --output-format is always passed, and from 7.0 only rocpd is asked for: CSV and Perfetto files are
 made from it by AMD's `rocpd convert` where installed (tool_helpers/rocpd_convert.py). Options are
-only passed when the installed release has them; a release newer than the table is judged from
-its own --help (probe/rocprofv3_help.py).
+only passed when the installed rocprofv3 has them, placed by its rocprofiler-sdk version (its own
+--version, else the SDK its ROCm release ships); one newer than the table is judged from its own
+--help (probe/rocprofv3_help.py).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import functools
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -34,7 +37,7 @@ from profilectl.privilege import Need
 from profilectl.probe import attach as attach_probe
 from profilectl.probe.counters import release_verdict
 from profilectl.probe.machine import CommandResult, Machine
-from profilectl.probe.rocprofv3_help import HELP_TIMEOUT_S, HelpFacts, help_facts
+from profilectl.probe.rocprofv3_help import HELP_TIMEOUT_S, HelpFacts, help_facts, sdk_version
 from profilectl.probe.sources import version_tuple
 from profilectl.request import Request, ranks_text
 
@@ -57,11 +60,83 @@ def presets() -> dict[str, Any]:
 
 
 def rocm_release(facts: Facts) -> tuple[int, ...]:
+    """The ROCm release X.Y (for facts keyed by ROCm itself: architectures, aqlprofile)."""
     return version_tuple(facts.rocm.version)[:2] or OLDEST_SUPPORTED
 
 
+@dataclass(frozen=True)
+class ToolLevel:
+    """Where a rocprofv3 stands in profiling/tools/rocprofv3.yaml: its rocprofiler-sdk version (the
+    key of every fact; None: unknown, then its --help decides) and the ROCm release it came with
+    (separates releases that ship one SDK: 7.1 and 7.2 are both 1.1.0)."""
+    sdk: tuple[int, ...] | None
+    rocm: tuple[int, ...] | None
+    source: str = ""
+
+    def label(self) -> str:
+        sdk = ".".join(map(str, self.sdk)) if self.sdk else "unknown"
+        rocm = ".".join(map(str, self.rocm)) if self.rocm else "unknown"
+        return f"rocprofiler-sdk {sdk} (ROCm {rocm}; {self.source})"
+
+
+def releases() -> list[dict[str, Any]]:
+    return list(tool_facts()["releases"])
+
+
+def sdk_of_rocm(rocm: tuple[int, ...] | None) -> tuple[int, ...] | None:
+    """The SDK a ROCm release ships, from the table: a three-part entry (7.2.4) matches in full,
+    else major.minor; None where the table has no such release or no SDK for it."""
+    if not rocm:
+        return None
+    exact = [r for r in releases() if len(version_tuple(str(r["rocm"]))) == 3
+             and version_tuple(str(r["rocm"])) == tuple(rocm[:3]) + (0,) * (3 - len(rocm[:3]))]
+    minor = [r for r in releases() if len(version_tuple(str(r["rocm"]))) == 2 and version_tuple(str(r["rocm"])) == rocm[:2]]
+    found = exact or minor
+    return version_tuple(str(found[0]["sdk"])) if found and found[0].get("sdk") else None
+
+
+def level_of_rocm(rocm: tuple[int, ...] | None) -> ToolLevel:
+    return ToolLevel(sdk_of_rocm(rocm), tuple(rocm) if rocm else None, "the SDK its ROCm release ships")
+
+
+@functools.lru_cache(maxsize=None)
+def _version_of(tool_path: str) -> tuple[int, ...] | None:
+    return sdk_version(tool_path, run_quietly)
+
+
+def tool_level(facts: Facts) -> ToolLevel:
+    """The installed rocprofv3's level: its SDK version from its own `--version` (ROCm 7.0 and
+    later have one), else the SDK its ROCm release ships (the releases table)."""
+    rocm = version_tuple(facts.rocm.version) or None
+    tool = facts.tool("rocprofv3")
+    if tool is not None and (rocm is None or rocm[:2] >= (7, 0)):
+        sdk = _version_of(tool.path)
+        if sdk is not None:
+            return ToolLevel(sdk, rocm, "rocprofv3 --version")
+    return level_of_rocm(rocm)
+
+
+def point(value: str) -> ToolLevel:
+    """A `since`/`until` value of the table as a level: `sdk X.Y.Z`, or a ROCm release of the table
+    (its SDK, and the release itself)."""
+    text = str(value)
+    if text.startswith("sdk "):
+        return ToolLevel(version_tuple(text[4:]), None)
+    rocm = version_tuple(text)
+    return ToolLevel(sdk_of_rocm(rocm), rocm)
+
+
+def reaches(level: ToolLevel, at: ToolLevel) -> bool:
+    """Is `level` at or past `at`? By SDK version; where both are one SDK, by ROCm release."""
+    if level.sdk is None or at.sdk is None:  # outside the table: by ROCm release (help decides first)
+        return level.rocm is not None and at.rocm is not None and level.rocm >= at.rocm
+    if level.sdk != at.sdk:
+        return level.sdk > at.sdk
+    return at.rocm is None or level.rocm is None or level.rocm >= at.rocm
+
+
 def newest_known() -> tuple[int, ...]:
-    return version_tuple(str(tool_facts()["newest_known"]))
+    return version_tuple(str(tool_facts()["newest_known_sdk"]))
 
 
 def run_quietly(argv: list[str]) -> CommandResult:
@@ -73,41 +148,69 @@ def _help_of(tool_path: str) -> HelpFacts | None:
     return help_facts(tool_path, run_quietly)
 
 
+def beyond_table(level: ToolLevel) -> bool:
+    return level.sdk is None or level.sdk > newest_known()
+
+
 def help_of(facts: Facts) -> HelpFacts | None:
-    """The --help facts of a rocprofv3 newer than every release the table knows (None otherwise,
-    or when it prints no usable help: then the newest known release's facts are assumed)."""
+    """The --help facts of a rocprofv3 beyond the table (its SDK newer than every one the table
+    knows, or unknown); None otherwise, or when it prints no usable help (then the newest known
+    SDK's facts are assumed)."""
     tool = facts.tool("rocprofv3")
-    if tool is None or rocm_release(facts) <= newest_known():
+    if tool is None or not beyond_table(tool_level(facts)):
         return None
     return _help_of(tool.path)
 
 
+def effective_level(facts: Facts) -> ToolLevel:
+    """The level the table is read at: the tool's own, or the newest known for one beyond it."""
+    level = tool_level(facts)
+    return ToolLevel(newest_known(), level.rocm, level.source) if beyond_table(level) else level
+
+
 def supports(option: str, facts: Facts) -> bool:
-    """Does the installed rocprofv3 accept this option? The table for known releases; the tool's
-    own --help for a newer one."""
+    """Does the installed rocprofv3 accept this option? The table at its SDK version; its own
+    --help where it is beyond the table, and for options only its help can place (help_decides)."""
+    entry = (tool_facts().get("options") or {}).get(option) or {}
+    if entry.get("help_decides"):
+        tool = facts.tool("rocprofv3")
+        helped = _help_of(tool.path) if tool is not None else None
+        return helped is not None and helped.has(option)
     helped = help_of(facts)
     if helped is not None:
         return helped.has(option)
-    release = min(rocm_release(facts), newest_known())
-    return has("options", option, release)
+    return has("options", option, effective_level(facts))
 
 
 def supports_format(fmt: str, facts: Facts) -> bool:
     helped = help_of(facts)
     if helped is not None and "--output-format" in helped.choices:
         return fmt in helped.choices["--output-format"]
-    return has("output_formats", fmt, min(rocm_release(facts), newest_known()))
+    return has("output_formats", fmt, effective_level(facts))
 
 
 def counter_input_form(facts: Facts) -> dict[str, Any]:
-    """How this release takes counter passes (profiling/tools/rocprofv3.yaml counter_input)."""
+    """How this rocprofv3 takes counter passes (profiling/tools/rocprofv3.yaml counter_input)."""
     forms = tool_facts()["counter_input"]
     helped = help_of(facts)
-    if helped is not None:  # newer than the table: repeated --pmc if its help says so, else jobs JSON
+    if helped is not None:  # beyond the table: repeated --pmc if its help says so, else jobs JSON
         wanted = "pmc-flags" if helped.multi_pass_pmc else "jobs-json"
         return next(f for f in forms if f["form"] == wanted)
-    release = rocm_release(facts)
-    return next((f for f in forms if release >= version_tuple(str(f["since"]))), forms[-1])
+    level = effective_level(facts)
+    return next((f for f in forms if reaches(level, point(f["since"]))), forms[-1])
+
+
+def kernel_replay(facts: Facts) -> list[str]:
+    """The options that collect every counter pass in one run of the application (kernel replay),
+    where this rocprofv3's own --help lists them; [] otherwise. No released rocprofv3.py with them
+    was read (rocprofv3.yaml): they are never assumed from a version."""
+    if counter_input_form(facts)["form"] != "pmc-flags" or not supports("--kernel-replay-beta-enabled", facts):
+        return []  # replay takes its groups from repeated --pmc: an SDK without them has no replay
+    tool = facts.tool("rocprofv3")
+    helped = _help_of(tool.path) if tool is not None else None
+    mode = ["--replay-mode", "kernel"] if helped is not None and "kernel" in helped.choices.get("--replay-mode", ()) \
+        else []
+    return [*mode, "--kernel-replay-beta-enabled"]
 
 
 def counter_input_text(form: str, passes: tuple[tuple[str, ...], ...]) -> str | None:
@@ -133,18 +236,44 @@ def rocpd_converter(facts: Facts) -> tuple[tuple[str, ...], dict[str, str]] | No
     return ("python3", "-m", "rocpd"), {"PYTHONPATH": str(found[-1].parent.parent)}
 
 
-def has(kind: str, name: str, release: tuple[int, ...]) -> bool:
-    """Does this release of rocprofv3 have this option (output format, placeholder, command)?"""
+def tool_selects_ranks(facts: Facts, request: Request) -> bool:
+    """rocprofv3 selects the ranks itself (--profile-mpi-ranks) only where it has the option and the
+    job's size is known, so the list was checked against it (request.absent_ranks): the tool stops
+    every rank with a fatal error when the list names a rank beyond the world size (rocprofv3.py
+    should_rank_provide_output). Otherwise profilectl's rank gate runs the ranks that exist."""
+    return supports("--profile-mpi-ranks", facts) and request.launch.ranks is not None
+
+
+def has(kind: str, name: str, level: "ToolLevel | tuple[int, ...]") -> bool:
+    """Does a rocprofv3 at this level (or of this ROCm release) have this option (output format,
+    placeholder, command)? An entry only the tool's --help can place (help_decides) is never had
+    by version alone."""
+    if not isinstance(level, ToolLevel):
+        level = level_of_rocm(level)
     entry = (tool_facts().get(kind) or {}).get(name)
-    if entry is None:
+    if entry is None or (isinstance(entry, dict) and entry.get("help_decides")):
         return False
     since, until = (entry.get("since"), entry.get("until")) if isinstance(entry, dict) else (entry, None)
-    return release >= version_tuple(str(since)) and (until is None or release <= version_tuple(str(until)))
+    return reaches(level, point(str(since))) and (until is None or not reaches(level, point(str(until))) or
+                                                  _same(level, point(str(until))))
+
+
+def _same(level: ToolLevel, at: ToolLevel) -> bool:
+    """`level` is `at` itself (an `until` release still has the option)."""
+    if level.sdk != at.sdk:
+        return False
+    return at.rocm is None or level.rocm is None or level.rocm[:len(at.rocm)] == at.rocm
 
 
 def since(kind: str, name: str) -> str:
+    """When an entry arrived, as a user reads it: ROCm X (rocprofiler-sdk Y), or the SDK alone."""
     entry = (tool_facts().get(kind) or {}).get(name) or {}
-    return str(entry.get("since") if isinstance(entry, dict) else entry)
+    value = str(entry.get("since") if isinstance(entry, dict) else entry)
+    if value.startswith("sdk "):
+        shipped = [str(r["rocm"]) for r in releases() if r.get("sdk") and version_tuple(str(r["sdk"])) ==
+                   version_tuple(value[4:])]
+        return f"rocprofiler-sdk {value[4:]}" + (f" (ROCm {' and '.join(shipped)})" if shipped else "")
+    return f"ROCm {value}"
 
 
 def pc_sampling_method(facts: Facts) -> tuple[str | None, str]:
@@ -164,7 +293,7 @@ def pc_sampling_method(facts: Facts) -> tuple[str | None, str]:
     return usable[0], f"{usable[0]} PC sampling on {gpu.arch}"
 
 
-def output_formats(service: str, release: tuple[int, ...], preset: str | None = None,
+def output_formats(service: str, release: "ToolLevel | tuple[int, ...]", preset: str | None = None,
                    converter: bool = True) -> list[str]:
     """Always named (the default changed in 7.0). From 7.0 rocpd first: the database is read, and
     CSV and Perfetto files are made from it by `rocpd convert` (direct csv/pftrace output is
@@ -172,10 +301,11 @@ def output_formats(service: str, release: tuple[int, ...], preset: str | None = 
     pftrace, so the run still has its Perfetto file. Before 7.0: csv for the tables, pftrace."""
     if preset == "pc-sampling":
         return ["csv"]  # PC samples are written to csv/json only
-    if release >= version_tuple(str(tool_facts()["keep_rocpd_from"])) and has("output_formats", "rocpd", release):
+    level = release if isinstance(release, ToolLevel) else level_of_rocm(release)
+    if reaches(level, point(str(tool_facts()["keep_rocpd_from"]))) and has("output_formats", "rocpd", level):
         return ["rocpd"] if converter or service != "trace" else ["rocpd", "pftrace"]
     formats = ["csv"]
-    if service == "trace" and has("output_formats", "pftrace", release):
+    if service == "trace" and has("output_formats", "pftrace", level):
         formats.append("pftrace")
     return formats
 
@@ -214,9 +344,9 @@ class Rocprofv3(Backend):
                 return refusal
         if request.service == "trace" and request.preset == "pc-sampling":
             required = presets()["pc-sampling"]["requires"]
-            if facts.rocm.version and not has("options", required, release):
-                return Verdict(False, f"rocprofv3 of ROCm {facts.rocm.version} has no PC sampling (from ROCm "
-                               f"{since('options', required)})", f"use ROCm {since('options', required)} or later")
+            if facts.rocm.version and not has("options", required, effective_level(facts)):
+                return Verdict(False, f"rocprofv3 of ROCm {facts.rocm.version} has no PC sampling (from "
+                               f"{since('options', required)})", f"use {since('options', required)} or later")
             method, why = pc_sampling_method(facts)
             if method is None:
                 return Verdict(False, why, cause="no-pc-sampling")
@@ -254,7 +384,7 @@ class Rocprofv3(Backend):
 
     def plan_notes(self, request: Request, facts: Facts) -> list[str]:
         notes = super().plan_notes(request, facts)
-        release = rocm_release(facts)
+        release = effective_level(facts)
         if request.service == "counters" and not request.include_collectives:
             if has("options", "--kernel-exclude-regex", release):
                 notes.append(f"collective kernels ({COLLECTIVE_KERNELS}) are left out of counter collection "
@@ -268,8 +398,8 @@ class Rocprofv3(Backend):
         if request.service == "trace":
             _, dropped = self.preset_options(request, facts)
             if dropped:
-                notes.append(f"preset {request.preset}: {', '.join(dropped)} not in ROCm "
-                             f"{'.'.join(map(str, release))}; left out")
+                notes.append(f"preset {request.preset}: {', '.join(dropped)} not in "
+                             f"{tool_level(facts).label()}; left out")
         if request.attach is not None:
             attach = request.attach
             until = f"after {attach.duration_s:g} s" if attach.duration_s else "at Ctrl-C, --timeout or its end"
@@ -277,8 +407,11 @@ class Rocprofv3(Backend):
             notes.append(f"attached to running process {attach.pid} ({command}); detaches {until}")
         helped = help_of(facts)
         if helped is not None:
-            notes.append(f"ROCm {facts.rocm.version} is newer than the releases profilectl knows "
-                         f"({tool_facts()['newest_known']}): options chosen from {helped.source}")
+            notes.append(f"{tool_level(facts).label()} is newer than the rocprofiler-sdk releases profilectl knows "
+                         f"({tool_facts()['newest_known_sdk']}): options chosen from {helped.source}")
+        if request.service == "counters" and request.attach is None and kernel_replay(facts):
+            notes.append("kernel replay (this rocprofv3's --help lists it): a counter set of several passes is "
+                         "collected in one run of the application, each dispatch replayed once per pass")
         if request.service == "counters":
             form = counter_input_form(facts)
             notes.append(f"counter passes as {form['form']} ({form['sub_folder']}<n>/ folders)")
@@ -290,10 +423,13 @@ class Rocprofv3(Backend):
             else:
                 notes.append("CSV and Perfetto files are made from the rocpd database by rocpd convert "
                              "(raw/rocpd-convert/made-by.json says which tool made each file)")
-        if request.ranks and not supports("--profile-mpi-ranks", facts):
-            notes.append(f"--ranks {ranks_text(request.ranks)}: this rocprofv3 has no --profile-mpi-ranks (from ROCm "
-                         f"{since('options', '--profile-mpi-ranks')}); profilectl's rank gate starts it in those "
-                         "ranks only")
+        if request.ranks and not tool_selects_ranks(facts, request):
+            why = (f"this rocprofv3 has no --profile-mpi-ranks (from {since('options', '--profile-mpi-ranks')})"
+                   if not supports("--profile-mpi-ranks", facts) else
+                   f"{request.launch.launcher}'s command line does not say how many ranks the job starts, and "
+                   "--profile-mpi-ranks stops every rank when the list names a rank beyond them")
+            notes.append(f"--ranks {ranks_text(request.ranks)}: {why}; profilectl's rank gate starts rocprofv3 in "
+                         "the listed ranks that exist (a listed rank the job does not start is not profiled)")
         return notes
 
     def environment(self, job: Job) -> dict[str, str]:
@@ -306,7 +442,7 @@ class Rocprofv3(Backend):
 
     def steps(self, job: Job) -> tuple[Step, ...]:
         tool = self.require_tool(job.facts)
-        release = rocm_release(job.facts)
+        release = effective_level(job.facts)
         argv = [tool.path]
         request = job.request
         converter = rocpd_converter(job.facts)
@@ -324,7 +460,10 @@ class Rocprofv3(Backend):
             elif "csv" in formats:  # stats files come with csv (or json) output only
                 argv.append("--stats")
         else:
-            argv += self.counter_args(job) + ["--kernel-trace"]
+            counters = self.counter_args(job)
+            # a replayed dispatch runs once per pass: its kernel trace would count it that many times,
+            # while the dispatches written from the counter records are one per dispatch
+            argv += counters + ([] if "--kernel-replay-beta-enabled" in counters else ["--kernel-trace"])
         argv += self.bound(job)
         argv += ["--output-format", *formats, "-d", str(job.raw_dir), *self.output_name(job)]
         if request.attach is not None:
@@ -340,7 +479,8 @@ class Rocprofv3(Backend):
         return tuple(steps)
 
     def counter_args(self, job: Job) -> list[str]:
-        """The counter passes as this release takes them: repeated --pmc (7.3+) or -i input.json."""
+        """The counter passes as this rocprofv3 takes them: repeated --pmc (SDK 1.3.0+; with kernel replay,
+        where its --help lists it, all in one run) or -i input.json."""
         passes = job.counters.passes if job.counters else ()
         if job.request.attach is not None and len(passes) > int(tool_facts()["attach"]["counter_passes"]):
             name = job.counters.name if job.counters else ""
@@ -348,7 +488,8 @@ class Rocprofv3(Backend):
                               f"an attached session collects one counter pass and set {name} needs {len(passes)}: "
                               "pick fewer counters (one hardware block group)")
         if counter_input_form(job.facts)["form"] == "pmc-flags":
-            return [arg for counters in passes for arg in ("--pmc", *counters)]
+            replay = kernel_replay(job.facts) if len(passes) > 1 and job.request.attach is None else []
+            return [arg for counters in passes for arg in ("--pmc", *counters)] + replay
         return ["-i", str(job.raw_dir / INPUT_JSON)]
 
     def counter_inputs(self, job: Job) -> dict[str, str]:
@@ -357,7 +498,8 @@ class Rocprofv3(Backend):
 
     def attach_step(self, job: Job, argv: list[str]) -> Step:
         """rocprofv3 --attach PID under profilectl's attach session, which detaches it cleanly on
-        Ctrl-C, --timeout, the duration's end, the target's end and profilectl's own death."""
+        Ctrl-C, --timeout, `docker stop`, the duration's end, the target's end and profilectl's own
+        death: the step is stopped with SIGINT, the signal the attach tool detaches on."""
         attach = job.request.attach
         assert attach is not None
         argv += ["--attach", str(attach.pid)]
@@ -366,10 +508,13 @@ class Rocprofv3(Backend):
             if supports("--attach-duration-msec", job.facts):
                 argv += ["--attach-duration-msec", str(max(1, round(attach.duration_s * 1000)))]
             session += ["--duration", f"{attach.duration_s:g}"]
-        return Step(argv=tuple(session + ["--", *argv]), label=f"{self.name} --attach {attach.pid}")
+        # AMD's attach tool detaches on SIGINT (rocprofv3-attach.py's handler calls detach) and dies
+        # still attached on SIGTERM: every early stop of this step starts with SIGINT
+        return Step(argv=tuple(session + ["--", *argv]), label=f"{self.name} --attach {attach.pid}",
+                    stop_signal=str(tool_facts()["attach"]["stop_signal"]))
 
     def rank_selection(self, job: Job) -> list[str]:
-        """`--ranks` as --profile-mpi-ranks (7.2+); older releases get the rank gate (rank_gate)."""
+        """`--ranks` as --profile-mpi-ranks where tool_selects_ranks, else profilectl's rank gate."""
         request, launch = job.request, job.launch
         if not request.ranks:
             return []
@@ -377,10 +522,10 @@ class Rocprofv3(Backend):
             how = "runs one process" if not launch.multi_rank else "starts the ranks inside the profiler"
             raise unsupported(self.name, "--ranks", f"it needs a launcher that starts the profiler in each rank "
                               f"(mpirun, srun); {launch.launcher} {how}")
-        return ["--profile-mpi-ranks", ranks_text(request.ranks)] if supports("--profile-mpi-ranks", job.facts) else []
+        return ["--profile-mpi-ranks", ranks_text(request.ranks)] if tool_selects_ranks(job.facts, request) else []
 
     def rank_gate(self, job: Job, argv: list[str]) -> list[str]:
-        if not job.request.ranks or supports("--profile-mpi-ranks", job.facts):
+        if not job.request.ranks or tool_selects_ranks(job.facts, job.request):
             return argv
         return [sys.executable, "-I", "-S", str(HELPERS / "rank_gate.py"), "--ranks", ranks_text(job.request.ranks),
                 "--rank-env", ",".join(job.launch.rank_env), "--", *argv]
@@ -393,19 +538,18 @@ class Rocprofv3(Backend):
         if not launch.multi_rank:
             return []
         rank = "%rank%" if launch.placement == "inside" else f"%env{{{launch.rank_env[0]}}}%"
-        host = "%hostname%/" if has("placeholders", "%hostname%", rocm_release(job.facts)) else ""
+        host = "%hostname%/" if has("placeholders", "%hostname%", effective_level(job.facts)) else ""
         return ["-o", f"{host}rank{rank}-%pid%"]
 
     def bound(self, job: Job) -> list[str]:
         """The bounded-profiling request as this release's rocprofv3 options (or a refusal naming why)."""
         bounds, request = job.request.bounds, job.request
-        release = rocm_release(job.facts)
-        version = f"rocprofv3 of ROCm {'.'.join(map(str, release))}"
+        version = f"rocprofv3 of {tool_level(job.facts).label()}"
         argv: list[str] = []
 
         def need(option: str, asked: str) -> None:
             if not supports(option, job.facts):
-                raise unsupported(version, asked, f"it has no {option} (from ROCm {since('options', option)})")
+                raise unsupported(version, asked, f"it has no {option} (from {since('options', option)})")
         if bounds.kernel is not None:
             need("--kernel-include-regex", "--kernel")
             argv += ["--kernel-include-regex", bounds.kernel]
@@ -453,7 +597,7 @@ class Rocprofv3(Backend):
         """From 7.0 `rocprofv3-avail list --pmc` (what -L itself runs); else, or when it fails,
         `rocprofv3 -L` (--list-metrics before 6.4, --list-avail after; -L in every release)."""
         avail = facts.tool("rocprofv3-avail")
-        if avail and has("commands", "rocprofv3-avail", rocm_release(facts)):
+        if avail and has("commands", "rocprofv3-avail", effective_level(facts)):
             argv = [avail.path, "list", "--pmc"]
             listing = counter_listing.rocprofv3_avail(run(argv).output, "rocprofv3-avail list --pmc")
             if listing.names:

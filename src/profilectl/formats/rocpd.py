@@ -1,7 +1,12 @@
 """rocpd databases (rocprofv3 >= 7.0's default output: SQLite), aggregated inside SQLite.
 
-Both schema generations are read: intervals stored as start/end on each row, or as
-start_id/end_id into the shared rocpd_timestamp table.
+As rocprofv3 writes them (rocprofiler-sdk share/rocprofiler-sdk-rocpd/*.sql, schema 3.0.0 from
+ROCm 7.0 to 3.0.3 in 10.0.0; tests/fixtures/rocpd-schema): every `rocpd_<name>` is a VIEW over the
+session's `rocpd_<name>_<uuid>` table, so its rowid reads NULL and rows are cut by `id` (the
+table's INTEGER PRIMARY KEY, pushed down as a rowid range); intervals are start/end on each row;
+a kernel dispatch or memory copy is linked to the API call that launched it through
+rocpd_event.stack_id (the SDK's internal correlation id, which is also the call's region id), never
+through rocpd_event.correlation_id (the external id: 0 unless --kernel-rename or a tool set one).
 
 Speed (bench/ingest.py; docs/validation.md): a GROUP BY over 10 M dispatches is one SQLite sort on
 one core (about a quarter of it scanning, the rest sorting). The dispatch table is cut into rowid
@@ -62,21 +67,23 @@ def _state(path: Path) -> tuple[tuple[int, int], ...]:
     return tuple(out)
 
 
-def _grouped(path: Path, table: str, alias: str, keys: str) -> list[tuple[Any, ...]]:
+def _grouped(path: Path, table: str, alias: str, keys: str, join: str = "") -> list[tuple[Any, ...]]:
     """(keys..., count, sum, sum of squares, min, max) of a table's intervals, grouped by `keys`:
-    the table cut into rowid ranges grouped concurrently, one connection each, sums added up."""
+    the table cut into ranges of its row key grouped concurrently, one connection each, sums added
+    up. `join` adds tables the keys name."""
     db = _connect(path)
     try:
         source, duration = _interval(db, table, alias)
-        low, high = db.execute(f"SELECT min(rowid), max(rowid) FROM `{table}`").fetchone()
+        row_key = _row_key(db, table)
+        low, high = db.execute(f"SELECT min({row_key}), max({row_key}) FROM `{table}`").fetchone() if row_key else (0, 0)
     finally:
         db.close()
     if low is None:
         return []
-    parts = max(1, min(os.cpu_count() or 1, 8)) if high - low >= PARALLEL_MIN_ROWS else 1
+    parts = max(1, min(os.cpu_count() or 1, 8)) if row_key and high - low >= PARALLEL_MIN_ROWS else 1
     step = (high - low) // parts + 1
-    query = (f"SELECT {keys}, {_aggregates(duration)} FROM {source} "
-             f"WHERE {alias}.rowid BETWEEN ? AND ? GROUP BY {keys}")
+    where = f"WHERE {alias}.{row_key} BETWEEN ? AND ? " if row_key else "WHERE ? <= ? "
+    query = f"SELECT {keys}, {_aggregates(duration)} FROM {source}{join} {where}GROUP BY {keys}"
 
     def part(first: int) -> list[tuple[Any, ...]]:
         connection = _connect(path)
@@ -118,18 +125,32 @@ def _columns(db: sqlite3.Connection, table: str) -> set[str]:
     return {row[1] for row in db.execute(f"PRAGMA table_info(`{table}`)")}
 
 
-def _interval(db: sqlite3.Connection, table: str, alias: str) -> tuple[str, str]:
-    """(FROM clause, duration expression) for a rocpd table with an interval.
+def _row_key(db: sqlite3.Connection, table: str) -> str | None:
+    """The column that cuts a table into ranges: rowid for a table; for a view (rocprofv3's
+    `rocpd_<name>` over `rocpd_<name>_<uuid>`, whose rowid reads NULL) its `id`, the table's INTEGER
+    PRIMARY KEY, which SQLite pushes down as a rowid range; None: read it whole."""
+    kind = db.execute("SELECT type FROM sqlite_master WHERE name = ?", (table,)).fetchone()
+    if kind is not None and kind[0] == "table":
+        return "rowid"
+    return "id" if "id" in _columns(db, table) else None
 
-    Earlier rocpd schemas store `start`/`end` on the row; later ones store `start_id`/`end_id` into
-    a shared rocpd_timestamp table. Both are read."""
-    columns = _columns(db, table)
-    if {"start", "end"} <= columns:
+
+def _interval(db: sqlite3.Connection, table: str, alias: str) -> tuple[str, str]:
+    """(FROM clause, duration expression) for a rocpd table with an interval: start/end on the row,
+    in every schema rocprofv3 writes."""
+    if {"start", "end"} <= _columns(db, table):
         return f"`{table}` {alias}", f"({alias}.\"end\" - {alias}.start)"
-    if {"start_id", "end_id"} <= columns:
-        return (f"`{table}` {alias} JOIN rocpd_timestamp TS ON TS.id = {alias}.start_id "
-                f"JOIN rocpd_timestamp TE ON TE.id = {alias}.end_id"), "(TE.value - TS.value)"
-    raise FormatError(f"{table} has neither start/end nor start_id/end_id columns")
+    raise FormatError(f"{table} has no start/end columns")
+
+
+def _launch_link(db: sqlite3.Connection, table: str, alias: str) -> tuple[str, str]:
+    """(JOIN clause, expression) of the id that links a row to its launching API call: its event's
+    stack_id (rocprofiler-sdk's internal correlation id; generateRocpd.cpp writes it on the event of
+    every API call, dispatch and copy). ("", "-1") where the schema has no events."""
+    if "event_id" not in _columns(db, table) or "stack_id" not in _columns(db, "rocpd_event"):
+        return "", "-1"
+    return (f" LEFT JOIN rocpd_event EV ON EV.id = {alias}.event_id AND EV.guid = {alias}.guid",
+            "coalesce(EV.stack_id, -1)")
 
 
 def _aggregates(duration: str) -> str:
@@ -170,20 +191,24 @@ def rocpd_kernels(path: Path) -> dict[str, KernelStats]:
     return stats
 
 
-def _named_intervals(path: Path, table: str) -> dict[str, KernelStats]:
+def _named_intervals(path: Path, table: str, leave_out: str | None = None) -> dict[str, KernelStats]:
     """Statistics per name (rocpd_string) of an interval table: API regions, memory copies. Grouped
-    by string id (and guid), then named from rocpd_string; equal strings of several guids merge."""
+    by string id (and guid), then named from rocpd_string; equal strings of several guids merge.
+    `leave_out`: a category prefix (of the row's event) whose rows are not counted."""
     db = _connect(path)
     try:
         if not _columns(db, table):
             return {}
         names = {(guid, sid): text for sid, guid, text in db.execute("SELECT id, guid, string FROM rocpd_string")}
+        join, keys = "", "R.guid, R.name_id"
+        if leave_out and "event_id" in _columns(db, table) and "category_id" in _columns(db, "rocpd_event"):
+            join, keys = " LEFT JOIN rocpd_event EV ON EV.id = R.event_id AND EV.guid = R.guid", keys + ", EV.category_id"
     except (sqlite3.DatabaseError, FormatError):
         return {}  # optional tables: a database without them simply has no such section
     finally:
         db.close()
     try:
-        rows = _grouped(path, table, "R", "R.guid, R.name_id")
+        rows = _grouped(path, table, "R", keys, join)
     except sqlite3.OperationalError as exc:
         if "locked" in str(exc):
             raise _unreadable(path, exc) from None
@@ -191,11 +216,14 @@ def _named_intervals(path: Path, table: str) -> dict[str, KernelStats]:
     except (sqlite3.DatabaseError, FormatError):
         return {}
     sums: dict[str, list[Any]] = {}
-    for guid, name_id, n, total, total_sq, lo, hi in rows:
+    for guid, name_id, *rest in rows:
+        category = rest.pop(0) if join else None
         name = names.get((guid, name_id))
         if name is None:
             continue  # as the join did: a region without its string is left out
-        _add_sums(sums, name, (n, total, total_sq, lo, hi))
+        if leave_out and category is not None and names.get((guid, category), "").startswith(leave_out):
+            continue
+        _add_sums(sums, name, tuple(rest))
     return {name: KernelStats.from_sums(*values) for name, values in sums.items()}
 
 
@@ -204,8 +232,10 @@ def rocpd_memory_copies(path: Path) -> dict[str, KernelStats]:
 
 
 def rocpd_regions(path: Path) -> dict[str, KernelStats]:
-    """Host API calls (HIP, HSA, markers) recorded as regions."""
-    return _named_intervals(path, "rocpd_region")
+    """Host API calls (HIP, HSA, RCCL ...) recorded as regions. ROCTx ranges (category
+    MARKER_CORE_RANGE_API) are regions too, but they are the user's annotations (formats/roctx.py),
+    not API calls: they are left out here, as the CSV reader's API table leaves out marker traces."""
+    return _named_intervals(path, "rocpd_region", leave_out="MARKER")
 
 
 def rocpd_counters(path: Path) -> tuple[CounterValue, ...]:
@@ -357,20 +387,19 @@ def _fits_int32(values: "NDArray[np.int64]") -> bool:
 
 def _kernel_columns(path: Path, db: sqlite3.Connection, symbols: dict[tuple[Any, int], str], extra: int = 0
                     ) -> tuple["TraceColumns", bool, _KernelColumns]:
-    """Every dispatch as numpy columns: start, end, name index, stream index, correlation; and whether
-    the correlation ids are real (the schema links dispatches to events). One scan per guid."""
+    """Every dispatch as numpy columns: start, end, name index, stream index, launch link (the
+    event's stack_id); and whether the schema links dispatches to events. One scan per guid."""
     import numpy as np
     columns = _columns(db, "rocpd_kernel_dispatch")
     source, _ = _interval(db, "rocpd_kernel_dispatch", "K")
-    start, end = ("TS.value", "TE.value") if "rocpd_timestamp" in source else ("K.start", 'K."end"')
+    start, end = "K.start", 'K."end"'
     agent = "K.agent_id" if "agent_id" in columns else "0"
     queue = "K.queue_id" if "queue_id" in columns else "0"
-    linked = "event_id" in columns and "correlation_id" in _columns(db, "rocpd_event")
-    correlation = "-1"
-    if linked:
-        source += " LEFT JOIN rocpd_event EV ON EV.id = K.event_id AND EV.guid = K.guid"
-        correlation = "coalesce(EV.correlation_id, -1)"
-    low, high = db.execute("SELECT min(rowid), max(rowid) FROM rocpd_kernel_dispatch").fetchone()
+    join, correlation = _launch_link(db, "rocpd_kernel_dispatch", "K")
+    linked = bool(join)
+    source += join
+    key = _row_key(db, "rocpd_kernel_dispatch")
+    low, high = db.execute(f"SELECT min({key}), max({key}) FROM rocpd_kernel_dispatch").fetchone() if key else (None, None)
     out = _KernelColumns(0 if low is None else high - low + 1, extra, linked)
     guids: list[str | None] = [*sorted({guid for guid, _ in symbols})] or [None]
     names: dict[str, int] = {}
@@ -434,20 +463,22 @@ def _name_ids(out: _KernelColumns, first: int, guid: Any, symbols: dict[tuple[An
 
 def _interval_rows(db: sqlite3.Connection, table: str, alias: str, fields: tuple[str, ...],
                    stream: tuple[str, ...]) -> list[Any]:
-    """(start, end, *fields, stream key, correlation id) of every row of a small interval table
-    (copies, regions); the correlation comes from the row's rocpd_event where the schema has one."""
+    """(start, end, *fields, stream key, launch link, ROCTx message) of every row of a small interval
+    table (copies, regions): the link is the row's event's stack_id, the message its event's
+    extdata `$.message` (where rocprofv3 keeps a ROCTx range's text; the region's own name is the
+    operation, roctxThreadRangeA)."""
     columns = _columns(db, table)
     if not columns:
         return []  # an optional table this database does not have
     source, _ = _interval(db, table, alias)
-    start, end = ("TS.value", "TE.value") if "rocpd_timestamp" in source else (f"{alias}.start", f'{alias}."end"')
     keys = " || ':' || ".join(f"{alias}.{c}" for c in stream if c in columns) or "''"
-    correlation = "-1"
-    if "event_id" in columns and "correlation_id" in _columns(db, "rocpd_event"):
-        source += f" LEFT JOIN rocpd_event EV ON EV.id = {alias}.event_id AND EV.guid = {alias}.guid"
-        correlation = "coalesce(EV.correlation_id, -1)"
+    join, link = _launch_link(db, table, alias)
+    message = "NULL"
+    if join and "extdata" in _columns(db, "rocpd_event"):
+        message = "CASE WHEN json_valid(EV.extdata) THEN json_extract(EV.extdata, '$.message') END"
     selected = ", ".join(f"{alias}.{f}" for f in fields)
-    return db.execute(f"SELECT {start}, {end}, {selected}, {keys}, {correlation} FROM {source}").fetchall()
+    return db.execute(f'SELECT {alias}.start, {alias}."end", {selected}, {keys}, {link}, {message} '
+                      f"FROM {source}{join}").fetchall()
 
 
 def rocpd_read(path: Path, rank: str, host: str | None) -> tuple[dict[str, KernelStats], "RankTimeline | None"]:
@@ -484,12 +515,12 @@ def rocpd_read(path: Path, rank: str, host: str | None) -> tuple[dict[str, Kerne
     name_index = {n: i for i, n in enumerate(names)}
     streams = list(kernels.streams)
     stream_index = {n: i for i, n in enumerate(streams)}
-    copy_name = [name_index.setdefault(strings.get((g, n), "memory copy"), len(name_index)) for _, _, g, n, _, _ in copies]
-    copy_stream = [stream_index.setdefault(f"copy {key}", len(stream_index)) for _, _, _, _, key, _ in copies]
+    copy_name = [name_index.setdefault(strings.get((g, n), "memory copy"), len(name_index)) for _, _, g, n, *_ in copies]
+    copy_stream = [stream_index.setdefault(f"copy {key}", len(stream_index)) for _, _, _, _, key, *_ in copies]
     names, streams = list(name_index), list(stream_index)
-    api = [(a, b, c) for a, b, _, _, _, c in regions if c >= 0]
-    markers = [Marker(text, a, b, False) for a, b, g, n, _, _ in regions
-               if b > a and STEP_NAME.match(text := strings.get((g, n), ""))]
+    api = [(a, b, c) for a, b, _, _, _, c, _ in regions if c >= 0]
+    markers = [Marker(text, a, b, False) for a, b, g, n, _, _, message in regions
+               if b > a and STEP_NAME.match(text := message or strings.get((g, n), ""))]
     count, total = len(kernels.start), len(kernels.start) + len(copies)
     # the copies go into the room left after the dispatches: no column is copied to append them
     filled.start[count:total] = [c[0] for c in copies]

@@ -10,7 +10,8 @@ end: an instant, not a range, and left out of the table.
 
 Per rank and name: calls, total, self (total less the ranges nested directly inside it on its
 thread) and the GPU time of the kernels and copies whose launch call (HIP API trace, linked by
-Correlation_Id) began inside the range on its thread; None where the run traced no HIP API call.
+Correlation_Id in the CSV files, by rocpd_event.stack_id in a rocpd database) began inside the range
+on its thread; None where the run traced no HIP API call.
 """
 
 from __future__ import annotations
@@ -141,53 +142,48 @@ def rank_annotations(rank: str, files: dict[str, list[Path]]) -> tuple[Annotatio
 
 
 # ---------------------------------------------------------------- rocpd databases
-# rocprofiler-sdk's rocpd schema (source/share/rocprofiler-sdk-rocpd/rocpd_tables.sql, marker_views.sql):
-# a ROCTx range is a rocpd_region whose rocpd_event's category string names a MARKER domain, its
-# message in the event's extdata ($.message); its thread is the region's track (rocpd_track.tid).
-# HIP API calls are regions of a HIP category with the event's correlation_id, which the kernel
-# dispatch's and the memory copy's events share.
+# As rocprofv3 writes them (rocprofiler-sdk generateRocpd.cpp; tests/rocpd_writer.py): a ROCTx range
+# is a rocpd_region whose event's category is MARKER_CORE_RANGE_API, named after the operation
+# (roctxThreadRangeA for push/pop, roctxProcessRangeA for start/stop), its text in the event's
+# extdata `$.message`; rocpd_region.tid is the OS thread. A HIP API call is a region of a HIP
+# category; its kernels and copies carry its internal correlation id as their event's stack_id,
+# which is also the call's own event's stack_id. (rocpd_event.correlation_id is the external id:
+# 0 for every row unless --kernel-rename or a tool set one, so it links nothing.)
+PROCESS_RANGE = "roctxProcessRangeA"  # a start/stop range: it belongs to the process, not a thread
 
 
 def rocpd_annotations(path: Path, rank: str) -> tuple[AnnotationRow, ...]:
-    """One rank's ROCTx ranges from a rocpd database; () where it holds none (or an older schema
-    without event categories)."""
+    """One rank's ROCTx ranges from a rocpd database; () where it holds none."""
     import sqlite3
     from profilectl.formats import rocpd
     db = rocpd._connect(path)
     try:
         columns, events = rocpd._columns(db, "rocpd_region"), rocpd._columns(db, "rocpd_event")
-        if "event_id" not in columns or not {"category_id", "correlation_id"} <= events:
+        if not {"event_id", "tid"} <= columns or not {"category_id", "stack_id", "extdata"} <= events:
             return ()
-        source, _ = rocpd._interval(db, "rocpd_region", "R")
-        start, end = ("TS.value", "TE.value") if "rocpd_timestamp" in source else ("R.start", 'R."end"')
-        thread = "R.tid" if "tid" in columns else "0"
-        if thread == "0" and "track_id" in columns and "tid" in rocpd._columns(db, "rocpd_track"):
-            source += " LEFT JOIN rocpd_track TR ON TR.id = R.track_id AND TR.guid = R.guid"
-            thread = "coalesce(TR.tid, 0)"
-        message = "json_extract(EV.extdata, '$.message')" if "extdata" in events else "NAME.string"
         rows = db.execute(
-            f"SELECT {start}, {end}, {thread}, CAT.string, coalesce({message}, NAME.string), "
-            f"coalesce(EV.correlation_id, -1) FROM {source} "
+            "SELECT R.start, R.\"end\", R.tid, CAT.string, NAME.string, "
+            "CASE WHEN json_valid(EV.extdata) THEN json_extract(EV.extdata, '$.message') END, "
+            "coalesce(EV.stack_id, -1) FROM rocpd_region R "
             "JOIN rocpd_event EV ON EV.id = R.event_id AND EV.guid = R.guid "
             "JOIN rocpd_string CAT ON CAT.id = EV.category_id AND CAT.guid = EV.guid "
             "LEFT JOIN rocpd_string NAME ON NAME.id = R.name_id AND NAME.guid = R.guid "
-            "WHERE CAT.string LIKE '%MARKER%' OR CAT.string LIKE 'HIP%'").fetchall()
-        ranges = [Range(str(text), int(tid), int(a), int(b)) for a, b, tid, category, text, _ in rows
-                  if "MARKER" in category and b > a]
+            "WHERE CAT.string LIKE 'MARKER%' OR CAT.string LIKE 'HIP%'").fetchall()
+        ranges = [Range(str(message or name), PROCESS_THREAD if name == PROCESS_RANGE else int(tid), int(a), int(b))
+                  for a, b, tid, category, name, message, _ in rows if category.startswith("MARKER") and b > a]
         if not ranges:
             return ()
-        api = [(int(tid), int(a), int(c)) for a, _b, tid, category, _, c in rows
-               if category.startswith("HIP") and c >= 0]
+        api = [(int(tid), int(a), int(link)) for a, _b, tid, category, _, _, link in rows
+               if category.startswith("HIP") and link >= 0]
         gpu_ns: dict[int, int] = {}
-        for table in ("rocpd_kernel_dispatch", "rocpd_memory_copy"):
+        for table, alias in (("rocpd_kernel_dispatch", "K"), ("rocpd_memory_copy", "M")):
             if "event_id" not in rocpd._columns(db, table):
                 continue
-            activity, duration = rocpd._interval(db, table, "K" if table.endswith("dispatch") else "M")
-            alias = "K" if table.endswith("dispatch") else "M"
-            for c, d in db.execute(f"SELECT EV.correlation_id, {duration} FROM {activity} JOIN rocpd_event EV "
-                                   f"ON EV.id = {alias}.event_id AND EV.guid = {alias}.guid "
-                                   "WHERE EV.correlation_id IS NOT NULL"):
-                gpu_ns[int(c)] = gpu_ns.get(int(c), 0) + int(d)
+            activity, duration = rocpd._interval(db, table, alias)
+            for link, d in db.execute(f"SELECT EV.stack_id, {duration} FROM {activity} JOIN rocpd_event EV "
+                                      f"ON EV.id = {alias}.event_id AND EV.guid = {alias}.guid "
+                                      "WHERE EV.stack_id IS NOT NULL"):
+                gpu_ns[int(link)] = gpu_ns.get(int(link), 0) + int(d)
     except sqlite3.DatabaseError:
         return ()  # the tables stand without the annotations; rocpd's own reader reports a broken file
     finally:

@@ -2,7 +2,8 @@
 
 Read from the machine, never guessed: Yama's /proc/sys/kernel/yama/ptrace_scope, this process's
 CapEff (CAP_SYS_PTRACE) and uid (Facts.host), and for a given target /proc/PID/status (its uid),
-/proc/PID/environ (ROCP_TOOL_ATTACH=1) and /proc/PID/cmdline (recorded in the manifest).
+/proc/PID/environ (ROCP_TOOL_ATTACH on, as the ROCm runtime reads it: attach_enabled) and
+/proc/PID/cmdline (recorded in the manifest).
 The rules (Linux Documentation/admin-guide/LSM/Yama.rst and ptrace(2) "Ptrace access mode
 checking"): scope 0, the same uid or CAP_SYS_PTRACE; scope 1, only a descendant of the tracer
 unless CAP_SYS_PTRACE (rocprofv3 is never the target's parent); scope 2, CAP_SYS_PTRACE only;
@@ -34,6 +35,19 @@ class Target:
     uid: int | None = None
     cmdline: tuple[str, ...] = ()
     environ: dict[str, str] | None = None  # None: unreadable (another user's process without CAP_SYS_PTRACE)
+
+
+def attach_enabled(value: str | None) -> bool:
+    """Does the ROCm runtime inside the target accept an attaching profiler with this
+    ROCP_TOOL_ATTACH value? rocprofiler-register reads it as a boolean (profiling/tools/
+    rocprofv3.yaml `attach`): digits are a number, on when non-zero (1, 2); other text, lower-cased,
+    is off only when it is one of the runtime's off words; empty is an error there; unset is off."""
+    if value is None or value == "":
+        return False
+    if value.isdigit():
+        return int(value) != 0
+    from profilectl import data  # the runtime's words, as data
+    return value.lower() not in data.load_mapping("tools/rocprofv3.yaml")["attach"]["target_env_off"]
 
 
 def ptrace_scope(machine: Machine) -> int | None:
@@ -91,20 +105,23 @@ def target_verdict(target: Target) -> Verdict:
     if target.environ is None:
         return Verdict(False, f"cannot read /proc/{target.pid}/environ to check {TARGET_ENV}",
                        f"run profilectl as the target's user, or {GRANT_FIX}", cause="target-unreadable")
-    if target.environ.get(TARGET_ENV) != "1":
+    value = target.environ.get(TARGET_ENV)
+    if not attach_enabled(value):
         command = " ".join(target.cmdline[:3]) or f"process {target.pid}"
-        return Verdict(False, f"process {target.pid} ({command}) was not started with {TARGET_ENV}=1, so the "
-                       "ROCm runtime inside it does not accept a profiler",
+        how = f"was not started with {TARGET_ENV}=1" if value is None else \
+            f"was started with {TARGET_ENV}={value!r}, which the ROCm runtime reads as off"
+        return Verdict(False, f"process {target.pid} ({command}) {how}, so the ROCm runtime inside it does not "
+                       "accept a profiler",
                        f"restart it with `{TARGET_ENV}=1 {command}` (the variable must be set before it starts)",
                        cause="target-without-attach-env")
-    return Verdict(True, f"process {target.pid} started with {TARGET_ENV}=1")
+    return Verdict(True, f"process {target.pid} started with {TARGET_ENV}={value}")
 
 
 def snapshot(machine: Machine, pid: int, duration_s: float | None) -> "Attach":
     """The `--attach PID` request with the target as /proc shows it now."""
     from profilectl.request import Attach
     target = read_target(machine, pid)
-    env = None if target.environ is None else target.environ.get(TARGET_ENV) == "1"
+    env = None if target.environ is None else attach_enabled(target.environ.get(TARGET_ENV))
     return Attach(pid=pid, duration_s=duration_s, exists=target.exists, uid=target.uid, cmdline=target.cmdline,
                   attach_env=env, ptrace_scope=ptrace_scope(machine))
 

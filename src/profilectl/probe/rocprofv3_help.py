@@ -1,4 +1,6 @@
-"""What a rocprofv3 newer than profiling/tools/rocprofv3.yaml knows accepts, from its own --help.
+"""What a rocprofv3 is and accepts, from its own --version (its rocprofiler-sdk version, 7.0+) and
+--help (for a release newer than profiling/tools/rocprofv3.yaml knows, and for the options the
+table cannot place by version).
 
 rocprofv3's command line is argparse (every release read, 6.2 to 2026 develop), so `--help` lists
 each option as argparse prints it: `  -i INPUT, --input INPUT`, `  --kernel-trace [BOOL]`,
@@ -90,23 +92,45 @@ def cache_key(tool_path: str) -> str | None:
     return hashlib.sha256(f"{os.path.realpath(tool_path)}\0{st.st_mtime_ns}\0{st.st_size}".encode()).hexdigest()[:24]
 
 
+def _cached_output(tool_path: str, flag: str, run: Callable[[list[str]], CommandResult]) -> str | None:
+    """What `TOOL FLAG` prints, kept per tool path and modification time (a later run does not start
+    the tool again); None when it prints nothing."""
+    key = cache_key(tool_path)
+    name = flag.strip("-") or "output"
+    cached = cache_dir() / f"rocprofv3-{name}" / f"{key}.txt" if key else None
+    if cached is not None:
+        try:
+            return cached.read_text(encoding="utf-8")
+        except OSError:
+            pass
+    result = run([tool_path, flag])
+    text = result.stdout if result.stdout.strip() else result.output
+    if not text.strip():
+        return None
+    if cached is not None:  # a cache that cannot be written only costs a tool start next time
+        keep(cached, text)
+    return text
+
+
 def help_facts(tool_path: str, run: Callable[[list[str]], CommandResult]) -> HelpFacts | None:
     """The tool's --help, parsed; read from the cache when this tool (path, mtime) was seen before.
     None when the tool prints no usable help (then nothing beyond the known table is assumed)."""
-    key = cache_key(tool_path)
-    cached = cache_dir() / "rocprofv3-help" / f"{key}.txt" if key else None
-    text = None
-    if cached is not None:
-        try:
-            text = cached.read_text(encoding="utf-8")
-        except OSError:
-            text = None
-    if text is None:
-        result = run([tool_path, "--help"])
-        text = result.stdout if result.stdout.strip() else result.output
-        if not text.strip() or "--" not in text:
-            return None
-        if cached is not None:  # a cache that cannot be written only costs a tool start next time
-            keep(cached, text)
+    text = _cached_output(tool_path, "--help", run)
+    if text is None or "--" not in text:
+        return None
     facts = parse_help(text, f"{tool_path} --help")
     return facts if facts.options else None
+
+
+def parse_version(text: str) -> tuple[int, ...] | None:
+    """The rocprofiler-sdk version `rocprofv3 --version` prints (7.0+: `key: value` lines from its
+    CONST_VERSION_INFO, `version` being the SDK's VERSION file, e.g. `    version: 1.0.0`)."""
+    match = re.search(r"^\s*version\s*:\s*(\d+(?:\.\d+)+)", text, re.MULTILINE)
+    return tuple(int(p) for p in match.group(1).split(".")[:3]) if match else None
+
+
+def sdk_version(tool_path: str, run: Callable[[list[str]], CommandResult]) -> tuple[int, ...] | None:
+    """The rocprofiler-sdk version of this rocprofv3 from its own --version (None: it has none,
+    as before ROCm 7.0, or prints no version line)."""
+    text = _cached_output(tool_path, "--version", run)
+    return parse_version(text) if text else None
