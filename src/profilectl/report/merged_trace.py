@@ -645,18 +645,25 @@ class _Counting:
         self.fh.write(data)
 
 
+def check_max_mb(max_mb: float) -> None:
+    """--max-mb: a finite number of MB above 0 (NaN, infinity and negatives are usage errors)."""
+    if not (isinstance(max_mb, (int, float)) and 0 < max_mb < math.inf):
+        raise UsageError(f"--max-mb must be a number of MB more than 0, got {max_mb:g}")
+    if int(max_mb * 1_000_000) < 1:
+        raise UsageError(f"--max-mb {max_mb:g} is less than one byte")
+
+
 def merge(path: Path, output: Path, steps: tuple[int, int] | None = None, max_mb: float = DEFAULT_MAX_MB,
           progress: Callable[[str], None] | None = None, workers: int | None = None) -> MergedTrace:
     """PATH's ranks as one trace at `output` (gzip when it ends in .gz); see the module's docstring.
     `workers`: processes reading ranks side by side (default: one per core for large jobs)."""
     say = progress or (lambda _: None)
+    check_max_mb(max_mb)
     ranks, left = find_ranks(path)
     if not ranks:
         why = "; ".join(f"rank {x.rank}: {x.reason}" for x in left[:3])
         raise FormatError(f"{path}: no rank's torch.profiler trace or rocprofv3 output found"
                           + (f" ({why})" if why else ""))
-    if max_mb <= 0:
-        raise UsageError(f"--max-mb must be more than 0, got {max_mb:g}")
     if output.exists() and any(_same(output, f) for r in ranks for f in r.files + r.timeline_files):
         raise UsageError(f"refusing to write {output}: it is a rank's own file that the merge reads")
     workers = _workers(ranks) if workers is None else max(1, workers)
@@ -763,29 +770,47 @@ def _spans(numbers: Sequence[int]) -> str:
     return spans(list(numbers))
 
 
+class OutputError(Exception):
+    """Writing the merged trace failed (a full disk, a folder that cannot be written): `cause` says
+    how; nothing was left behind."""
+
+    def __init__(self, cause: OSError):
+        super().__init__(str(cause))
+        self.cause = cause
+
+
 def _write(scans: Sequence[RankScan], output: Path, offsets: dict[str, HostOffset], origin: int | None, cut: Cut,
            steps: tuple[int, int] | None, left: list[LeftOut], straggler: Straggler | None, clock_host: str,
            cap: int, histogram: Any, workers: int) -> MergedTrace:
-    import os
-    partial = output.with_name(f".{output.name}.partial-{os.getpid()}")  # renamed over output once complete
+    """The merged trace as `output`, whole or not at all (files.write_into: a temporary with an
+    unpredictable name in the output's folder, renamed over it once complete; removed on a failure)."""
+    from profilectl.files import write_into
+    done: list[tuple[MergedTrace, int, int]] = []
+
+    def write(fh: Any) -> None:
+        result, json_bytes = _write_to(fh, output.name.endswith(".gz"), scans, output, offsets, origin, cut, steps,
+                                       left, straggler, clock_host, cap, histogram, workers)
+        fh.flush()
+        done.append((result, json_bytes, fh.tell()))
     try:
-        result, json_bytes = _write_to(partial, output.name.endswith(".gz"), scans, output, offsets, origin, cut,
-                                       steps, left, straggler, clock_host, cap, histogram, workers)
-        os.replace(partial, output)
-    finally:
-        if partial.exists():
-            partial.unlink()
-    return _with_sizes(result, json_bytes, output.stat().st_size)
+        write_into(output, write)
+    except OSError as exc:
+        raise OutputError(exc) from None
+    result, json_bytes, file_bytes = done[0]
+    return _with_sizes(result, json_bytes, file_bytes)
 
 
-def _write_to(target: Path, gz: bool, scans: Sequence[RankScan], output: Path, offsets: dict[str, HostOffset],
+def _write_to(target: Any, gz: bool, scans: Sequence[RankScan], output: Path, offsets: dict[str, HostOffset],
               origin: int | None, cut: Cut, steps: tuple[int, int] | None, left: list[LeftOut],
               straggler: Straggler | None, clock_host: str, cap: int, histogram: Any,
               workers: int) -> tuple[MergedTrace, int]:
+    """The trace's bytes into the open binary file `target` (gzip'd when `gz`; the file stays open)."""
+    import contextlib
     encode = msgspec.json.Encoder().encode
     written: list[RankWritten] = []
     total_in = total_out = 0
-    with (gzip.open(target, "wb", compresslevel=6) if gz else open(target, "wb")) as raw:
+    with (gzip.GzipFile(filename="", mode="wb", compresslevel=6, fileobj=target) if gz
+          else contextlib.nullcontext(target)) as raw:
         out = _Counting(raw)
         out.write(HEAD)
         jobs = []
