@@ -3,8 +3,8 @@
 rocprofv3's command line is argparse (every release read, 6.2 to 2026 develop), so `--help` lists
 each option as argparse prints it: `  -i INPUT, --input INPUT`, `  --kernel-trace [BOOL]`,
 `  --pmc [PMC ...]`, `  -f {csv,json,pftrace,otf2,rocpd} [...]`. The text is read once per tool
-path and modification time and kept under the cache folder ($PROFILECTL_CACHE_DIR, else
-$XDG_CACHE_HOME/profilectl, else ~/.cache/profilectl), so a later run does not start the tool again.
+path and modification time and kept in the cache folder (cache_folder.py: the running user's own),
+so a later run does not start the tool again.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable
 
-from profilectl.cache_folder import cache_dir, keep
+from profilectl import cache_folder
 from profilectl.probe.machine import CommandResult
 
 HELP_TIMEOUT_S = 30.0
@@ -94,19 +94,14 @@ def help_facts(tool_path: str, run: Callable[[list[str]], CommandResult]) -> Hel
     """The tool's --help, parsed; read from the cache when this tool (path, mtime) was seen before.
     None when the tool prints no usable help (then nothing beyond the known table is assumed)."""
     key = cache_key(tool_path)
-    cached = cache_dir() / "rocprofv3-help" / f"{key}.txt" if key else None
-    text = None
-    if cached is not None:
-        try:
-            text = cached.read_text(encoding="utf-8")
-        except OSError:
-            text = None
+    cached = f"{key}.txt" if key else None
+    text = cache_folder.read_text("rocprofv3-help", cached) if cached is not None else None
     if text is None:
         result = run([tool_path, "--help"])
         text = result.stdout if result.stdout.strip() else result.output
         if not text.strip() or "--" not in text:
             return None
         if cached is not None:  # a cache that cannot be written only costs a tool start next time
-            keep(cached, text)
+            cache_folder.keep("rocprofv3-help", cached, text)
     facts = parse_help(text, f"{tool_path} --help")
     return facts if facts.options else None

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 
 SCHEMA = 2  # bumped whenever the layout below changes: an older partial is rebuilt, never misread (2: collectives, clocks)
 FILE = "partial.json"
+MAX_BYTES = 4 << 30  # $PROFILECTL_MAX_PARTIAL_BYTES: a partial.json larger than this is not read
 
 
 def _finite(value: float) -> float | None:
@@ -332,38 +333,47 @@ def _decode_stdlib(data: bytes, where: str) -> Partial:
         raise PartialError(f"{where}: damaged partial ({exc})") from None
 
 
-def cache_path(rank_dir: Path) -> Path:
-    from profilectl.report.cache import cache_dir
-    digest = hashlib.sha256(str(rank_dir.resolve()).encode()).hexdigest()[:32]
-    return cache_dir() / "partials" / f"{digest}.json"
+def cache_name(rank_dir: Path) -> str:
+    """The rank's entry in the cache folder's partials/ (cache_folder.py)."""
+    return hashlib.sha256(str(rank_dir.resolve()).encode()).hexdigest()[:32] + ".json"
+
+
+def read_file(place: Path) -> bytes:
+    """A partial file's bytes, bounded (files.read_regular); PartialError in one line when it cannot
+    be read, FileNotFoundError when there is none."""
+    from profilectl.errors import FormatError
+    from profilectl.files import env_limit, read_regular
+    try:
+        return read_regular(place, env_limit("MAX_PARTIAL_BYTES", MAX_BYTES), "MAX_PARTIAL_BYTES")
+    except FormatError as exc:
+        raise PartialError(str(exc)) from None
 
 
 def read(rank_dir: Path) -> Partial | None:
-    """The rank's stored partial (its folder's, else the cache's), None when there is none;
-    PartialError when the one found cannot be used."""
-    for place in (rank_dir / FILE, cache_path(rank_dir)):
-        try:
-            data = place.read_bytes()
-        except FileNotFoundError:
-            continue
-        except OSError as exc:
-            raise PartialError(f"{place}: cannot read ({exc.strerror})") from None
-        return decode(data, str(place))
-    return None
+    """The rank's stored partial (its folder's, else the running user's cache's), None when there is
+    none; PartialError when the one found cannot be used."""
+    from profilectl import cache_folder
+    try:
+        return decode(read_file(rank_dir / FILE), str(rank_dir / FILE))
+    except FileNotFoundError:
+        pass
+    data = cache_folder.read("partials", cache_name(rank_dir))
+    return None if data is None else decode(data, f"cached partial of {rank_dir}")
 
 
 def write(rank_dir: Path, partial: Partial) -> Path | None:
-    """Beside the rank's files where allowed, else in the cache; None when neither can be written
-    (the partial only saves time)."""
-    from profilectl.files import write_atomic
+    """Beside the rank's files where allowed, else in the running user's cache; None when neither can
+    be written (the partial only saves time)."""
+    from profilectl import cache_folder
+    from profilectl.files import write_into
     data = encode(partial)
-    for place in (rank_dir / FILE, cache_path(rank_dir)):
-        try:
-            place.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(place, lambda fh: fh.write(data), binary=True)
-            return place
-        except OSError:
-            continue
+    place = rank_dir / FILE
+    try:
+        write_into(place, lambda fh: fh.write(data))
+        return place
+    except OSError:
+        pass
+    cache_folder.keep("partials", cache_name(rank_dir), data)
     return None
 
 
