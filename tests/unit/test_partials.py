@@ -239,20 +239,25 @@ def test_a_partial_is_read_alike_with_and_without_msgspec(tmp_path):
     assert again == made
 
 
-def test_a_rank_a_node_cannot_read_costs_that_rank_only(tmp_path):
-    """A damaged trace in one rank's raw/: the node's step sends the other rank's partial and one
-    line for the damaged rank; the merge says it."""
+def test_a_rank_a_node_cannot_read_costs_that_rank_only(tmp_path, monkeypatch):
+    """A damaged trace in one rank's raw/ (a shared job folder: each node's step reduces its own
+    ranks): node2's step sends one line for its damaged rank, node1's its rank's partial; the merge
+    says it."""
     job = make_job(tmp_path)
     trace = next((job / "node2-rank1" / "raw").glob("*.json.gz"))
     trace.unlink()
     trace.with_suffix("").write_text('{"traceEvents": [ {"ph": "X", "name": 5')  # a trace cut short
-    out = io.StringIO()
-    assert on_cluster.reduce_here(job, out) == 0
-    answer = on_cluster.parse("node9", out.getvalue(), "", 0)
-    assert [p.rank.rank for p in answer.partials] == [0] and answer.problem is None
-    [note] = answer.notes
-    assert note.startswith("node9: rank 1 (node2): not reduced: ") and "\n" not in note
-    merged = on_cluster.merge(job, [answer])
+    answers = []
+    for node in ("node1", "node2"):
+        monkeypatch.setenv("SLURMD_NODENAME", node)
+        out = io.StringIO()
+        assert on_cluster.reduce_here(job, out) == 0
+        answers.append(on_cluster.parse(node, out.getvalue(), "", 0))
+    assert [p.rank.rank for p in answers[0].partials] == [0] and answers[0].problem is None
+    assert list(answers[1].partials) == [] and answers[1].problem is None
+    [note] = answers[1].notes
+    assert note.startswith("node2: rank 1 (node2): not reduced: ") and "\n" not in note
+    merged = on_cluster.merge(job, answers)
     assert note in merged.notes and merged.job.ranks[1].rank == 1
     assert "rank 1 (node2): not reduced on its node: its numbers are missing" in merged.notes
 
