@@ -267,3 +267,21 @@ def test_every_table_a_reader_makes_is_carried_by_the_partial():
     from profilectl.formats.tables import Tables
     carried = {f.name for f in dataclasses.fields(partials.Partial)}
     assert {f.name for f in dataclasses.fields(Tables)} - {"timelines"} <= carried
+
+
+def test_a_copied_job_is_hashed_once_then_known_by_stat_again(tmp_path, monkeypatch):
+    """A job folder copied with its sizes and mtimes (cp -a: new inodes, new ctimes): each raw file is
+    hashed once to prove it unchanged (no rebuild), the partials then carry the copy's stat, and the
+    next report hashes nothing."""
+    job = make_job(tmp_path / "made")
+    load_job(job)
+    copy = tmp_path / "copied" / job.name
+    shutil.copytree(job, copy)  # copy2: sizes and mtimes kept
+    hashed = []
+    real = partials.content_hash
+    monkeypatch.setattr(partials, "content_hash", lambda path: hashed.append(path) or real(path))
+    first = load_job(copy)
+    assert hashed and not any("stale" in n or "read from raw files" in n for n in first.notes), first.notes
+    hashed.clear()
+    again = load_job(copy)
+    assert hashed == [] and comparable(again) == comparable(first)

@@ -190,6 +190,16 @@ def _try_writing(folder: Path) -> None:
         os.close(fd)
 
 
+def _store(place: Path, partial: partials.Partial) -> None:
+    """A partial written back (files.write_into), or not at all: it only saves time."""
+    from profilectl.files import write_into
+    data = partials.encode(partial)
+    try:
+        write_into(place, lambda fh: fh.write(data))
+    except OSError:
+        pass
+
+
 def lies_under(path: Path | str, folder: Path) -> bool:
     """Whether `path` (resolved) lies in `folder` (resolved) or is it."""
     import os
@@ -262,7 +272,11 @@ def load(folder: Path, place: Path) -> "Summary":
             used.append(partial)
             continue
         root, group = current[key]
-        if partial is not None and partials.unchanged(partial.files, _files_of(root, group), root):
+        now = _files_of(root, group)
+        if partial is not None and partials.unchanged(partial.files, now, root):
+            moved = partials.rewitnessed(partial.files, now)
+            if moved is not None:  # hashed once after a copy: known by stat again next time
+                _store(place / key.file_name, dataclasses.replace(partial, files=moved))
             used.append(partial)
             continue
         fresh = make(root, group)
@@ -271,12 +285,7 @@ def load(folder: Path, place: Path) -> "Summary":
         elif key.file_name in unusable:  # its raw files are here: the damaged one is replaced
             notes.append(f"{unusable.pop(key.file_name)}: rebuilt from its raw files")
         rebuilt.append(key.label)
-        from profilectl.files import write_atomic
-        data = partials.encode(fresh)
-        try:
-            write_atomic(place / key.file_name, lambda fh: fh.write(data), binary=True)
-        except OSError:
-            pass  # the partial only saves time
+        _store(place / key.file_name, fresh)
         used.append(fresh)
     if unusable:  # a damaged partial whose rank's raw files are not here: its numbers are lost
         why = next(iter(unusable.values()))

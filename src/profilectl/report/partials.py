@@ -294,6 +294,16 @@ def unchanged(stored: tuple[FileIdentity, ...], current: tuple[FileIdentity, ...
     return True
 
 
+def rewitnessed(stored: tuple[FileIdentity, ...], current: tuple[FileIdentity, ...]) -> tuple[FileIdentity, ...] | None:
+    """The stored identities (found unchanged) with the (device, inode, ctime) the files have now,
+    where any differs (a folder copied back: each file hashed once, then known by stat again once the
+    partial is stored with these); None where none differs."""
+    if all((w.device, w.inode, w.ctime_ns) == (n.device, n.inode, n.ctime_ns) for w, n in zip(stored, current)):
+        return None
+    return tuple(dataclasses.replace(w, device=n.device, inode=n.inode, ctime_ns=n.ctime_ns)
+                 for w, n in zip(stored, current))
+
+
 # ---------------------------------------------------------------- making one
 def make(folder: Path, rank: "JobRank | None" = None, files: tuple[FileIdentity, ...] | None = None) -> Partial:
     """Read `folder` (a rank's raw/) once and reduce it. The rank's row is the job's (its rank, host
@@ -462,6 +472,9 @@ def for_rank(job_dir: Path, rank: "JobRank", write_back: bool = True) -> RankRes
         stored, problem = None, str(exc)
     if stored is not None:
         if unchanged(stored.files, files, raw):
+            moved = rewitnessed(stored.files, files)
+            if moved is not None and write_back:
+                write(rank_dir, dataclasses.replace(stored, files=moved))
             return RankResult(rank, stored, "partial")
         if not files:
             return RankResult(rank, stored, "partial (raw files gone)",
