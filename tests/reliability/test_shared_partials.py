@@ -268,7 +268,8 @@ def test_a_raw_file_rewritten_with_its_size_and_mtime_is_read_again(harness, tmp
 def hostile(place: Path, kind: str) -> None:
     place.unlink(missing_ok=True)
     if kind == "nested":
-        place.write_bytes(b'{"schema_version": 2, "notes": ' + b"[" * 200_000 + b"]" * 200_000 + b"}")
+        from profilectl.report.partials import SCHEMA
+        place.write_bytes(b'{"schema_version": %d, "notes": ' % SCHEMA + b"[" * 200_000 + b"]" * 200_000 + b"}")
     elif kind == "fifo":
         os.mkfifo(place)
     elif kind == "dev-zero":

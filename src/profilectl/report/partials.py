@@ -55,7 +55,8 @@ from profilectl.formats.tables import (AnnotationRow, CollectiveCall, CounterVal
 if TYPE_CHECKING:
     from profilectl.jobs import JobRank
 
-SCHEMA = 2  # bumped whenever the layout below changes: an older partial is rebuilt, never misread (2: collectives, clocks)
+SCHEMA = 3  # bumped whenever the layout below changes: an older partial is rebuilt, never misread
+# (2: collectives, clocks; 3: the content hash of each raw file)
 FILE = "partial.json"
 MAX_BYTES = 4 << 30  # $PROFILECTL_MAX_PARTIAL_BYTES: a partial.json larger than this is not read
 
