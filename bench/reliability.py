@@ -105,13 +105,13 @@ def main() -> int:
     made = sum(entry["runs"] for entry in entries)
 
     print(f"reliability scenarios ({', '.join(paths)}); root: {os.geteuid() == 0}; {wall:.1f} s")
-    print(f"{'group':<14} {'tried':>6} {'passed':>7} {'failed':>7} {'skipped':>8}")
+    print(f"{'group':<20} {'tried':>6} {'passed':>7} {'failed':>7} {'skipped':>8}")
     totals: Counter[str] = Counter()
     for group in sorted(tried):
         counts = outcome[group]
         totals.update(counts)
-        print(f"{group:<14} {tried[group]:>6} {counts['passed']:>7} {counts['failed']:>7} {counts['skipped']:>8}")
-    print(f"{'total':<14} {sum(tried.values()):>6} {totals['passed']:>7} {totals['failed']:>7} {totals['skipped']:>8}")
+        print(f"{group:<20} {tried[group]:>6} {counts['passed']:>7} {counts['failed']:>7} {counts['skipped']:>8}")
+    print(f"{'total':<20} {sum(tried.values()):>6} {totals['passed']:>7} {totals['failed']:>7} {totals['skipped']:>8}")
     print(f"scenarios tried: {sum(tried.values())}, passed: {totals['passed']}, failed: {totals['failed']}, "
           f"skipped: {totals['skipped']}")
     print(f"runs made: {made}, runs lost: {len(lost)}, processes left behind: {len(left)}")

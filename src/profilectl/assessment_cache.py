@@ -6,8 +6,7 @@ exactly those: the Facts as JSON (less the probe's own duration), each tool file
 stamp.code_and_data(). Other Facts (a GPU added,
 a tool upgraded, a permission changed) or other code or data make another key. Importing the
 planner and every backend costs more than the probe itself; a kept assessment is one small JSON
-read. Location: the cache folder ($PROFILECTL_CACHE_DIR, else $XDG_CACHE_HOME/profilectl, else
-~/.cache/profilectl)/assessments. A cache that cannot be read or written is skipped.
+read. Location: the cache folder (cache_folder.py: the running user's own)/assessments. A cache that cannot be read or written is skipped.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from profilectl import stamp
-from profilectl.cache_folder import cache_dir, keep
+from profilectl import cache_folder
 from profilectl.probe.facts_cache import identity
 
 if TYPE_CHECKING:
@@ -42,13 +41,13 @@ def _key(facts: dict[str, Any]) -> str:
 def env_report_dict(facts: "Facts") -> dict[str, Any]:
     """EnvReport(facts, assess(facts)).to_dict(), the assessment read back when kept."""
     facts_dict = facts.to_dict()
-    entry = cache_dir() / "assessments" / f"{_key(facts_dict)}.json"
+    entry = f"{_key(facts_dict)}.json"
     assessment: dict[str, Any] | None = None
     try:
-        saved = json.loads(entry.read_text())
+        saved = json.loads(cache_folder.read("assessments", entry) or b"null")
         if isinstance(saved, dict) and isinstance(saved.get("capabilities"), dict):
             assessment = saved
-    except (OSError, ValueError):
+    except (ValueError, RecursionError):
         pass
     if assessment is None:
         import dataclasses
@@ -56,7 +55,7 @@ def env_report_dict(facts: "Facts") -> dict[str, Any]:
         from profilectl.plan import assess
         # a JSON round trip, so a fresh answer prints exactly as a kept one does
         assessment = json.loads(json.dumps(dataclasses.asdict(assess(facts)), default=str))
-        keep(entry, json.dumps(assessment))
+        cache_folder.keep("assessments", entry, json.dumps(assessment))
     ordered = {key: facts_dict[key] for key in FACTS_FIRST}
     ordered.update(assessment)
     ordered.update({key: facts_dict[key] for key in FACTS_LAST})

@@ -501,7 +501,8 @@ def report_files(path: Path, fmt: str, output: str | None, force: bool) -> int:
     document = build_document(summary)
     inputs = [path, *map(Path, summary.source.files)]
     if fmt == "sqlite":
-        return _write_new(Path(output), force, inputs, lambda target: machine.write_sqlite(document, target))
+        data = machine.sqlite_bytes(document)
+        return _write_new(Path(output), force, inputs, lambda fh: fh.write(data))
     folder = Path(output)
     names = list(machine.csv_tables(document))
     targets = [folder / f"{name}.parquet" for name in names]
@@ -512,7 +513,8 @@ def report_files(path: Path, fmt: str, output: str | None, force: bool) -> int:
     written: list[Path] = []
     try:
         for name, target in zip(names, targets):
-            _write_new(target, force, inputs, frames[name].write_parquet, quiet=True)
+            data = machine.parquet_bytes(frames[name])
+            _write_new(target, force, inputs, lambda fh: fh.write(data), quiet=True)
             written.append(target)
     except BaseException:
         for done in written:  # all or none, as CSV
@@ -523,22 +525,24 @@ def report_files(path: Path, fmt: str, output: str | None, force: bool) -> int:
 
 
 def _write_new(target: Path, force: bool, inputs: list[Path], write: Any, quiet: bool = False) -> int:
-    """A binary file written beside its final name, then moved there (never half a file under it)."""
+    """A binary file written through `write(fh)` to a temporary beside its final name, then moved
+    there (files.write_into: never half a file under it, never through a planted link, nothing left
+    behind on a failure)."""
+    from profilectl.files import NotARegularFile, write_into
     if os.path.lexists(target) and any(_same_file(target, source) for source in inputs):
         raise errors.UsageError(f"refusing to write {target}: it is a file the report reads")
-    partial = target.with_name(f".{target.name}.partial")
-    partial.unlink(missing_ok=True)
     try:
-        write(partial)
-        if os.path.lexists(target) and not force:
-            raise errors.UsageError(f"refusing to overwrite {target}: it appeared while the report was made")
-        os.replace(partial, target)
+        write_into(target, write, replace=force)
+    except NotARegularFile as exc:
+        raise errors.UsageError(f"refusing to write {target}: {exc}, not a regular file (-o only ever "
+                                f"replaces regular files, also with --force)") from None
+    except FileExistsError:
+        raise errors.UsageError(f"refusing to overwrite {target}: it appeared while the report was made; "
+                                f"pass --force to replace it") from None
     except OSError as exc:
         if _runs().is_disk_full(exc):
             raise errors.DiskFullError(f"cannot write {target}: {_runs().no_space(target.parent)}") from None
         raise errors.UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
-    finally:
-        partial.unlink(missing_ok=True)
     if not quiet:
         say(f"wrote {target}")
     return errors.OK
@@ -666,11 +670,22 @@ def merge_trace(path: str, output: str | None, steps: str | None, max_mb: float,
     """One Chrome/Perfetto trace of a multi-rank job: a process track per rank, clocks aligned."""
     from profilectl.report import merged_trace
     from profilectl.request import parse_bounds
+    merged_trace.check_max_mb(max_mb)  # before anything is read
     window = parse_bounds(steps=steps).steps if steps is not None else None
     source = Path(path)
     target = Path(output) if output else Path(f"{source.resolve().name}.merged.trace.json.gz")
     check_output(target, force)
-    result = merged_trace.merge(source, target, steps=window, max_mb=max_mb, progress=say)
+    from profilectl.files import NotARegularFile
+    try:
+        result = merged_trace.merge(source, target, steps=window, max_mb=max_mb, progress=say)
+    except merged_trace.OutputError as failed:  # nothing is left behind (files.write_into)
+        exc = failed.cause
+        if isinstance(exc, NotARegularFile):
+            raise errors.UsageError(f"refusing to write {target}: {exc}, not a regular file") from None
+        if _runs().is_disk_full(exc):
+            raise errors.DiskFullError(f"cannot write {target}: {_runs().no_space(target.parent)}; "
+                                       "nothing was left behind") from None
+        raise errors.UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
     if as_json:
         _print_json(result.to_dict())
     else:

@@ -109,10 +109,31 @@ def compose_environment() -> dict[str, str]:
     return env
 
 
+MOUNTED_FOLDERS = ("PROFILECTL_TRACES_HOST_DIR", "PROFILECTL_APP_DIR")  # host paths of the compose volumes
+
+
+def check_mount_sources() -> None:
+    """The host folders the compose file mounts (`${VAR}:/workspace/...`, Compose's short volume
+    syntax) are paths, whole: a ':' would split the volume into other fields (`:/workspace/profiling`
+    mounts another folder, or none, and the run is written inside the container and removed with it),
+    and a control character is no folder name anyone meant. Either is one line and exit 2, before
+    any folder is made or anything runs."""
+    for name in MOUNTED_FOLDERS:
+        value = os.environ.get(name)
+        if not value:
+            continue
+        bad = next((c for c in value if c == ":" or ord(c) < 32 or ord(c) == 127), None)
+        if bad is not None:
+            what = "':'" if bad == ":" else f"the control character {bad!r}"
+            raise UsageError(f"${name}={value!r} holds {what}, which Compose's volume syntax (SOURCE:TARGET) "
+                             f"cannot carry in a path: name the host folder without it")
+
+
 def prepare_host_folders(repo: Path) -> Path:
     """The host traces folder, created now as the user if missing: left to Compose, the engine would
     create it as root and the user could not delete the outputs. A missing application folder is
     a mistake (a typo in $PROFILECTL_APP_DIR), not something to create."""
+    check_mount_sources()
     traces = Path(os.environ.get("PROFILECTL_TRACES_HOST_DIR") or repo / "traces")
     if not traces.is_absolute():
         traces = repo / traces  # compose resolves relative host paths against the project folder
@@ -142,6 +163,7 @@ def run_service(service: str, service_args: list[str], vendor: str | None, build
     (no engine, no image, a device the engine cannot give) are a DockerProblem: exit 2, one line."""
     if service not in SERVICES:
         raise UsageError(f"unknown service {service!r}; services: {', '.join(SERVICES)}")
+    check_mount_sources()
     repo = project_dir()
     _, DockerException = _whales()
     traces = prepare_host_folders(repo)

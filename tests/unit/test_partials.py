@@ -239,20 +239,25 @@ def test_a_partial_is_read_alike_with_and_without_msgspec(tmp_path):
     assert again == made
 
 
-def test_a_rank_a_node_cannot_read_costs_that_rank_only(tmp_path):
-    """A damaged trace in one rank's raw/: the node's step sends the other rank's partial and one
-    line for the damaged rank; the merge says it."""
+def test_a_rank_a_node_cannot_read_costs_that_rank_only(tmp_path, monkeypatch):
+    """A damaged trace in one rank's raw/ (a shared job folder: each node's step reduces its own
+    ranks): node2's step sends one line for its damaged rank, node1's its rank's partial; the merge
+    says it."""
     job = make_job(tmp_path)
     trace = next((job / "node2-rank1" / "raw").glob("*.json.gz"))
     trace.unlink()
     trace.with_suffix("").write_text('{"traceEvents": [ {"ph": "X", "name": 5')  # a trace cut short
-    out = io.StringIO()
-    assert on_cluster.reduce_here(job, out) == 0
-    answer = on_cluster.parse("node9", out.getvalue(), "", 0)
-    assert [p.rank.rank for p in answer.partials] == [0] and answer.problem is None
-    [note] = answer.notes
-    assert note.startswith("node9: rank 1 (node2): not reduced: ") and "\n" not in note
-    merged = on_cluster.merge(job, [answer])
+    answers = []
+    for node in ("node1", "node2"):
+        monkeypatch.setenv("SLURMD_NODENAME", node)
+        out = io.StringIO()
+        assert on_cluster.reduce_here(job, out) == 0
+        answers.append(on_cluster.parse(node, out.getvalue(), "", 0))
+    assert [p.rank.rank for p in answers[0].partials] == [0] and answers[0].problem is None
+    assert list(answers[1].partials) == [] and answers[1].problem is None
+    [note] = answers[1].notes
+    assert note.startswith("node2: rank 1 (node2): not reduced: ") and "\n" not in note
+    merged = on_cluster.merge(job, answers)
     assert note in merged.notes and merged.job.ranks[1].rank == 1
     assert "rank 1 (node2): not reduced on its node: its numbers are missing" in merged.notes
 
@@ -262,3 +267,21 @@ def test_every_table_a_reader_makes_is_carried_by_the_partial():
     from profilectl.formats.tables import Tables
     carried = {f.name for f in dataclasses.fields(partials.Partial)}
     assert {f.name for f in dataclasses.fields(Tables)} - {"timelines"} <= carried
+
+
+def test_a_copied_job_is_hashed_once_then_known_by_stat_again(tmp_path, monkeypatch):
+    """A job folder copied with its sizes and mtimes (cp -a: new inodes, new ctimes): each raw file is
+    hashed once to prove it unchanged (no rebuild), the partials then carry the copy's stat, and the
+    next report hashes nothing."""
+    job = make_job(tmp_path / "made")
+    load_job(job)
+    copy = tmp_path / "copied" / job.name
+    shutil.copytree(job, copy)  # copy2: sizes and mtimes kept
+    hashed = []
+    real = partials.content_hash
+    monkeypatch.setattr(partials, "content_hash", lambda path: hashed.append(path) or real(path))
+    first = load_job(copy)
+    assert hashed and not any("stale" in n or "read from raw files" in n for n in first.notes), first.notes
+    hashed.clear()
+    again = load_job(copy)
+    assert hashed == [] and comparable(again) == comparable(first)

@@ -66,12 +66,8 @@ MAX_EVENT_BYTES = 256 << 20
 
 
 def _limit(name: str, default: int) -> int:
-    value = os.environ.get(f"PROFILECTL_{name}", "")
-    try:
-        number = int(value) if value.strip() else default
-    except ValueError:
-        raise FormatError(f"PROFILECTL_{name}={value!r} is not a whole number") from None
-    return number if number > 0 else 1 << 62
+    from profilectl.files import env_limit
+    return env_limit(name, default)
 
 KERNEL = "kernel"
 COPY_CATEGORIES = frozenset({"gpu_memcpy", "gpu_memset"})

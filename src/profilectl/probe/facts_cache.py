@@ -4,8 +4,8 @@ programs again: a tool's `--version` and the workload Python's PyTorch.
 Every entry names the files its answer came from (witnesses) with their identity (device, inode,
 size, modification and change times); an entry is used only while every witness is as it was, so
 an upgraded tool, a reinstalled or newly installed torch, another Python chosen by a shim (pyenv's
-version files) or another sys.path reads afresh. Location: the cache folder ($PROFILECTL_CACHE_DIR,
-else $XDG_CACHE_HOME/profilectl, else ~/.cache/profilectl)/probe. A cache that cannot be read or
+version files) or another sys.path reads afresh. Location: the cache folder
+(cache_folder.py: the running user's own)/probe. A cache that cannot be read or
 written is skipped: it only saves time.
 """
 
@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Iterable, TypeVar
 
-from profilectl.cache_folder import cache_dir, keep
+from profilectl import cache_folder
 
 
 FORMAT = "1"  # bumped when an entry's layout or what it stands for changes
@@ -33,9 +33,9 @@ def identity(path: str) -> str:
     return f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_mode}"
 
 
-def _entry(kind: str, key_parts: Iterable[str]) -> Path:
+def _entry(kind: str, key_parts: Iterable[str]) -> str:
     digest = hashlib.sha256("\0".join([FORMAT, kind, *key_parts]).encode()).hexdigest()[:32]
-    return cache_dir() / "probe" / f"{kind}-{digest}.json"
+    return f"{kind}-{digest}.json"
 
 
 def remembered(kind: str, key_parts: list[str], compute: Callable[[], tuple[T, list[str] | None]],
@@ -44,16 +44,16 @@ def remembered(kind: str, key_parts: list[str], compute: Callable[[], tuple[T, l
     entry whose witnesses are all unchanged, else compute's (kept for next time)."""
     entry = _entry(kind, key_parts)
     try:
-        saved = json.loads(entry.read_text())
+        saved = json.loads(cache_folder.read("probe", entry) or b"null")
         witnesses = saved["witnesses"]
         if all(identity(path) == seen for path, seen in witnesses.items()):
             return decode(saved["answer"])
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
         pass
     answer, paths = compute()
     if not paths:
         return answer
-    keep(entry, json.dumps({"answer": encode(answer), "witnesses": {p: identity(p) for p in paths}}))
+    cache_folder.keep("probe", entry, json.dumps({"answer": encode(answer), "witnesses": {p: identity(p) for p in paths}}))
     return answer
 
 

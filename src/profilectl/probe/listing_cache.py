@@ -4,7 +4,7 @@ per machine and release, so `counters --dry-run` validates names without startin
 Key: the host name, the ROCm version, the GPU architectures, the listing argv and the listing
 tool's modification time: another machine, another release, another GPU or an updated tool lists
 again. Only a listing that ran and printed something is kept. Location: the cache folder
-($PROFILECTL_CACHE_DIR, else $XDG_CACHE_HOME/profilectl, else ~/.cache/profilectl)/counter-listings.
+(cache_folder.py: the running user's own)/counter-listings.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import json
 import os
 from typing import Callable
 
-from profilectl.cache_folder import cache_dir, keep
+from profilectl import cache_folder
 from profilectl.facts import Facts
 from profilectl.probe.machine import CommandResult
 
@@ -33,20 +33,18 @@ def listing_key(facts: Facts, argv: list[str]) -> str:
 
 def cached_lister(facts: Facts, run: Lister | None) -> Lister:
     """`run` through the cache; with run=None (nothing may be started) only cached listings answer."""
-    folder = cache_dir() / "counter-listings"
-
     def lister(argv: list[str]) -> CommandResult:
-        path = folder / f"{listing_key(facts, argv)}.json"
+        name = f"{listing_key(facts, argv)}.json"
         try:
-            saved = json.loads(path.read_text())
+            saved = json.loads(cache_folder.read("counter-listings", name) or b"null")
             return CommandResult(argv, int(saved["returncode"]), str(saved["stdout"]), str(saved["stderr"]))
-        except (OSError, ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, RecursionError):
             pass
         if run is None:
             return CommandResult(argv, None, error="no cached listing")
         result = run(argv)
         if result.ok and result.output.strip():  # a cache that cannot be written costs one listing next time
-            keep(path, json.dumps({"returncode": result.returncode, "stdout": result.stdout, "stderr": result.stderr,
+            cache_folder.keep("counter-listings", name, json.dumps({"returncode": result.returncode, "stdout": result.stdout, "stderr": result.stderr,
                                    "argv": argv}))
         return result
     return lister

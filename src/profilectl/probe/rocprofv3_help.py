@@ -5,8 +5,8 @@ table cannot place by version).
 rocprofv3's command line is argparse (every release read, 6.2 to 2026 develop), so `--help` lists
 each option as argparse prints it: `  -i INPUT, --input INPUT`, `  --kernel-trace [BOOL]`,
 `  --pmc [PMC ...]`, `  -f {csv,json,pftrace,otf2,rocpd} [...]`. The text is read once per tool
-path and modification time and kept under the cache folder ($PROFILECTL_CACHE_DIR, else
-$XDG_CACHE_HOME/profilectl, else ~/.cache/profilectl), so a later run does not start the tool again.
+path and modification time and kept in the cache folder (cache_folder.py: the running user's own),
+so a later run does not start the tool again.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable
 
-from profilectl.cache_folder import cache_dir, keep
+from profilectl import cache_folder
 from profilectl.probe.machine import CommandResult
 
 HELP_TIMEOUT_S = 30.0
@@ -96,19 +96,17 @@ def _cached_output(tool_path: str, flag: str, run: Callable[[list[str]], Command
     """What `TOOL FLAG` prints, kept per tool path and modification time (a later run does not start
     the tool again); None when it prints nothing."""
     key = cache_key(tool_path)
-    name = flag.strip("-") or "output"
-    cached = cache_dir() / f"rocprofv3-{name}" / f"{key}.txt" if key else None
-    if cached is not None:
-        try:
-            return cached.read_text(encoding="utf-8")
-        except OSError:
-            pass
+    kind = f"rocprofv3-{flag.strip('-') or 'output'}"
+    cached = f"{key}.txt" if key else None
+    text = cache_folder.read_text(kind, cached) if cached is not None else None
+    if text is not None:
+        return text
     result = run([tool_path, flag])
     text = result.stdout if result.stdout.strip() else result.output
     if not text.strip():
         return None
     if cached is not None:  # a cache that cannot be written only costs a tool start next time
-        keep(cached, text)
+        cache_folder.keep(kind, cached, text)
     return text
 
 

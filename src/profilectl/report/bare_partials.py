@@ -14,6 +14,13 @@ The ranks are the ones the raw read already tells apart (formats/ranks.py; a sta
 profilectl's start-up hook goes with its rank); files that name no rank form one group of their
 own ("rest"). The partials are merged in the raw read's order (the readers' order, then the
 reader's own order of ranks), so the merged figures are the raw read's.
+
+A folder of partials may be someone else's (a shared folder), so what a partial says is data, never
+a place to go: only what lies under the folder given is read. A partial whose `folder` lies
+elsewhere keeps its numbers, but that folder is not read (nor checked, nor rebuilt from, nor
+written back), and the report says so in one line; the files a partial names outside the folder
+given are never opened (not even for their headers). Partial files are read bounded
+(partials.read_file: no link, fifo, device or oversized file).
 """
 
 from __future__ import annotations
@@ -97,12 +104,8 @@ def rank_groups(folder: Path) -> list[RankGroup]:
 
 
 def _files_of(root: Path, group: RankGroup) -> tuple[partials.FileIdentity, ...]:
-    found = []
-    for _, files in group.groups:
-        for path in files:
-            st = path.stat()
-            found.append(partials.FileIdentity(path=path.relative_to(root).as_posix(), size=st.st_size,
-                                               mtime_ns=st.st_mtime_ns))
+    """The group's files as stat sees them now (partials.unchanged compares them with a partial's)."""
+    found = [partials.stat_identity(root, path) for _, files in group.groups for path in files]
     return tuple(sorted(found, key=lambda f: f.path))
 
 
@@ -110,14 +113,14 @@ def make(root: Path, group: RankGroup) -> partials.Partial:
     """One rank's files read once (as the raw read reads them) and reduced."""
     from profilectl.formats.ranks import rank_row
     started = time.perf_counter()
+    files = partials.hashed(root, _files_of(root, group))  # hashed before the files are read
     tables = read_groups(group.groups)
     # rocprofv3's CSV reader names ranks only where there are several: this rank's row (one process
     # alone has no rank table either way: summary.rank_summaries shows two or more)
     if group.key.rank != REST and not tables.ranks and (tables.kernels or tables.operators):
         tables = dataclasses.replace(tables, ranks=(rank_row(group.key.rank, group.key.host, tables.kernels,
                                                              tables.operators),))
-    partial = partials.of_tables(tables, root.resolve(), _files_of(root, group),
-                                 seconds=time.perf_counter() - started)
+    partial = partials.of_tables(tables, root.resolve(), files, seconds=time.perf_counter() - started)
     return dataclasses.replace(partial, bare=partials.BareRank(rank=group.key.rank, host=group.key.host,
                                                                order_reader=group.order[0],
                                                                order_place=group.order[1]))
@@ -145,9 +148,7 @@ def reduce_command(folder: Path, output: str | None, out: TextIO, err: TextIO | 
         raise FormatError(f"{exc}: no ranks to reduce") from None
     try:
         target.mkdir(parents=True, exist_ok=True)
-        probe = target / f".write-test{SUFFIX}"
-        probe.write_bytes(b"")
-        probe.unlink()
+        _try_writing(target)
     except OSError as exc:
         raise UsageError(f"{target}: cannot write partials there ({exc.strerror or exc})") from None
     from profilectl.errors import ProfilectlError
@@ -175,6 +176,37 @@ def reduce_command(folder: Path, output: str | None, out: TextIO, err: TextIO | 
     return 0
 
 
+def _try_writing(folder: Path) -> None:
+    """OSError when no file can be made in `folder` (tried as every write is made: files.write_in)."""
+    import os
+
+    from profilectl.files import NEW_FILE_FLAGS, open_folder, temporary_name
+    fd = open_folder(folder)
+    try:
+        name = temporary_name("write-test")
+        os.close(os.open(name, NEW_FILE_FLAGS, 0o600, dir_fd=fd))
+        os.unlink(name, dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
+def _store(place: Path, partial: partials.Partial) -> None:
+    """A partial written back (files.write_into), or not at all: it only saves time."""
+    from profilectl.files import write_into
+    data = partials.encode(partial)
+    try:
+        write_into(place, lambda fh: fh.write(data))
+    except OSError:
+        pass
+
+
+def lies_under(path: Path | str, folder: Path) -> bool:
+    """Whether `path` (resolved) lies in `folder` (resolved) or is it."""
+    import os
+    inside, top = os.path.realpath(path), os.path.realpath(folder)
+    return inside == top or inside.startswith(top.rstrip(os.sep) + os.sep)
+
+
 # ---------------------------------------------------------------- reading them
 def stored_partials(folder: Path) -> Path | None:
     """Where the folder's partials are: FOLDER/profilectl-partials/, or the folder itself when it
@@ -191,7 +223,7 @@ def _read_stored(place: Path) -> tuple[dict[RankKey, tuple[Path, partials.Partia
     unusable = {}
     for path in sorted(place.glob(f"*{SUFFIX}")):
         try:
-            partial = partials.decode(path.read_bytes(), str(path))
+            partial = partials.decode(partials.read_file(path), str(path))
         except OSError as exc:
             unusable[path.name] = f"{path}: cannot read ({exc.strerror})"
             continue
@@ -214,7 +246,9 @@ def load(folder: Path, place: Path) -> "Summary":
     was made (a shared folder of several nodes' partials: each node's scratch, if this machine sees it)."""
     stored, unusable = _read_stored(place)
     inside = place != folder
-    roots = [folder.resolve()] if inside else list(dict.fromkeys(Path(p.folder) for _, p in stored.values()))
+    named = list(dict.fromkeys(Path(p.folder) for _, p in stored.values()))
+    roots = [folder.resolve()] if inside else [r for r in named if lies_under(r, folder)]
+    elsewhere = [] if inside else [r for r in named if not lies_under(r, folder)]
     current: dict[RankKey, tuple[Path, RankGroup]] = {}
     unseen: list[Path] = []
     for root in roots:
@@ -232,13 +266,17 @@ def load(folder: Path, place: Path) -> "Summary":
         partial = stored[key][1] if key in stored else None
         if key not in current:
             assert partial is not None
-            if inside or Path(partial.folder) not in unseen:
+            if inside or Path(partial.folder) not in unseen + elsewhere:
                 notes.append(f"{key.label}: its raw files are gone; its numbers come from its partial, made on "
                              f"{partial.made_on} at {partial.made_at}")
             used.append(partial)
             continue
         root, group = current[key]
-        if partial is not None and partial.files == _files_of(root, group):
+        now = _files_of(root, group)
+        if partial is not None and partials.unchanged(partial.files, now, root):
+            moved = partials.rewitnessed(partial.files, now)
+            if moved is not None:  # hashed once after a copy: known by stat again next time
+                _store(place / key.file_name, dataclasses.replace(partial, files=moved))
             used.append(partial)
             continue
         fresh = make(root, group)
@@ -247,12 +285,7 @@ def load(folder: Path, place: Path) -> "Summary":
         elif key.file_name in unusable:  # its raw files are here: the damaged one is replaced
             notes.append(f"{unusable.pop(key.file_name)}: rebuilt from its raw files")
         rebuilt.append(key.label)
-        from profilectl.files import write_atomic
-        data = partials.encode(fresh)
-        try:
-            write_atomic(place / key.file_name, lambda fh: fh.write(data), binary=True)
-        except OSError:
-            pass  # the partial only saves time
+        _store(place / key.file_name, fresh)
         used.append(fresh)
     if unusable:  # a damaged partial whose rank's raw files are not here: its numbers are lost
         why = next(iter(unusable.values()))
@@ -261,6 +294,10 @@ def load(folder: Path, place: Path) -> "Summary":
         notes.append(f"{sum(Path(p.folder) in unseen for _, p in stored.values())} rank(s) merged from their "
                      f"partials only: their folders are not on this machine ({', '.join(map(str, unseen[:3]))}"
                      + (" ..." if len(unseen) > 3 else "") + ")")
+    if elsewhere:
+        notes.append(f"{sum(Path(p.folder) in elsewhere for _, p in stored.values())} rank(s) merged from their "
+                     f"partials only: they name folders outside {folder} ({', '.join(map(str, elsewhere[:3]))}"
+                     + (" ..." if len(elsewhere) > 3 else "") + "), which are not read from a folder of partials")
     if rebuilt:
         notes.append(f"{len(rebuilt)} of {len(used)} rank(s) read from raw files (no fresh partial): "
                      + ", ".join(rebuilt[:20]) + (" ..." if len(rebuilt) > 20 else ""))

@@ -12,8 +12,7 @@ import hashlib
 from pathlib import Path
 from typing import Callable
 
-from profilectl import stamp
-from profilectl.cache_folder import cache_dir
+from profilectl import cache_folder, stamp
 from profilectl.errors import FormatError
 from profilectl.report.summary import Summary
 
@@ -30,16 +29,14 @@ def key(path: Path, files: list[Path]) -> str:
 
 def cached(path: Path, files: list[Path], compute: Callable[[], Summary]) -> tuple[Summary, bool]:
     """(summary, hit)."""
-    entry = cache_dir() / "summaries" / f"{key(path, files)}.json"
-    if entry.is_file():
+    entry = f"{key(path, files)}.json"
+    data = cache_folder.read("summaries", entry)
+    if data is not None:
         try:
-            return Summary.read(entry), True
+            return Summary.decode(data, f"cached summary {entry}"), True
         except FormatError:
             pass  # an entry from another version or a torn write: recompute
     summary = compute()
-    try:
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        summary.write(entry)
-    except OSError:
-        pass
+    import json
+    cache_folder.keep("summaries", entry, json.dumps(summary.to_dict(), default=str, ensure_ascii=False))
     return summary, False

@@ -159,7 +159,8 @@ def load(path: Path, raw: bool = False) -> Summary:
         place = bare_partials.stored_partials(path)
         if place is not None:
             merged = bare_partials.load(path, place)
-            present = tuple(f for f in merged.source.files if Path(f).is_file())  # a gone rank's files say nothing
+            # a gone rank's files say nothing; files a partial names outside PATH are never opened
+            present = tuple(f for f in merged.source.files if bare_partials.lies_under(f, path) and Path(f).is_file())
             return dataclasses.replace(merged, metadata=files_metadata(dataclasses.replace(
                 merged, source=dataclasses.replace(merged.source, files=present))))
     from profilectl.backends import READERS  # the registry: every backend's readers

@@ -268,13 +268,21 @@ def _last(path: Path, data: bytes | bytearray) -> tuple[list[_Event], str]:
     raise FormatError(f"{path}: not valid JSON (truncated?): the events array does not end")
 
 
+CLOCK_LIMIT_NS = 1 << 61  # ~73 years either side of a clock's zero: room for any sum of two without overflow
+
+
 def _ns(path: Path, event: _Event, value: Any, what: str) -> int:
-    """µs to integer ns, as chrome_stream reads them (its general path for text and odd values)."""
-    if type(value) is float:  # the common case, inline: the same arithmetic as chrome_stream's
+    """µs to integer ns, as chrome_stream reads them (its general path for text and odd values);
+    FormatError for a time no clock gives (|t| beyond CLOCK_LIMIT_NS): that rank is left out, named."""
+    if type(value) is float and -9.2e15 < value < 9.2e15:  # the common case, inline: chrome_stream's arithmetic
         whole = int(value)
-        if value - value == 0:
-            return whole * 1000 + round((value - whole) * 1000)
-    return chrome_stream._nanoseconds(str(path), event, value, what)  # noqa: SLF001
+        found = whole * 1000 + round((value - whole) * 1000)
+    else:
+        found = chrome_stream._nanoseconds(str(path), event, value, what)  # noqa: SLF001
+    if not -CLOCK_LIMIT_NS < found < CLOCK_LIMIT_NS:
+        shown = str(value)[:40]
+        raise FormatError(f"{path}: event {str(event.name)[:80]!r} has {what} {shown} µs, out of any clock's range")
+    return found
 
 
 # ---------------------------------------------------------------- pass 1: one rank's scan
@@ -455,12 +463,14 @@ class HostOffset:
 
 
 def _keyed(scan_: RankScan) -> dict[tuple[bool, int, str, int], Collective]:
-    """The rank's collectives by (on the GPU, step, name, k-th of that name within the step)."""
+    """The rank's collectives by (on the GPU, step, name, k-th of that name within the step):
+    n log n in the rank's steps and collectives (each step found by bisection)."""
     gpu_steps = scan_.steps_gpu if len(scan_.steps_gpu) >= len(scan_.steps_cpu) else scan_.steps_cpu
+    step_of = {True: _step_finder(gpu_steps), False: _step_finder(scan_.steps_cpu)}
     keyed: dict[tuple[bool, int, str, int], Collective] = {}
     counts: dict[tuple[bool, int, str], int] = {}
     for c in sorted(scan_.collectives, key=lambda c: c.start):
-        step = _step_of(c.start, gpu_steps if c.on_gpu else scan_.steps_cpu)
+        step = step_of[c.on_gpu](c.start)
         base = (c.on_gpu, step, c.name)
         k = counts.get(base, 0)
         counts[base] = k + 1
@@ -468,15 +478,19 @@ def _keyed(scan_: RankScan) -> dict[tuple[bool, int, str, int], Collective]:
     return keyed
 
 
-def _step_of(t: int, steps: dict[int, tuple[int, int]]) -> int:
-    """The step whose range holds t, a step lasting until the next one starts; -1 before the first."""
-    found = -1
-    for number, (start, _) in sorted(steps.items(), key=lambda item: item[1][0]):
-        if start <= t:
-            found = number
-        else:
-            break
-    return found
+def _step_finder(steps: dict[int, tuple[int, int]]) -> Callable[[int], int]:
+    """t -> the step whose range holds t, a step lasting until the next one starts; -1 before the
+    first (steps sorted by start once; each lookup a bisection; of steps starting together, the last
+    in that order, as a scan in start order finds it)."""
+    import bisect
+    ordered = sorted(steps.items(), key=lambda item: item[1][0])
+    starts = [start for _, (start, _) in ordered]
+    numbers = [number for number, _ in ordered]
+
+    def step_of(t: int) -> int:
+        at = bisect.bisect_right(starts, t)
+        return numbers[at - 1] if at else -1
+    return step_of
 
 
 def _host_times(scans: Sequence[RankScan]) -> dict[str, dict[tuple[bool, int, str, int], tuple[int, int, int, int]]]:
@@ -645,18 +659,25 @@ class _Counting:
         self.fh.write(data)
 
 
+def check_max_mb(max_mb: float) -> None:
+    """--max-mb: a finite number of MB above 0 (NaN, infinity and negatives are usage errors)."""
+    if not (isinstance(max_mb, (int, float)) and 0 < max_mb < math.inf):
+        raise UsageError(f"--max-mb must be a number of MB more than 0, got {max_mb:g}")
+    if int(max_mb * 1_000_000) < 1:
+        raise UsageError(f"--max-mb {max_mb:g} is less than one byte")
+
+
 def merge(path: Path, output: Path, steps: tuple[int, int] | None = None, max_mb: float = DEFAULT_MAX_MB,
           progress: Callable[[str], None] | None = None, workers: int | None = None) -> MergedTrace:
     """PATH's ranks as one trace at `output` (gzip when it ends in .gz); see the module's docstring.
     `workers`: processes reading ranks side by side (default: one per core for large jobs)."""
     say = progress or (lambda _: None)
+    check_max_mb(max_mb)
     ranks, left = find_ranks(path)
     if not ranks:
         why = "; ".join(f"rank {x.rank}: {x.reason}" for x in left[:3])
         raise FormatError(f"{path}: no rank's torch.profiler trace or rocprofv3 output found"
                           + (f" ({why})" if why else ""))
-    if max_mb <= 0:
-        raise UsageError(f"--max-mb must be more than 0, got {max_mb:g}")
     if output.exists() and any(_same(output, f) for r in ranks for f in r.files + r.timeline_files):
         raise UsageError(f"refusing to write {output}: it is a rank's own file that the merge reads")
     workers = _workers(ranks) if workers is None else max(1, workers)
@@ -722,6 +743,8 @@ def _scan_or_error(job: tuple[RankInput, tuple[int, int] | None]) -> RankScan | 
         return scan(*job)
     except FormatError as exc:
         return str(exc)
+    except (OverflowError, ValueError, RecursionError) as exc:  # one rank's odd file costs that rank only
+        return f"{job[0].files[0] if job[0].files else 'its files'}: {type(exc).__name__}: {str(exc)[:200]}"
 
 
 def _workers(ranks: Sequence[RankInput]) -> int:
@@ -763,29 +786,47 @@ def _spans(numbers: Sequence[int]) -> str:
     return spans(list(numbers))
 
 
+class OutputError(Exception):
+    """Writing the merged trace failed (a full disk, a folder that cannot be written): `cause` says
+    how; nothing was left behind."""
+
+    def __init__(self, cause: OSError):
+        super().__init__(str(cause))
+        self.cause = cause
+
+
 def _write(scans: Sequence[RankScan], output: Path, offsets: dict[str, HostOffset], origin: int | None, cut: Cut,
            steps: tuple[int, int] | None, left: list[LeftOut], straggler: Straggler | None, clock_host: str,
            cap: int, histogram: Any, workers: int) -> MergedTrace:
-    import os
-    partial = output.with_name(f".{output.name}.partial-{os.getpid()}")  # renamed over output once complete
+    """The merged trace as `output`, whole or not at all (files.write_into: a temporary with an
+    unpredictable name in the output's folder, renamed over it once complete; removed on a failure)."""
+    from profilectl.files import write_into
+    done: list[tuple[MergedTrace, int, int]] = []
+
+    def write(fh: Any) -> None:
+        result, json_bytes = _write_to(fh, output.name.endswith(".gz"), scans, output, offsets, origin, cut, steps,
+                                       left, straggler, clock_host, cap, histogram, workers)
+        fh.flush()
+        done.append((result, json_bytes, fh.tell()))
     try:
-        result, json_bytes = _write_to(partial, output.name.endswith(".gz"), scans, output, offsets, origin, cut,
-                                       steps, left, straggler, clock_host, cap, histogram, workers)
-        os.replace(partial, output)
-    finally:
-        if partial.exists():
-            partial.unlink()
-    return _with_sizes(result, json_bytes, output.stat().st_size)
+        write_into(output, write)
+    except OSError as exc:
+        raise OutputError(exc) from None
+    result, json_bytes, file_bytes = done[0]
+    return _with_sizes(result, json_bytes, file_bytes)
 
 
-def _write_to(target: Path, gz: bool, scans: Sequence[RankScan], output: Path, offsets: dict[str, HostOffset],
+def _write_to(target: Any, gz: bool, scans: Sequence[RankScan], output: Path, offsets: dict[str, HostOffset],
               origin: int | None, cut: Cut, steps: tuple[int, int] | None, left: list[LeftOut],
               straggler: Straggler | None, clock_host: str, cap: int, histogram: Any,
               workers: int) -> tuple[MergedTrace, int]:
+    """The trace's bytes into the open binary file `target` (gzip'd when `gz`; the file stays open)."""
+    import contextlib
     encode = msgspec.json.Encoder().encode
     written: list[RankWritten] = []
     total_in = total_out = 0
-    with (gzip.open(target, "wb", compresslevel=6) if gz else open(target, "wb")) as raw:
+    with (gzip.GzipFile(filename="", mode="wb", compresslevel=6, fileobj=target) if gz
+          else contextlib.nullcontext(target)) as raw:
         out = _Counting(raw)
         out.write(HEAD)
         jobs = []

@@ -13,10 +13,17 @@ int64), written and read by msgspec where it is installed and by the standard li
 not (the compose images and the SLURM test cluster's nodes have no msgspec: their partials must
 still be read on a machine that has it, and the other way round). bench/cluster_scale.py --formats
 measures it against MessagePack, Parquet and Arrow IPC. Each partial carries a schema version, who
-made it where and when, and the identity (relative path, size, mtime) of every raw file it was made
-from: a partial whose files changed is stale and is rebuilt. The inode is not part of the identity:
-copying a node's scratch back (`cp -a`) keeps sizes and mtimes but not inodes, and must not make
-every partial stale.
+made it where and when, and the identity of every raw file it was made from: relative path, size,
+mtime and a SHA-256 of its content. A partial whose files differ in any of these is stale and is
+rebuilt: a file rewritten with its size and mtime put back is caught by its content. The content is
+hashed again only where the file's (device, inode, ctime) changed since the partial was made (no
+one can set a ctime back: a file whose ctime is the same was not written since), so the usual
+report reads no raw file; copying a node's scratch back (`cp -a`: new inodes, same content) costs
+one hash per file and no rebuild.
+
+Reading one is bounded (files.read_regular): a partial.json that is a link, a fifo, a device or
+larger than $PROFILECTL_MAX_PARTIAL_BYTES (default 4 GiB), or nested too deeply to decode, is one
+line (PartialError) and the rank is rebuilt from its raw files or named, never a hang or a traceback.
 
 Where: `<rank run dir>/partial.json`; where that folder is not writable, the cache folder
 (report/cache.py's, under `partials/`).
@@ -48,8 +55,10 @@ from profilectl.formats.tables import (AnnotationRow, CollectiveCall, CounterVal
 if TYPE_CHECKING:
     from profilectl.jobs import JobRank
 
-SCHEMA = 2  # bumped whenever the layout below changes: an older partial is rebuilt, never misread (2: collectives, clocks)
+SCHEMA = 3  # bumped whenever the layout below changes: an older partial is rebuilt, never misread
+# (2: collectives, clocks; 3: the content hash of each raw file)
 FILE = "partial.json"
+MAX_BYTES = 4 << 30  # $PROFILECTL_MAX_PARTIAL_BYTES: a partial.json larger than this is not read
 
 
 def _finite(value: float) -> float | None:
@@ -62,6 +71,11 @@ class FileIdentity:
     path: str  # relative to the folder reduced
     size: int
     mtime_ns: int
+    sha256: str = ""  # of the content read ("": not hashed: a stat of the files as they are now)
+    # where the file was when hashed: the same (device, inode, ctime) means not written since
+    device: int = 0
+    inode: int = 0
+    ctime_ns: int = 0
 
 
 @dataclass(frozen=True)
@@ -225,8 +239,16 @@ class PartialError(Exception):
 
 
 # ---------------------------------------------------------------- identity
+def stat_identity(folder: Path, path: Path) -> FileIdentity:
+    """A file's identity as stat sees it (no hash yet); OSError when it cannot be seen."""
+    st = path.stat()
+    return FileIdentity(path=path.relative_to(folder).as_posix(), size=st.st_size, mtime_ns=st.st_mtime_ns,
+                        device=st.st_dev, inode=st.st_ino, ctime_ns=st.st_ctime_ns)
+
+
 def identity(folder: Path) -> tuple[FileIdentity, ...]:
-    """Every file under `folder` (relative path, size, mtime), sorted; none when it is gone."""
+    """Every file under `folder` as stat sees it (relative path, size, mtime; not hashed), sorted;
+    none when it is gone."""
     found = []
     try:
         files = [p for p in folder.rglob("*") if p.is_file()]
@@ -234,11 +256,53 @@ def identity(folder: Path) -> tuple[FileIdentity, ...]:
         return ()
     for path in files:
         try:
-            st = path.stat()
+            found.append(stat_identity(folder, path))
         except OSError:
             continue
-        found.append(FileIdentity(path=path.relative_to(folder).as_posix(), size=st.st_size, mtime_ns=st.st_mtime_ns))
     return tuple(sorted(found, key=lambda f: f.path))
+
+
+def content_hash(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def hashed(folder: Path, files: tuple[FileIdentity, ...]) -> tuple[FileIdentity, ...]:
+    """The identities with their contents' SHA-256 (hashed before the files are read: a file
+    written meanwhile makes the partial stale next time, never fresh)."""
+    return tuple(f if f.sha256 else dataclasses.replace(f, sha256=content_hash(folder / f.path)) for f in files)
+
+
+def unchanged(stored: tuple[FileIdentity, ...], current: tuple[FileIdentity, ...], folder: Path) -> bool:
+    """Whether the files a partial was made from (`stored`, hashed) are the files under `folder` now
+    (`current`, as stat sees them): the same names, sizes and mtimes, and the same content, hashed
+    again only where a file's (device, inode, ctime) is not the one it had when hashed."""
+    if [(f.path, f.size, f.mtime_ns) for f in stored] != [(f.path, f.size, f.mtime_ns) for f in current]:
+        return False
+    for was, now in zip(stored, current):
+        if not was.sha256:
+            return False
+        if (was.device, was.inode, was.ctime_ns) == (now.device, now.inode, now.ctime_ns):
+            continue
+        try:
+            if content_hash(folder / now.path) != was.sha256:
+                return False
+        except OSError:
+            return False
+    return True
+
+
+def rewitnessed(stored: tuple[FileIdentity, ...], current: tuple[FileIdentity, ...]) -> tuple[FileIdentity, ...] | None:
+    """The stored identities (found unchanged) with the (device, inode, ctime) the files have now,
+    where any differs (a folder copied back: each file hashed once, then known by stat again once the
+    partial is stored with these); None where none differs."""
+    if all((w.device, w.inode, w.ctime_ns) == (n.device, n.inode, n.ctime_ns) for w, n in zip(stored, current)):
+        return None
+    return tuple(dataclasses.replace(w, device=n.device, inode=n.inode, ctime_ns=n.ctime_ns)
+                 for w, n in zip(stored, current))
 
 
 # ---------------------------------------------------------------- making one
@@ -248,7 +312,7 @@ def make(folder: Path, rank: "JobRank | None" = None, files: tuple[FileIdentity,
     from profilectl.backends import READERS
     from profilectl.formats.reader import read_path
     started = time.perf_counter()
-    files = identity(folder) if files is None else files
+    files = hashed(folder, identity(folder) if files is None else files)
     tables = read_path(folder, READERS, required=False) if files else Tables()
     if rank is not None:
         from profilectl.formats.ranks import rank_row
@@ -299,21 +363,28 @@ def encode(partial: Partial) -> bytes:
 
 
 def decode(data: bytes, where: str = "partial") -> Partial:
-    """The partial, or PartialError saying in one line why not (another schema, a torn or foreign file)."""
+    """The partial, or PartialError saying in one line why not (another schema, a torn or foreign
+    file, nesting too deep to decode, too large for this machine's memory)."""
     try:
         import msgspec
     except ImportError:
         return _decode_stdlib(data, where)
     try:
         version = msgspec.json.decode(data, type=_Head).schema_version
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         raise PartialError(f"{where}: not a profilectl partial (unreadable or torn)") from None
+    except MemoryError:
+        raise PartialError(f"{where}: too large to decode in this machine's memory") from None
     if version != SCHEMA:
         raise PartialError(f"{where}: schema version {version}, this profilectl reads {SCHEMA}")
     try:
         return msgspec.json.decode(data, type=Partial)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise PartialError(f"{where}: damaged partial ({exc})") from None
+        raise PartialError(f"{where}: damaged partial ({str(exc).splitlines()[0][:200]})") from None
+    except RecursionError:
+        raise PartialError(f"{where}: damaged partial (nested too deeply)") from None
+    except MemoryError:
+        raise PartialError(f"{where}: too large to decode in this machine's memory") from None
 
 
 def _decode_stdlib(data: bytes, where: str) -> Partial:
@@ -322,8 +393,10 @@ def _decode_stdlib(data: bytes, where: str) -> Partial:
     try:
         plain = json.loads(data)
         version = plain["schema_version"]
-    except (ValueError, TypeError, KeyError):
+    except (ValueError, TypeError, KeyError, RecursionError):
         raise PartialError(f"{where}: not a profilectl partial (unreadable or torn)") from None
+    except MemoryError:
+        raise PartialError(f"{where}: too large to decode in this machine's memory") from None
     if version != SCHEMA:
         raise PartialError(f"{where}: schema version {version}, this profilectl reads {SCHEMA}")
     try:
@@ -332,38 +405,47 @@ def _decode_stdlib(data: bytes, where: str) -> Partial:
         raise PartialError(f"{where}: damaged partial ({exc})") from None
 
 
-def cache_path(rank_dir: Path) -> Path:
-    from profilectl.report.cache import cache_dir
-    digest = hashlib.sha256(str(rank_dir.resolve()).encode()).hexdigest()[:32]
-    return cache_dir() / "partials" / f"{digest}.json"
+def cache_name(rank_dir: Path) -> str:
+    """The rank's entry in the cache folder's partials/ (cache_folder.py)."""
+    return hashlib.sha256(str(rank_dir.resolve()).encode()).hexdigest()[:32] + ".json"
+
+
+def read_file(place: Path) -> bytes:
+    """A partial file's bytes, bounded (files.read_regular); PartialError in one line when it cannot
+    be read, FileNotFoundError when there is none."""
+    from profilectl.errors import FormatError
+    from profilectl.files import env_limit, read_regular
+    try:
+        return read_regular(place, env_limit("MAX_PARTIAL_BYTES", MAX_BYTES), "MAX_PARTIAL_BYTES")
+    except FormatError as exc:
+        raise PartialError(str(exc)) from None
 
 
 def read(rank_dir: Path) -> Partial | None:
-    """The rank's stored partial (its folder's, else the cache's), None when there is none;
-    PartialError when the one found cannot be used."""
-    for place in (rank_dir / FILE, cache_path(rank_dir)):
-        try:
-            data = place.read_bytes()
-        except FileNotFoundError:
-            continue
-        except OSError as exc:
-            raise PartialError(f"{place}: cannot read ({exc.strerror})") from None
-        return decode(data, str(place))
-    return None
+    """The rank's stored partial (its folder's, else the running user's cache's), None when there is
+    none; PartialError when the one found cannot be used."""
+    from profilectl import cache_folder
+    try:
+        return decode(read_file(rank_dir / FILE), str(rank_dir / FILE))
+    except FileNotFoundError:
+        pass
+    data = cache_folder.read("partials", cache_name(rank_dir))
+    return None if data is None else decode(data, f"cached partial of {rank_dir}")
 
 
 def write(rank_dir: Path, partial: Partial) -> Path | None:
-    """Beside the rank's files where allowed, else in the cache; None when neither can be written
-    (the partial only saves time)."""
-    from profilectl.files import write_atomic
+    """Beside the rank's files where allowed, else in the running user's cache; None when neither can
+    be written (the partial only saves time)."""
+    from profilectl import cache_folder
+    from profilectl.files import write_into
     data = encode(partial)
-    for place in (rank_dir / FILE, cache_path(rank_dir)):
-        try:
-            place.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(place, lambda fh: fh.write(data), binary=True)
-            return place
-        except OSError:
-            continue
+    place = rank_dir / FILE
+    try:
+        write_into(place, lambda fh: fh.write(data))
+        return place
+    except OSError:
+        pass
+    cache_folder.keep("partials", cache_name(rank_dir), data)
     return None
 
 
@@ -390,7 +472,10 @@ def for_rank(job_dir: Path, rank: "JobRank", write_back: bool = True) -> RankRes
     except PartialError as exc:
         stored, problem = None, str(exc)
     if stored is not None:
-        if stored.files == files:
+        if unchanged(stored.files, files, raw):
+            moved = rewitnessed(stored.files, files)
+            if moved is not None and write_back:
+                write(rank_dir, dataclasses.replace(stored, files=moved))
             return RankResult(rank, stored, "partial")
         if not files:
             return RankResult(rank, stored, "partial (raw files gone)",
@@ -438,16 +523,18 @@ def rank_of_partial(partial: Partial) -> "JobRank | None":
 
 
 def on_this_node(job_dir: Path) -> tuple[list[Partial], list[str]]:
-    """Every rank of `job_dir` found on this node (its scratch or a shared folder), reduced here:
-    what `profilectl report --on-cluster` runs on each node (a job step). Also what could not be
+    """This node's ranks of `job_dir` (those the job ran here: their host is this node; its scratch
+    or a shared folder), reduced here: what `profilectl report --on-cluster` runs on each node (a job
+    step); the submitting node takes a node's word for its own ranks only. Also what could not be
     reduced, one line per rank (a rank's bad file costs that rank, not the node's others)."""
     from profilectl import jobs
     from profilectl.errors import ProfilectlError
     if not job_dir.is_dir():
         return [], []
     job = jobs.compose(job_dir)
+    here = local_host().split(".")[0]
     out, problems = [], []
-    for rank in job.ranks:
+    for rank in (r for r in job.ranks if r.host.split(".")[0] == here):
         try:
             result = for_rank(job_dir, rank)
         except (ProfilectlError, OSError) as exc:

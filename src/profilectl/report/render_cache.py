@@ -10,8 +10,8 @@ environment the renderers read
 never kept: a run still running or abandoned (its profilectl's liveness), a SLURM job folder (its
 ranks' liveness), a bare folder's first report (it says it was not read from the summary cache),
 and a folder holding a link to another folder (its files are not walked).
-Location: the cache folder ($PROFILECTL_CACHE_DIR, else $XDG_CACHE_HOME/profilectl, else
-~/.cache/profilectl)/reports. A cache that cannot be read or written is skipped.
+Location: the cache folder (cache_folder.py: the running user's own; an entry of another
+user's is never printed)/reports. A cache that cannot be read or written is skipped.
 """
 
 from __future__ import annotations
@@ -21,11 +21,9 @@ import hashlib
 import io
 import os
 import sys
-from pathlib import Path
 from typing import Any, Iterator
 
 from profilectl import cache_folder, stamp
-from profilectl.cache_folder import cache_dir
 
 FORMAT = "1"
 FORMATS = ("table", "json", "md", "html")
@@ -84,15 +82,10 @@ def key(path: str, fmt: str, top: int) -> str | None:
     return digest.hexdigest()[:40]
 
 
-def _entry(cache_key: str) -> Path:
-    return cache_dir() / "reports" / f"{cache_key}.txt"
-
-
 def serve(cache_key: str) -> bool:
-    """Print a kept report; False when there is none."""
-    try:
-        text = _entry(cache_key).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+    """Print a kept report (one of the running user's own: cache_folder.read); False when there is none."""
+    text = cache_folder.read_text("reports", f"{cache_key}.txt")
+    if text is None:
         return False
     sys.stdout.write(text)
     return True
@@ -110,7 +103,7 @@ def settled(summary: Any) -> bool:
 
 
 def keep(cache_key: str, text: str) -> None:
-    cache_folder.keep(_entry(cache_key), text)
+    cache_folder.keep("reports", f"{cache_key}.txt", text)
 
 
 class _Captured(io.StringIO):

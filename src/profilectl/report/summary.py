@@ -7,6 +7,7 @@ bare output directory's summary is cached outside the user's files (report/cache
 from __future__ import annotations
 
 import dataclasses
+import json
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +18,7 @@ from profilectl.analysis.roofline import RooflineResult
 from profilectl.analysis.timeline import TimelineAnalysis
 from profilectl.countersets import aggregation, evaluate
 from profilectl.envreport import Fallback
+from profilectl.errors import FormatError
 from profilectl.files import load_typed, read_json, write_json_atomic
 from profilectl.formats.tables import AnnotationRow, CounterValue, RankRow, StatsByName, Tables
 from profilectl.jobs import JobManifest
@@ -283,6 +285,22 @@ class Summary:
             return msgspec.json.decode(path.read_bytes(), type=cls)
         except (msgspec.ValidationError, msgspec.DecodeError, OSError):
             return cls.from_dict(read_json(path), path)
+
+    @classmethod
+    def decode(cls, data: bytes, source: str) -> "Summary":
+        """A summary from its JSON bytes (a cache entry's); FormatError naming `source` when it does not fit."""
+        try:
+            import msgspec
+            return msgspec.json.decode(data, type=cls)
+        except ImportError:
+            pass
+        except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
+            pass  # the general path names what is wrong
+        try:
+            plain = json.loads(data)
+        except (ValueError, RecursionError):
+            raise FormatError(f"{source}: not valid JSON") from None
+        return cls.from_dict(plain, source)
 
 
 RANK_COLUMNS = ("rank", "host", "basis", "total_ns", "dispatches", "collective_percent", "top_kernel", "status")

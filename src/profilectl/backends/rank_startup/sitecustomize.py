@@ -323,13 +323,20 @@ class _RankProfiler:
                       "own_profiler_step": self.own_profiler_step, "own_traces": self.own_traces,
                       "profiler_costs_s": {k: round(v, 6) for k, v in self.costs.items()} if self.mine else None}
             path = os.path.join(self.status_dir, f"rank-{self.rank}-{self.host}-{self.pid}.status.json")
+            # a reader never sees half a file: a new temporary (an unpredictable name, never through a
+            # link: files.write_into's rule, with the standard library alone), then renamed
+            tmp = f"{path}.{os.urandom(8).hex()}.tmp"
             try:
                 os.makedirs(self.status_dir, exist_ok=True)
-                with open(path + ".tmp", "w") as fh:
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+                with os.fdopen(fd, "w") as fh:
                     json.dump(status, fh)
-                os.replace(path + ".tmp", path)  # a reader never sees half a file
+                os.replace(tmp, path)
             except OSError:
-                pass
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
 
 
 def _nvtx(torch, function, *args):

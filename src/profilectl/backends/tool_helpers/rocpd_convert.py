@@ -46,9 +46,25 @@ def main(argv):
                                  "the database is read directly\n")
     if made_by or failures:
         os.makedirs(out_root, exist_ok=True)
-        with open(os.path.join(out_root, "made-by.json"), "w") as fh:
-            json.dump({"files": made_by, "failed": failures}, fh, indent=1)
+        _write_new(os.path.join(out_root, "made-by.json"), json.dumps({"files": made_by, "failed": failures}, indent=1))
     return 0
+
+
+def _write_new(path, text):
+    """`text` as the complete file `path`: a new temporary (an unpredictable name, never through a
+    link: files.write_into's rule, with the standard library alone), renamed; removed on a failure."""
+    tmp = f"{path}.{os.urandom(8).hex()}.tmp"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def _listing(folder):

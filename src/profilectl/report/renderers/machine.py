@@ -89,12 +89,22 @@ def frames(document: Document) -> dict[str, "pl.DataFrame"]:
     return {name: frame(*table) for name, table in csv_tables(document).items()}
 
 
+def parquet_bytes(table: "pl.DataFrame") -> bytes:
+    """A table as the bytes of one Parquet file (polars writes into memory: the bytes then go to disk
+    through files.write_into, whose errors are the operating system's own, a full disk included)."""
+    buffer = io.BytesIO()
+    table.write_parquet(buffer)
+    return buffer.getvalue()
+
+
 def write_parquet(document: Document, folder: Path) -> list[Path]:
     """One Parquet file per table in `folder` (the caller judged the names first)."""
+    from profilectl.files import write_into
     written = []
     for name, table in frames(document).items():
         target = folder / f"{name}.parquet"
-        table.write_parquet(target)
+        data = parquet_bytes(table)
+        write_into(target, lambda fh: fh.write(data))
         written.append(target)
     return written
 
@@ -143,12 +153,31 @@ def fill_sqlite(document: Document, db: sqlite3.Connection) -> None:
     db.commit()
 
 
-def write_sqlite(document: Document, path: Path) -> None:
-    db = sqlite3.connect(path)
+def sqlite_bytes(document: Document) -> bytes:
+    """The document as the bytes of one SQLite database file: built in memory and serialized, so
+    SQLite itself never opens a path (no journal beside the file, no link followed); files.write_into
+    puts the bytes in place."""
+    db = in_memory(document)
     try:
-        fill_sqlite(document, db)
+        if hasattr(db, "serialize"):  # Python 3.11+
+            data: bytes = db.serialize()
+            return data
+        import tempfile  # Python 3.10: a copy in a private folder of this process's, read back
+        with tempfile.TemporaryDirectory(prefix="profilectl-sqlite-") as private:
+            copy = sqlite3.connect(Path(private) / "export.sqlite")
+            try:
+                db.backup(copy)
+            finally:
+                copy.close()
+            return (Path(private) / "export.sqlite").read_bytes()
     finally:
         db.close()
+
+
+def write_sqlite(document: Document, path: Path) -> None:
+    from profilectl.files import write_into
+    data = sqlite_bytes(document)
+    write_into(path, lambda fh: fh.write(data))
 
 
 def in_memory(document: Document) -> sqlite3.Connection:
