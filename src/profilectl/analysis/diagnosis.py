@@ -260,6 +260,14 @@ def _straggler_finding(found: StragglerAnalysis, cost: ProfilerCost | None = Non
     if cost is not None and cost.added_ns > 0 and s.lead_ns <= margin * cost.added_ns:
         return None  # within what the profiler adds: said by why_none (see diagnose_reduced)
     label = f"rank {s.rank}" + (f" ({s.host})" if s.host else "")
+    if found.unit == "collective":  # the trace marks no steps: each collective call is judged
+        return Finding(verdict="straggler", scope=f"{s.steps} collective calls",
+                       sentence=f"{label} is the straggler: the other ranks wait for it {_ms(s.lead_ns)} per collective "
+                                f"call (the trace marks no steps: each of its {s.steps} collective calls is judged)",
+                       evidence=(f"it was the rank waited for in {s.steps_led} of {s.steps} collective calls (noise "
+                                 f"floor {_ms(found.noise_ns)}; waits measured as {s.basis})",),
+                       next_step=f"Find what {label} does before each collective that the others do not; mark the "
+                                 "loop's steps (torch.profiler's schedule, ROCTx/NVTX ranges) to see its steps.")
     per_rank: dict[str, list[int]] = {}
     own: dict[str, list[int]] = {}
     for row in found.steps:
