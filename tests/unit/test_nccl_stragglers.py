@@ -71,3 +71,29 @@ def test_the_job_verdicts_are_the_ranks_own_averaged(slow):
     mean = sum(figures_of(r).busy_percent for r in ranks) / len(ranks)
     job = next(f for f in slow.diagnosis.findings if "mean of 2 ranks" in f.scope)
     assert f"GPU busy {mean:.0f} % on average" in job.evidence[0]
+
+
+def test_clock_offsets_between_hosts_change_no_job_figure(tmp_path, slow):
+    """Half the job's ranks on another host whose clock is 1.2 s ahead (the issue: "shift half the
+    ranks' clocks by 1.2 s and busy drops to 2 %"): every job figure is the ranks' own, each on its
+    own clock, so the busy mean, the verdicts and the straggler stay; only the union across hosts,
+    shown under its own name, moves."""
+    import gzip
+    import shutil
+    for path in (DDP / "slow").iterdir():
+        if "rank1" in path.name and path.name.endswith(".gz"):
+            doc = json.loads(gzip.decompress(path.read_bytes()))
+            for event in doc["traceEvents"]:
+                if isinstance(event.get("ts"), (int, float)):
+                    event["ts"] += 1_200_000  # µs
+            (tmp_path / path.name.replace("vm-", "other-")).write_bytes(gzip.compress(json.dumps(doc).encode()))
+        else:
+            shutil.copy(path, tmp_path / path.name)
+    shifted = load(tmp_path)
+    assert shifted.timeline.ranks_busy == slow.timeline.ranks_busy
+    assert [f.sentence for f in shifted.diagnosis.findings if not f.scope.startswith("rank ")][:2] == \
+        [f.sentence.replace("(vm)", "(other)") if "rank 1" in f.sentence else f.sentence
+         for f in slow.diagnosis.findings if not f.scope.startswith("rank ")][:2]
+    assert shifted.diagnosis.stragglers.straggler.rank == "1"
+    assert shifted.timeline.merged.rank == "any GPU" and shifted.timeline.merged.busy_percent < \
+        slow.timeline.merged.busy_percent
