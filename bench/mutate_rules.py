@@ -96,8 +96,8 @@ def threshold_mutants() -> list[tuple[str, str, object]]:
     return out
 
 
-def mutate_threshold(name: str, new: object, folder: Path) -> None:
-    text = (REPO / "profiling" / "verdicts.yaml").read_text()
+def mutate_threshold(name: str, new: object, folder: Path, repo: Path = REPO) -> None:
+    text = (repo / "profiling" / "verdicts.yaml").read_text()
     changed, count = re.subn(rf"^(  {re.escape(name)}:\s*)\S+", rf"\g<1>{new}", text, count=1, flags=re.MULTILINE)
     assert count == 1, name
     (folder / "verdicts.yaml").write_text(changed)
@@ -112,23 +112,24 @@ def main() -> int:
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="profilectl-mutants-") as tmp:
         scratch = Path(tmp)
+        # a copy of the checkout as it is now: the tree may change while the mutants run
+        copy = scratch / "repo"
+        for part in ("src", "tests", "profiling", "tools", "bench", "pyproject.toml"):
+            source = REPO / part
+            (shutil.copytree if source.is_dir() else shutil.copy2)(source, copy / part)
         if args.only != "formulas":
             for name, label, new in threshold_mutants():
                 if args.keyword and args.keyword not in name:
                     continue
                 folder = scratch / f"{name}{label}"
                 folder.mkdir()
-                mutate_threshold(name, new, folder)
-                killed, by = run_tests({"PROFILECTL_PROFILING_DIR": str(folder)}, REPO)
+                mutate_threshold(name, new, folder, copy)
+                killed, by = run_tests({"PROFILECTL_PROFILING_DIR": str(folder), "PYTHONPATH": str(copy / "src")}, copy)
                 total += 1
                 print(f"{'killed  ' if killed else 'SURVIVED'} threshold {name} {label} ({new}): {by}", flush=True)
                 if not killed:
                     survivors.append(f"threshold {name} {label}")
         if args.only != "thresholds":
-            copy = scratch / "repo"
-            for part in ("src", "tests", "profiling", "tools", "bench", "pyproject.toml"):
-                source = REPO / part
-                (shutil.copytree if source.is_dir() else shutil.copy2)(source, copy / part)
             for relative, old, new, what in FORMULAS:
                 if args.keyword and args.keyword not in what:
                     continue
