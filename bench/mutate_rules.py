@@ -38,9 +38,9 @@ FORMULAS = [
      "self.m2 += other.m2", "the variance merge's cross-term"),
     ("formats/tables.py", "m2=(count * total_sq - total * total) / count if count else 0.0",
      "m2=(total_sq - total * total) / count if count else 0.0", "M2 from exact integer sums"),
-    ("analysis/timeline.py", "total -= max(0, low - int(self.start[first]))", "total -= 0",
+    ("analysis/intervals.py", "total -= max(0, low - int(self.start[first]))", "total -= 0",
      "busy clipped at a window's start"),
-    ("analysis/timeline.py", "total -= max(0, int(self.end[stop - 1]) - high)", "total -= 0",
+    ("analysis/intervals.py", "total -= max(0, int(self.end[stop - 1]) - high)", "total -= 0",
      "busy clipped at a window's end"),
     ("analysis/idle.py", "low = np.concatenate([np.array([frame_start], dtype=np.int64), busy[1]])",
      "low = np.concatenate([np.array([busy[0][0]], dtype=np.int64), busy[1]])",
@@ -67,8 +67,8 @@ FORMULAS = [
      "ka, kb = _keyed(a.kernels, key), _keyed(b.kernels, key)", "compare counts copies"),
     ("analysis/collectives.py", "return GPU_WORDS[0] in lowered or GPU_WORDS[1] in lowered",
      "return GPU_WORDS[0] in lowered", "RCCL kernels are collectives"),
-    ("analysis/timeline.py", "return (float((width * depth[:-1]).sum() / total) if total else 0.0), int(depth.max())",
-     "return (float((width * depth[1:]).sum() / total) if total else 0.0), int(depth.max())",
+    ("analysis/rank_stream.py", "return (float((width * open_[:-1]).sum() / total) if total else 0.0), int(open_.max())",
+     "return (float((width * open_[1:]).sum() / total) if total else 0.0), int(open_.max())",
      "the launch queue depth between launches and ends"),
 ]
 

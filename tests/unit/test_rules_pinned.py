@@ -15,8 +15,7 @@ from profilectl.analysis.diagnosis import SteadyFigures, steady_finding
 from profilectl.analysis.idle import IdleCause
 from profilectl.analysis.steps import ProfilerCost, warmup_count
 from profilectl.analysis.stragglers import RankWaits, judge
-from profilectl.analysis.timeline import HOST_ANNOTATION, HOST_OPERATOR, HOST_RUNTIME, HostActivity, LaunchStats, \
-    rank_timeline
+from profilectl.model.timeline import HOST_ANNOTATION, HOST_OPERATOR, HOST_RUNTIME, HostActivity, LaunchStats, rank_timeline
 
 US, MS = 1_000, 1_000_000
 

@@ -22,7 +22,7 @@ from profilectl.analysis.failures import FailureOrder
 from profilectl.analysis.idle import IdleCause, RankIdle, merge_causes, rules
 from profilectl.analysis.steps import ProfilerCost
 from profilectl.analysis.stragglers import StragglerAnalysis
-from profilectl.analysis.timeline import LaunchStats, RankTimeline, TimelineAnalysis
+from profilectl.model.timeline import LaunchStats, RankTimeline, TimelineAnalysis
 from profilectl.report.document import Finding
 
 if TYPE_CHECKING:

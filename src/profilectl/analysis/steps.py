@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
 if TYPE_CHECKING:
-    from profilectl.analysis.timeline import Marker, RankTimeline
+    from profilectl.model.timeline import Marker, RankTimeline
     from profilectl.formats.tables import HookSteps
 
 HOST_SIDE = "host-side step ranges"
@@ -144,7 +144,7 @@ def rank_steps(t: "RankTimeline", warmup_limit: int | None = None) -> Steps:
     if found or host is None or not len(host.start) or t.empty:
         return found
     import numpy as np
-    from profilectl.analysis.timeline import HOST_ANNOTATION
+    from profilectl.model.timeline import HOST_ANNOTATION
     ids = [i for i, name in enumerate(host.names) if LOOP_MARK.match(name)]
     if not ids:
         return found

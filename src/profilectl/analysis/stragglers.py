@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Sequence
 
 from profilectl.analysis.idle import RankIdle, rules
 from profilectl.analysis.collectives import collective_names, host_collective_names
-from profilectl.analysis.timeline import KERNEL, RankTimeline, _Blocks, _union, combine
+from profilectl.analysis.intervals import Blocks, union
+from profilectl.model.timeline import KERNEL, RankTimeline, combine
 
 if TYPE_CHECKING:
     import numpy as np
@@ -63,12 +64,12 @@ def _collective_blocks(t: RankTimeline) -> tuple[tuple["NDArray[np.int64]", "NDA
     names = collective_names(t.names)
     gpu = (t.kind == KERNEL) & names[t.name] if len(t.name) else np.zeros(0, dtype=bool)
     if gpu.any():
-        return _union(t.start[gpu], t.end[gpu]), "NCCL/RCCL kernels"
+        return union(t.start[gpu], t.end[gpu]), "NCCL/RCCL kernels"
     host = t.host_activity
     if host is not None and len(host.start):
         chosen = host_collective_names(host.names)[host.name]
         if chosen.any():
-            return _union(host.start[chosen], host.end[chosen]), "host collectives (gloo/MPI)"
+            return union(host.start[chosen], host.end[chosen]), "host collectives (gloo/MPI)"
     empty = np.zeros(0, dtype=np.int64)
     return (empty, empty), ""
 
@@ -96,7 +97,7 @@ def rank_waits(t: RankTimeline, rank_idle: RankIdle) -> RankWaits | None:
     if not rank_idle.step_ranges:
         return RankWaits(rank=t.rank, host=t.host, basis=basis, steps=collective_units(blocks), unit="collective") \
             if len(blocks[0]) else None
-    within = _Blocks(blocks)
+    within = Blocks(blocks)
     steady = {s.step for s in rank_idle.steps if s.phase == "steady"}
     rows = tuple((int(step), int(start), int(end), int(within.within(start, end)) if len(blocks[0]) else 0)
                  for step, start, end in rank_idle.step_ranges if step in steady)

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
-    from profilectl.analysis.timeline import RankTimeline
+    from profilectl.model.timeline import RankTimeline
     from profilectl.formats.polars_csv import TraceColumns
 
 PARALLEL_MIN_ROWS = 200_000  # below this one query is as fast
@@ -485,7 +485,7 @@ def rocpd_read(path: Path, rank: str, host: str | None) -> tuple[dict[str, Kerne
     """The kernel table and the timeline from one scan of the dispatches (numpy columns, never a
     Python object per dispatch), with the copies, launch calls and step regions."""
     import numpy as np
-    from profilectl.analysis.timeline import Marker, rank_timeline
+    from profilectl.model.timeline import Marker, rank_timeline
     from profilectl.formats.rocprofv3 import STEP_NAME
     before = _state(path)
     db = _connect(path)

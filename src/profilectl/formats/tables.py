@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Iterable, TypeVar
 
 if TYPE_CHECKING:  # numpy arrays inside: imported where a trace with timestamps is read
     from profilectl.analysis.reduce import RankReduction
-    from profilectl.analysis.timeline import RankTimeline
+    from profilectl.model.timeline import RankTimeline
 
 # How a kernel's time was measured, best first. When several readers of one folder report kernels,
 # the most detailed measurement wins (a per-dispatch trace beats ncu's duration metric, which beats

@@ -222,7 +222,7 @@ def timeline_events(files: Sequence[Path]) -> list[_Event]:
     """A process's rocprofv3 (or rocpd) files as trace events, through profilectl's own readers:
     kernels and copies per queue/stream on the GPU, runtime calls and ProfilerStep markers on the
     CPU (timestamps in ns, written as exact µs text)."""
-    from profilectl.analysis.timeline import COPY
+    from profilectl.model.timeline import COPY
     from profilectl.backends import READERS
     from profilectl.formats.reader import claim, read_groups
     events = [_Event(ph="M", name="process_labels", pid=pid, tid=0, args=msgspec.Raw(b'{"labels":"%s"}' % pid.encode()))
@@ -547,7 +547,7 @@ def _gpu_steps_are_spans(scan_: RankScan) -> bool:
 
 
 def _markers(scan_: RankScan) -> list[Any]:
-    from profilectl.analysis.timeline import Marker
+    from profilectl.model.timeline import Marker
     return [Marker(f"ProfilerStep#{n}", a, b, False) for n, (a, b) in scan_.steps_cpu.items()] + \
         [Marker(f"ProfilerStep#{n}", a, b, True) for n, (a, b) in scan_.steps_gpu.items()]
 
@@ -569,11 +569,11 @@ def _waits(scan_: RankScan) -> Any:
     import numpy as np
     from profilectl.analysis.steps import steps_of
     from profilectl.analysis.stragglers import RankWaits, collective_units
-    from profilectl.analysis.timeline import _Blocks, _union
+    from profilectl.analysis.intervals import Blocks, union
     gpu = [c for c in scan_.collectives if c.on_gpu]
     chosen = gpu or [c for c in scan_.collectives if not c.on_gpu]  # as stragglers.py: NCCL/RCCL kernels first
     basis = "NCCL/RCCL kernels" if gpu else "host collectives (gloo/MPI)" if chosen else ""
-    blocks = _Blocks(_union(np.array([c.start for c in chosen], dtype=np.int64),
+    blocks = Blocks(union(np.array([c.start for c in chosen], dtype=np.int64),
                             np.array([c.end for c in chosen], dtype=np.int64)))
     steps = steps_of(_markers(scan_))
     if not steps:  # no step marks: each collective call is a unit, as the report judges it

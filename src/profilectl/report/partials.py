@@ -48,7 +48,8 @@ from profilectl import __version__
 from profilectl.analysis.idle import RankIdle
 from profilectl.analysis.reduce import RankReduction
 from profilectl.analysis.stragglers import RankWaits
-from profilectl.analysis.timeline import Gap, RankPiece, StepRow, TimelineRow
+from profilectl.model.timeline import Gap, StepRow, TimelineRow
+from profilectl.analysis.timeline import RankPiece
 from profilectl.formats.tables import (AnnotationRow, CollectiveCall, CounterValue, HookSteps, KernelStats, RankRow, Source,
                                        StatsByName, Tables, TraceClock)
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from profilectl.analysis.diagnosis import Diagnosis
 from profilectl.analysis.roofline import RooflineResult
-from profilectl.analysis.timeline import TimelineAnalysis
+from profilectl.model.timeline import TimelineAnalysis
 from profilectl.countersets import aggregation, evaluate
 from profilectl.envreport import Fallback
 from profilectl.errors import FormatError
