@@ -272,6 +272,12 @@ def files_metadata(summary: Summary) -> RunMetadata:
     hosts = sorted({r.host for r in summary.ranks if r.host})
     metadata = RunMetadata(host=", ".join(hosts) or None, tool=summary.source.kind,
                            source="the files' kinds" + (" and names" if hosts else "") + " (no manifest.json)")
+    systems = [Path(f) for f in summary.source.files if Path(f).name == "sysinfo.csv"]
+    if systems:  # a rocprof-compute workload says which GPU and host it ran on
+        from profilectl.formats.rocprof_compute import gpu_of, system_info
+        info = system_info(systems[0])
+        return dataclasses.replace(metadata, gpu=gpu_of(info), host=info.get("hostname") or metadata.host,
+                                   tool="rocprof-compute", source=f"{systems[0].name} (rocprof-compute)")
     traces = [Path(f) for f in summary.source.files if f.endswith((".json", ".json.gz"))]
     for trace in traces[:HEADERS_READ]:
         header = trace_header(trace)
