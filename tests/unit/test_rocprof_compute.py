@@ -158,6 +158,10 @@ def test_rdna_and_multi_rank_are_refused_in_one_line(machine):
     machine.double("rocprof-compute")
     done = cli(machine, "counters", "--backend", "rocprof-compute", "--", *WORKLOAD)
     assert done.returncode == 3 and "no analysis for gfx1100" in done.stderr and "Traceback" not in done.stderr
+    machine.kfd_gpu(1, 90010)  # an MI200 now: the job's launcher is what is refused
+    machine.tool("mpirun")
+    job = cli(machine, "counters", "--dry-run", "--backend", "rocprof-compute", "--", "mpirun", "-np", "2", *WORKLOAD)
+    assert job.returncode == 2 and "rocprof-compute cannot honour a job started by mpirun" in job.stderr
 
 
 def test_rocprofv3_stays_first_where_both_are_installed(mi200):
