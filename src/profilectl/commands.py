@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from profilectl import errors
+from profilectl import errors, screen
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -36,10 +36,10 @@ def _console() -> "Console":
     """The one rich Console every table and line goes through. On a terminal, its width. Off one (a
     CI log, `| tee`, a file) rich would assume 80 columns and wrap cells mid-number and mid-id
     (`295,626` / `,240`): there, lines are as long as their content needs, and nothing is coloured."""
-    from rich.console import Console
+    from profilectl.screen import console
     if sys.stdout.isatty():
-        return Console(highlight=False, soft_wrap=False)
-    return Console(highlight=False, soft_wrap=False, width=LOG_WIDTH)
+        return console(soft_wrap=False)
+    return console(soft_wrap=False, width=LOG_WIDTH)
 
 
 def _runs() -> Any:
@@ -49,8 +49,10 @@ def _runs() -> Any:
 
 
 def say(message: str) -> None:
-    """One line on stderr, never wrapped (rich would wrap at 80 columns off a terminal)."""
-    sys.stderr.write(f"profilectl: {message}\n")
+    """One line on stderr, never wrapped (rich would wrap at 80 columns off a terminal); a name inside
+    it is shown as data (screen.visible: no control character reaches the terminal)."""
+    from profilectl.screen import visible
+    sys.stderr.write(f"profilectl: {visible(message)}\n")
     sys.stderr.flush()
 
 
@@ -300,11 +302,11 @@ def _captured_console() -> tuple["Console", Any]:
     """A console like the terminal's (width, colours) that renders into a string."""
     import io
 
-    from rich.console import Console
+    from profilectl.screen import console
     real = _console()
     captured = io.StringIO()
-    return Console(file=captured, highlight=False, soft_wrap=False, width=real.width,
-                   force_terminal=real.is_terminal, color_system=real.color_system or None), captured  # type: ignore[arg-type]
+    return console(file=captured, soft_wrap=False, width=real.width, force_terminal=real.is_terminal,
+                   color_system=real.color_system or None), captured
 
 
 def _update_job(job_dir: Path, task: Any) -> None:
@@ -429,7 +431,7 @@ def _report(path: str, fmt: str, output: str | None, top: int, force: bool, wind
         if len(tables) > 1:
             say(f"csv: the {export.main_csv_table(tables)} table on stdout; -o NAME.csv (or -o FOLDER/) writes all "
                 f"{len(tables)} tables, one file each: {', '.join(tables)}")
-        sys.stdout.write(export.to_csv(tables))
+        screen.write(export.to_csv(tables))
         return summary
     if fmt == "table" and not output:
         from profilectl.report import render
@@ -442,7 +444,7 @@ def _report(path: str, fmt: str, output: str | None, top: int, force: bool, wind
         write_output(Path(output), text, force, inputs=[Path(path), *map(Path, summary.source.files)])
         say(f"wrote {output}")
     else:
-        sys.stdout.write(text)
+        screen.write(text)  # on a terminal, the trace's names cannot drive it
     return summary
 
 
@@ -570,7 +572,7 @@ def query(path: str, sql: str, fmt: str) -> int:
             numbers = any(isinstance(r[index], (int, float)) for r in rows)
             table.add_column(column, justify="right" if numbers else "left", overflow="fold")
         for row in rows:
-            table.add_row(*[units.number(v) if isinstance(v, (int, float)) else ("" if v is None else str(v))
+            table.add_row(*[units.number(v) if isinstance(v, (int, float)) else screen.text("" if v is None else v)
                             for v in row])
         _console().print(table)
     return errors.OK
@@ -650,10 +652,10 @@ def compare(path_a: str, path_b: str, fmt: str, top: int, match: str = "exact", 
             payload["roofline"] = to_dict(extra)["sections"][0]
         _print_json(payload)
     elif fmt == "md":
-        sys.stdout.write(export.comparison_markdown(result, top))
+        screen.write(export.comparison_markdown(result, top))
         if extra:
             from profilectl.report.renderers import markdown
-            sys.stdout.write("\n" + markdown.render(extra, top, header=False))
+            screen.write("\n" + markdown.render(extra, top, header=False))
     else:
         from profilectl.report import render
         render.comparison(_console(), result, top)
@@ -690,5 +692,5 @@ def merge_trace(path: str, output: str | None, steps: str | None, max_mb: float,
         _print_json(result.to_dict())
     else:
         for line in merged_trace.lines(result):
-            sys.stdout.write(line + "\n")
+            screen.write(line + "\n")
     return errors.OK
