@@ -550,32 +550,67 @@ def _write_new(target: Path, force: bool, inputs: list[Path], write: Any, quiet:
     return errors.OK
 
 
-def query(path: str, sql: str, fmt: str) -> int:
-    """SQL (SQLite) over the report's tables of a run, a job or a folder of profiler outputs."""
-    from profilectl.report import load
-    from profilectl.report.query import run_query
-    from profilectl.report.sections import build_document
-    columns, rows = run_query(build_document(load.load(Path(path))), sql)
-    if fmt == "json":
-        _print_json([dict(zip(columns, row)) for row in rows])
-    elif fmt == "csv":
-        import csv
-        writer = csv.writer(sys.stdout, lineterminator="\n")
-        writer.writerow(columns)
-        writer.writerows(rows)
-    else:
-        from rich.table import Table
+QUERY_TABLE_ROWS = 10_000  # a terminal table holds its rows to size its columns: csv and json stream every row
 
-        from profilectl.report import units
-        table = Table(title=f"{len(rows):,} row(s)", title_justify="left")
-        for index, column in enumerate(columns):
-            numbers = any(isinstance(r[index], (int, float)) for r in rows)
-            table.add_column(column, justify="right" if numbers else "left", overflow="fold")
-        for row in rows:
-            table.add_row(*[units.number(v) if isinstance(v, (int, float)) else screen.text("" if v is None else v)
-                            for v in row])
-        _console().print(table)
+
+def query(path: str, sql: str, fmt: str, timeout_s: float | None = None, memory_mb: float | None = None) -> int:
+    """SQL (SQLite) over the report's tables of a run, a job or a folder of profiler outputs: read-only,
+    within a time and a memory budget, Ctrl-C honoured, rows streamed to stdout (report/query.py)."""
+    from profilectl.report import load
+    from profilectl.report.query import Budget, opened
+    from profilectl.report.sections import build_document
+    budget = Budget.of(timeout_s, memory_mb)  # a bad value is one line before anything is read
+    with opened(build_document(load.load(Path(path))), sql, budget) as result:
+        {"json": _query_json, "csv": _query_csv}.get(fmt, _query_table)(result)
     return errors.OK
+
+
+def _query_json(result: Any) -> None:
+    """A JSON array, one object per row, written as each row comes (the layout json.dumps(indent=2)
+    gives the whole list; ensure_ascii: no control character reaches a terminal)."""
+    first = True
+    for row in result.rows:
+        item = json.dumps(dict(zip(result.columns, row)), indent=2, default=str)
+        sys.stdout.write(("[\n" if first else ",\n") + "\n".join("  " + line for line in item.splitlines()))
+        first = False
+    sys.stdout.write("[]\n" if first else "\n]\n")
+
+
+def _query_csv(result: Any) -> None:
+    import csv
+    import io
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(result.columns)
+    for count, row in enumerate(result.rows, 1):
+        writer.writerow(row)
+        if count % 1024 == 0:
+            screen.write(buffer.getvalue())
+            buffer.seek(0)
+            buffer.truncate()
+    screen.write(buffer.getvalue())
+
+
+def _query_table(result: Any) -> None:
+    from rich.table import Table
+
+    from profilectl.report import units
+    shown: list[tuple[Any, ...]] = []
+    count = 0
+    for row in result.rows:  # past the first QUERY_TABLE_ROWS, only counted
+        count += 1
+        if count <= QUERY_TABLE_ROWS:
+            shown.append(row)
+    title = f"{count:,} row(s)" if count <= QUERY_TABLE_ROWS else \
+        f"the first {QUERY_TABLE_ROWS:,} of {count:,} rows (--format csv or json prints every row)"
+    table = Table(title=title, title_justify="left")
+    for index, column in enumerate(result.columns):
+        numbers = any(isinstance(r[index], (int, float)) for r in shown)
+        table.add_column(screen.text(column), justify="right" if numbers else "left", overflow="fold")
+    for row in shown:  # every cell is data: never markup, no control character
+        table.add_row(*[units.number(v) if isinstance(v, (int, float)) else screen.text("" if v is None else v)
+                        for v in row])
+    _console().print(table)
 
 
 def check_output(output: Path, force: bool) -> None:
