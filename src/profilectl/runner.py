@@ -16,8 +16,12 @@
   supervisor loop: the timeout, Ctrl-C and the final manifest work with stdout blocked.
 - A second Ctrl-C (or SIGTERM) while the step is being stopped cuts the grace: SIGKILL now. Both are
   said on stderr as they happen, and in the manifest's notes.
-- When the step's supervisor itself is killed, profilectl stops the workload's process group and
-  `supervisor_lost` names the cause; no further step runs.
+- When the step's supervisor itself is killed (the workload can: it runs as the same user), or does
+  not answer a stop within the grace (a workload that sent it SIGSTOP), profilectl stops the step's
+  processes itself and `supervisor_lost` names the cause; no further step runs. profilectl is a
+  child subreaper too, so what the supervisor leaves (daemons that called setsid, double-forked)
+  is reparented to profilectl, not to init; it finds them by the token every step process carries
+  in its environment (STEP_ENV) and by their descent from those.
 """
 
 from __future__ import annotations
@@ -32,12 +36,16 @@ import sys
 import threading
 import time
 from pathlib import Path
+from secrets import token_hex
 from typing import IO, Any, BinaryIO, Iterator
 
+from profilectl import supervisor as step_supervisor
 from profilectl.backends.base import Step, StepResult
 from profilectl.console import BoundedWriter, stream_fd, writer
 
 KILL_GRACE_S = 15.0  # torch.profiler may need seconds to write a large partial trace
+SUPERVISOR_ANSWER_S = 5.0  # after the grace, how long a stop may go unanswered before profilectl stops the step
+STEP_ENV = "PROFILECTL_STEP"  # a token in every step process's environment: the tree, without its supervisor
 SUPERVISOR = Path(__file__).with_name("supervisor.py")
 PIPE_DRAIN_S = 5.0  # after the supervisor is gone, how long the pipes may take to reach end of file
 DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
@@ -131,6 +139,8 @@ class Runner:
         self.supervisor_lost: str | None = None  # how the step supervisor died before its step ended
         self.notes: list[str] = []  # what the manifest should say about how the steps were stopped
         self._control: int | None = None  # the running step's lifeline to its supervisor
+        self._supervisor_pid = 0
+        self._stop_asked: tuple[float, bytes] | None = None  # when a stop was asked of the supervisor, and how
         self._step_label = ""
         self._raise_when_idle = False
         self._in_step = False
@@ -192,10 +202,42 @@ class Runner:
 
     def _tell(self, request: bytes) -> None:
         if self._control is not None:
+            if self._stop_asked is None or request == b"K":
+                self._stop_asked = (time.monotonic(), request)
+            with contextlib.suppress(OSError):  # a supervisor the workload stopped (SIGSTOP) must answer
+                os.kill(self._supervisor_pid, signal.SIGCONT)
             try:
                 os.write(self._control, request)
             except OSError:  # the supervisor is already gone
                 pass
+
+    def _stop_step_tree(self, token: str, main_pid: int) -> dict[int, str]:
+        """SIGKILL to every process of a step whose supervisor is gone: the main process's group, and
+        in profilectl's own subtree (it is a subreaper: the daemons the supervisor held came here)
+        every process that carries the step's token and everything below those. In rounds, as the
+        supervisor does, against a tree that forks while it is stopped. pid -> name of those stopped."""
+        if main_pid:
+            with contextlib.suppress(OSError):
+                os.killpg(main_pid, signal.SIGKILL)
+        needle = f"{STEP_ENV}={token}".encode()
+        stopped: dict[int, str] = {}
+        for _ in range(step_supervisor.KILL_ROUNDS):
+            ours = step_supervisor.descendants(os.getpid())
+            found: dict[int, str] = {}
+            for pid in (p for p in ours if _carries(p, needle)):
+                found[pid] = ours[pid]
+                found.update(step_supervisor.descendants(pid))
+            if not found:
+                break
+            for pid in found:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            stopped.update(found)
+            time.sleep(0.01)
+            for pid in found:  # those that came to profilectl: reaped here, never left as zombies
+                with contextlib.suppress(ChildProcessError, OSError):
+                    os.waitpid(pid, os.WNOHANG)
+        return stopped
 
     def write_failed(self, path: Path, exc: OSError) -> None:
         if exc.errno in DISK_FULL_ERRNOS:
@@ -218,6 +260,7 @@ class Runner:
             child_environment(full_env)
         full_env.update(env)
         full_env.update(step.env)  # what differs between the steps of one phase
+        full_env[STEP_ENV] = token_hex(8)
         self._in_step = True
         out_log, err_log = _Log(self.run_dir / "stdout.log", self), _Log(self.run_dir / "stderr.log", self)
         try:
@@ -236,6 +279,7 @@ class Runner:
         status_r, status_w = os.pipe()
         argv = [sys.executable or "python3", "-I", "-S", str(SUPERVISOR), str(control_r), str(status_w),
                 f"{self.kill_grace_s:g}", step.stop_signal, "--", *step.argv]
+        step_supervisor.become_subreaper()  # what the supervisor leaves if it dies comes to profilectl
         started = time.monotonic()
         try:
             process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -254,6 +298,8 @@ class Runner:
         for pump in pumps:
             pump.start()
         self._control = control_w
+        self._supervisor_pid = process.pid
+        self._stop_asked = None
         self._step_label = step.label
         try:
             report = self._follow(status_r)
@@ -262,16 +308,18 @@ class Runner:
             os.close(control_w)
             os.close(status_r)
             process.wait()
-        if report.main_pid and not report.done and report.returncode is None:
-            # The supervisor itself was killed: stop the workload's group ourselves.
-            with contextlib.suppress(OSError):
-                os.killpg(report.main_pid, signal.SIGKILL)
+        stopped: dict[int, str] = {}
+        if not report.done and not report.error:
+            # The supervisor was killed (or did not answer, and profilectl killed it): what it would have
+            # stopped, profilectl stops now, the daemons it left included (they came to this subreaper).
+            stopped = self._stop_step_tree(env[STEP_ENV], report.main_pid)
         if not report.done and report.returncode is None and not report.error:
             code = process.returncode
-            how = f"killed by {_signal_name(-code)}" if code is not None and code < 0 else f"ended with code {code}"
-            self.supervisor_lost = (f"the step supervisor of `{step.label}` (pid {process.pid}) was {how} before "
-                                    f"the step ended; profilectl stopped the workload (process group "
-                                    f"{report.main_pid or 'not started'})")
+            how = report.taken_over or (f"was killed by {_signal_name(-code)}" if code is not None and code < 0
+                                        else f"ended with code {code}")
+            self.supervisor_lost = (f"the step supervisor of `{step.label}` (pid {process.pid}) {how} before "
+                                    f"the step ended; profilectl stopped the workload itself "
+                                    f"({len(stopped)} process(es))")
         for pump in pumps:
             pump.join(PIPE_DRAIN_S)
         for pump in pumps:
@@ -293,7 +341,9 @@ class Runner:
         return report.returncode, seconds
 
     def _follow(self, status_fd: int) -> "_Report":
-        """Reads the supervisor's status lines until it exits; asks it to stop on timeout."""
+        """Reads the supervisor's status lines until it exits; asks it to stop on timeout, and kills
+        it when it does not answer a stop in time (the step's processes are then stopped by
+        profilectl: _stop_step_tree)."""
         report = _Report()
         pending = b""
         while True:
@@ -305,6 +355,16 @@ class Runner:
                     self._tell(b"T")
                 else:
                     timeout = min(timeout, remaining)
+            if self._stop_asked is not None and not report.done and report.taken_over is None:
+                asked_at, request = self._stop_asked
+                answer_by = asked_at + SUPERVISOR_ANSWER_S + (0.0 if request == b"K" else self.kill_grace_s)
+                if time.monotonic() >= answer_by:
+                    state = _state(self._supervisor_pid)
+                    report.taken_over = (f"did not answer a stop within {answer_by - asked_at:g} s"
+                                         + (" (it was stopped: SIGSTOP)" if state == "T" else "")
+                                         + ", and profilectl killed it")
+                    with contextlib.suppress(OSError):
+                        os.kill(self._supervisor_pid, signal.SIGKILL)
             ready, _, _ = select.select([status_fd], [], [], timeout)
             if not ready:
                 continue
@@ -315,6 +375,24 @@ class Runner:
             *lines, pending = pending.split(b"\n")
             for line in lines:
                 report.take(line.decode(errors="replace"))
+
+
+def _state(pid: int) -> str:
+    """A process's state letter (R, S, D, T, Z ...), "" when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().decode(errors="replace").rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return ""
+
+
+def _carries(pid: int, needle: bytes) -> bool:
+    """Whether the process's environment holds `needle` (NAME=VALUE) as one entry."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            return needle in fh.read().split(b"\0")
+    except OSError:
+        return False
 
 
 def _signal_name(signum: int) -> str:
@@ -340,6 +418,7 @@ class _Report:
         self.error: str | None = None
         self.left: list[tuple[int, str]] = []
         self.done = False
+        self.taken_over: str | None = None  # profilectl killed the supervisor: why
 
     def take(self, line: str) -> None:
         word, _, rest = line.partition(" ")
