@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import queue
 import select
 import signal
 import subprocess
@@ -39,6 +40,7 @@ from pathlib import Path
 from secrets import token_hex
 from typing import IO, Any, BinaryIO, Iterator
 
+from profilectl import errors
 from profilectl import supervisor as step_supervisor
 from profilectl.backends.base import Step, StepResult
 from profilectl.console import BoundedWriter, stream_fd, writer
@@ -48,6 +50,12 @@ SUPERVISOR_ANSWER_S = 5.0  # after the grace, how long a stop may go unanswered 
 STEP_ENV = "PROFILECTL_STEP"  # a token in every step process's environment: the tree, without its supervisor
 SUPERVISOR = Path(__file__).with_name("supervisor.py")
 PIPE_DRAIN_S = 5.0  # after the supervisor is gone, how long the pipes may take to reach end of file
+KEEPER = Path(__file__).with_name("logkeeper.py")
+OUT, ERR = b"O", b"E"  # the log keeper's names for stdout.log and stderr.log
+LOG_QUEUE_FRAMES = 64  # chunks (64 KiB at most) between the pumps and the log keeper
+FOLDER_WAIT_ENV = "PROFILECTL_FOLDER_WAIT_S"
+FOLDER_WAIT_S = 30.0  # how long the logs may make no progress at a step's end before the folder counts as stalled
+FOLDER_WAIT_STOPPING_S = 10.0  # the same, once a timeout or a signal asked the run to stop
 DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 
 
@@ -59,49 +67,115 @@ class Interrupted(BaseException):
         self.signum = signum
 
 
-class _Log:
-    """An append-only log written with unbuffered os.write, so what was written is on disk."""
+class _Logs:
+    """A step's stdout.log and stderr.log, written by the log keeper (logkeeper.py) in a process of
+    its own: nothing in profilectl's process holds them, so a traces folder that stops answering
+    stalls the keeper, never the timeout, Ctrl-C or profilectl's exit. The pumps hand it their chunks
+    and wait when it is behind (the workload's pipes fill, as with a slow disk); the main thread's own
+    lines never wait (dropped and counted when the keeper is stuck). A stream the keeper cannot write
+    (a full disk, a folder made read-only) is reported to the runner and no longer sent."""
 
-    def __init__(self, path: Path, runner: "Runner"):
-        self.path = path
+    def __init__(self, run_dir: Path, runner: "Runner"):
+        self.paths = {OUT: run_dir / "stdout.log", ERR: run_dir / "stderr.log"}
         self.runner = runner
-        self.broken = False
-        self.written = 0
+        self.queue: queue.Queue[tuple[bytes, bytes] | None] = queue.Queue(LOG_QUEUE_FRAMES)
+        self.progress = time.monotonic()  # the last moment the keeper took data
+        self.dropped = 0
+        self.broken: set[bytes] = set()
+        self.ended = threading.Event()  # the keeper said `done` (or is gone)
         try:
-            self.fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
-        except OSError as exc:
-            self.fd = None
-            self._failed(exc)
+            self.process: subprocess.Popen[bytes] | None = subprocess.Popen(
+                [sys.executable or "python3", "-I", "-S", str(KEEPER), *map(str, self.paths.values())],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
+        except OSError as exc:  # no keeper: the logs are not kept, the pipes are still drained
+            self.process = None
+            for stream, path in self.paths.items():
+                self._failed(stream, exc)
+            self.ended.set()
+            return
+        for target in (self._write_loop, self._read_loop):
+            threading.Thread(target=target, name=f"logs-{target.__name__}", daemon=True).start()
 
-    def write(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view and not self.broken and self.fd is not None:
+    def write(self, stream: bytes, data: bytes) -> None:
+        """From a pump: waits while the keeper is behind."""
+        if stream not in self.broken and self.process is not None:
+            self.queue.put((stream, data))
+
+    def say(self, stream: bytes, data: bytes) -> None:
+        """From the main thread: never waits."""
+        if stream in self.broken or self.process is None:
+            return
+        try:
+            self.queue.put_nowait((stream, data))
+        except queue.Full:
+            self.dropped += len(data)
+
+    def close(self, wait_s: float) -> bool:
+        """Ask the keeper to finish and wait for it while it keeps taking data (at most `wait_s`
+        without progress): True when both logs are written and closed."""
+        ending = False
+        self.progress = max(self.progress, time.monotonic())  # silence before now (a quiet step) is no stall
+        while not self.ended.is_set():
+            if not ending:
+                try:
+                    self.queue.put(None, timeout=0.1)
+                    ending = True
+                except queue.Full:
+                    pass
+            else:
+                self.ended.wait(0.1)
+            if time.monotonic() - self.progress > wait_s:
+                return False
+        return True
+
+    def _failed(self, stream: bytes, exc: OSError) -> None:
+        self.broken.add(stream)
+        self.runner.write_failed(self.paths[stream], exc)
+
+    def _write_loop(self) -> None:
+        assert self.process is not None and self.process.stdin is not None
+        target = self.process.stdin.fileno()
+        while True:
+            item = self.queue.get()
+            if item is None:
+                break
+            stream, data = item
+            if stream in self.broken:
+                continue
+            frame = memoryview(stream + len(data).to_bytes(4, "big") + data)
             try:
-                count = os.write(self.fd, view)
-            except OSError as exc:
-                self._failed(exc)
-                return
-            self.written += count
-            view = view[count:]
+                while frame:
+                    frame = frame[os.write(target, frame):]
+                    self.progress = time.monotonic()
+            except OSError:  # the keeper is gone: what is left cannot be kept
+                self.broken.update(self.paths)
+        self.progress = time.monotonic()
+        self.process.stdin.close()
 
-    def _failed(self, exc: OSError) -> None:
-        self.broken = True  # from now on the stream is drained but not kept
-        self.runner.write_failed(self.path, exc)
-
-    def close(self) -> None:
-        if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None
+    def _read_loop(self) -> None:
+        assert self.process is not None and self.process.stdout is not None
+        for raw in self.process.stdout:
+            word, _, rest = raw.decode(errors="replace").strip().partition(" ")
+            if word == "error":
+                letter, _, rest = rest.partition(" ")
+                number, _, message = rest.partition(" ")
+                stream = letter.encode()
+                if stream in self.paths:
+                    self._failed(stream, OSError(int(number) if number.isdigit() else 0, message))
+            self.progress = time.monotonic()
+        self.process.wait()
+        self.ended.set()
 
 
 class _Pump(threading.Thread):
     """Copies one pipe to a log (and the terminal) until end of file or until told to stop."""
 
-    def __init__(self, source: IO[bytes], log: _Log, echo: BoundedWriter | None):
+    def __init__(self, source: IO[bytes], logs: _Logs, stream: bytes, echo: BoundedWriter | None):
         super().__init__(daemon=True)
         self.fd = source.fileno()
         self.source = source
-        self.log = log
+        self.logs = logs
+        self.stream = stream
         self.echo = echo
         self.finish = threading.Event()
 
@@ -118,7 +192,7 @@ class _Pump(threading.Thread):
                 return
             if not chunk:
                 return
-            self.log.write(chunk)
+            self.logs.write(self.stream, chunk)
             if self.echo is not None:
                 self.echo.offer(chunk)  # never blocks: a reader that stopped reading costs dropped echo
 
@@ -211,6 +285,30 @@ class Runner:
             except OSError:  # the supervisor is already gone
                 pass
 
+    def _give_up_on_the_folder(self, step: Step, logs: _Logs, waited: float) -> None:
+        """The traces folder stopped answering (a stalled network or FUSE mount): the step is over, but
+        nothing more can be written there, not even the final manifest, and any further attempt would
+        hold profilectl in the kernel, where no signal reaches. So profilectl ends here, with one line
+        that says what it leaves behind, and the exit code of what stopped the run."""
+        code = errors.TIMEOUT if self.timed_out else errors.INTERRUPTED if self.interrupted else errors.USAGE
+        how = ("was stopped by the timeout" if self.timed_out else
+               f"was stopped by {signal.Signals(self.interrupted).name}" if self.interrupted else "has ended")
+        keeper = f"the log writer (pid {logs.process.pid}, until the folder answers again) and " \
+            if logs.process is not None else ""
+        line = (f"profilectl: the traces folder {self.run_dir.parent} stopped answering: the logs of `{step.label}` "
+                f"took nothing for {waited:g} s (a stalled network or FUSE file system?); the workload {how}; "
+                f"left behind: {keeper}{self.run_dir.name} without its final manifest (ls and report show it as "
+                f"abandoned)\n")
+        from profilectl.screen import visible
+        line = visible(line.rstrip("\n")) + "\n"
+        if self.echo[1] is not None:
+            self.echo[1].offer(line.encode())
+            self.echo[1].drain(2.0)
+        else:
+            with contextlib.suppress(OSError):
+                os.write(2, line.encode())
+        os._exit(code)  # noqa: SLF001 - no cleanup may touch the folder: it would never return
+
     def _stop_step_tree(self, token: str, main_pid: int) -> dict[int, str]:
         """SIGKILL to every process of a step whose supervisor is gone: the main process's group, and
         in profilectl's own subtree (it is a subreaper: the daemons the supervisor held came here)
@@ -262,19 +360,22 @@ class Runner:
         full_env.update(step.env)  # what differs between the steps of one phase
         full_env[STEP_ENV] = token_hex(8)
         self._in_step = True
-        out_log, err_log = _Log(self.run_dir / "stdout.log", self), _Log(self.run_dir / "stderr.log", self)
+        logs = _Logs(self.run_dir, self)
         try:
-            err_log.write(f"==> profilectl: {step.label}: {' '.join(shown_argv)}\n".encode())
-            returncode, seconds = self._supervise(step, full_env, cwd, out_log, err_log)
+            logs.say(ERR, f"==> profilectl: {step.label}: {' '.join(shown_argv)}\n".encode())
+            returncode, seconds = self._supervise(step, full_env, cwd, logs)
         finally:
-            out_log.close()
-            err_log.close()
+            asked_to_stop = bool(self.interrupted or self.timed_out)
+            waited = min(folder_wait_s(), FOLDER_WAIT_STOPPING_S) if asked_to_stop else folder_wait_s()
+            kept = logs.close(waited)
             self._in_step = False
+        if not kept:
+            self._give_up_on_the_folder(step, logs, waited)
         return StepResult(step.label, shown_argv, returncode, seconds, step.timed, step.warmup,
                           timed_out=self.timed_out, interrupted=bool(self.interrupted))
 
-    def _supervise(self, step: Step, env: dict[str, str], cwd: Path | None, out_log: _Log,
-                   err_log: _Log) -> tuple[int | None, float]:
+    def _supervise(self, step: Step, env: dict[str, str], cwd: Path | None,
+                   logs: _Logs) -> tuple[int | None, float]:
         control_r, control_w = os.pipe()
         status_r, status_w = os.pipe()
         argv = [sys.executable or "python3", "-I", "-S", str(SUPERVISOR), str(control_r), str(status_w),
@@ -288,13 +389,13 @@ class Runner:
         except OSError as exc:
             os.close(control_w)
             os.close(status_r)
-            err_log.write(f"profilectl: cannot start {step.argv[0]}: {exc.strerror or exc}\n".encode())
+            logs.say(ERR, f"profilectl: cannot start {step.argv[0]}: {exc.strerror or exc}\n".encode())
             return 127, 0.0
         finally:
             os.close(control_r)
             os.close(status_w)
         assert process.stdout is not None and process.stderr is not None
-        pumps = [_Pump(process.stdout, out_log, self.echo[0]), _Pump(process.stderr, err_log, self.echo[1])]
+        pumps = [_Pump(process.stdout, logs, OUT, self.echo[0]), _Pump(process.stderr, logs, ERR, self.echo[1])]
         for pump in pumps:
             pump.start()
         self._control = control_w
@@ -324,18 +425,19 @@ class Runner:
             pump.join(PIPE_DRAIN_S)
         for pump in pumps:
             pump.finish.set()  # something outside the tree still holds a pipe: stop waiting for it
-            pump.join()
-        process.stdout.close()
-        process.stderr.close()
+            pump.join(PIPE_DRAIN_S)  # a pump still waiting for the log keeper (a stalled folder) is left
+        for pump in pumps:
+            if not pump.is_alive():  # never the descriptor a live pump may still read
+                pump.source.close()
         if report.error:
-            err_log.write(f"profilectl: cannot start {step.argv[0]}: {report.error}\n".encode())
+            logs.say(ERR, f"profilectl: cannot start {step.argv[0]}: {report.error}\n".encode())
             return process.returncode, 0.0
         if report.left:
             names = ", ".join(f"{pid} ({name})" for pid, name in report.left)
-            err_log.write(f"==> profilectl: stopped {len(report.left)} process(es) the step left running "
+            logs.say(ERR, f"==> profilectl: stopped {len(report.left)} process(es) the step left running "
                           f"(SIGTERM, SIGKILL after {self.kill_grace_s:g} s): {names}\n".encode())
         if report.returncode is None and not report.done:
-            err_log.write(f"profilectl: the step's supervisor ended with code {process.returncode} "
+            logs.say(ERR, f"profilectl: the step's supervisor ended with code {process.returncode} "
                           f"before the step did\n".encode())
         seconds = report.seconds if report.seconds is not None else time.monotonic() - started
         return report.returncode, seconds
@@ -375,6 +477,16 @@ class Runner:
             *lines, pending = pending.split(b"\n")
             for line in lines:
                 report.take(line.decode(errors="replace"))
+
+
+def folder_wait_s() -> float:
+    """$PROFILECTL_FOLDER_WAIT_S, else FOLDER_WAIT_S: seconds without progress before the traces
+    folder counts as stalled."""
+    try:
+        value = float(os.environ.get(FOLDER_WAIT_ENV, ""))
+    except ValueError:
+        return FOLDER_WAIT_S
+    return value if value > 0 and value == value and value != float("inf") else FOLDER_WAIT_S
 
 
 def _state(pid: int) -> str:
