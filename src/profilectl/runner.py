@@ -56,6 +56,7 @@ LOG_QUEUE_FRAMES = 64  # chunks (64 KiB at most) between the pumps and the log k
 FOLDER_WAIT_ENV = "PROFILECTL_FOLDER_WAIT_S"
 FOLDER_WAIT_S = 30.0  # how long the logs may make no progress at a step's end before the folder counts as stalled
 FOLDER_WAIT_STOPPING_S = 10.0  # the same, once a timeout or a signal asked the run to stop
+SAY_WAIT_S = 2.0  # how long profilectl's own line for stderr.log waits for a log keeper that takes nothing
 DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 
 
@@ -102,13 +103,16 @@ class _Logs:
             self.queue.put((stream, data))
 
     def say(self, stream: bytes, data: bytes) -> None:
-        """From the main thread: never waits."""
-        if stream in self.broken or self.process is None:
-            return
-        try:
-            self.queue.put_nowait((stream, data))
-        except queue.Full:
-            self.dropped += len(data)
+        """From the main thread: waits only while the keeper takes data (a burst of the workload's
+        output before it), at most SAY_WAIT_S without progress (a stalled folder: dropped, counted)."""
+        while stream not in self.broken and self.process is not None:
+            try:
+                self.queue.put((stream, data), timeout=0.1)
+                return
+            except queue.Full:
+                if time.monotonic() - self.progress > SAY_WAIT_S:
+                    self.dropped += len(data)
+                    return
 
     def close(self, wait_s: float) -> bool:
         """Ask the keeper to finish and wait for it while it keeps taking data (at most `wait_s`
@@ -147,8 +151,9 @@ class _Logs:
                 while frame:
                     frame = frame[os.write(target, frame):]
                     self.progress = time.monotonic()
-            except OSError:  # the keeper is gone: what is left cannot be kept
-                self.broken.update(self.paths)
+            except OSError as exc:  # the keeper is gone: what is left cannot be kept
+                for name in set(self.paths) - self.broken:
+                    self._failed(name, exc)
         self.progress = time.monotonic()
         self.process.stdin.close()
 
@@ -371,6 +376,9 @@ class Runner:
             self._in_step = False
         if not kept:
             self._give_up_on_the_folder(step, logs, waited)
+        if logs.dropped:
+            self.notes.append(f"stderr.log lacks {logs.dropped} bytes of profilectl's own lines (the log writer "
+                              f"took nothing for {SAY_WAIT_S:g} s)")
         return StepResult(step.label, shown_argv, returncode, seconds, step.timed, step.warmup,
                           timed_out=self.timed_out, interrupted=bool(self.interrupted))
 
