@@ -9,12 +9,21 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 from reliability_support import one_line
 
+# The peak memory of a command, from a small process of its own: a child's ru_maxrss starts from the
+# memory of the process it was forked from (pytest's, hundreds of MiB late in a session).
+PEAK = """
+import os, subprocess, sys
+child = subprocess.Popen(sys.argv[1:])
+_, status, usage = os.wait4(child.pid, 0)
+sys.stderr.write(f"\\n{os.waitstatus_to_exitcode(status)} {usage.ru_maxrss}\\n")
+"""
 RUNAWAY = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
 
 
@@ -106,12 +115,12 @@ def test_a_large_result_is_streamed_not_held(harness, tmp_path):
              "SELECT x, printf('%0500d', x) AS pad FROM c")
     out = tmp_path / "out.json"
     with open(out, "w") as sink:
-        process = subprocess.Popen(harness.argv("query", str(trace), large, "--format", "json"), stdout=sink,
-                                   stderr=subprocess.PIPE, env=harness.env)
-        _, status, usage = os.wait4(process.pid, 0)
-    stderr = process.stderr.read().decode() if process.stderr else ""
-    assert os.waitstatus_to_exitcode(status) == 0, stderr
-    peak_mib = usage.ru_maxrss / 1024
+        measured = subprocess.run([sys.executable, "-c", PEAK, *harness.argv("query", str(trace), large, "--format",
+                                                                            "json")],
+                                  stdout=sink, stderr=subprocess.PIPE, text=True, env=harness.env, timeout=300)
+    code, peak_kib = (int(word) for word in measured.stderr.splitlines()[-1].split())
+    assert code == 0, measured.stderr
+    peak_mib = peak_kib / 1024
     with open(out) as fh:
         rows = json.load(fh)
     assert len(rows) == 100_000 and rows[-1]["x"] == 100_000
