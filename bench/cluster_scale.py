@@ -66,7 +66,7 @@ def make_partials(job: Path) -> float:
     """Every rank's partial, as each rank writes it when it ends where it ran; the seconds they took,
     all ranks added (on a cluster the nodes make theirs at once)."""
     from profilectl import jobs
-    from profilectl.report import partials
+    from profilectl.read import partials
     reduce_s = 0.0
     for rank in jobs.compose(job).ranks:
         partial = partials.make(job / rank.run / "raw", rank)
@@ -104,7 +104,7 @@ def scale(sizes: list[int], repeat: int, steps: int, workdir: Path) -> int:
     failed = False
     for ranks in sizes:
         job = workdir / f"20261125T100000Z-trace-job{ranks}.0"
-        from profilectl.report import partials
+        from profilectl.read import partials
         if not (job / "traces.ready").is_file():
             shutil.rmtree(job, ignore_errors=True)
             started = time.perf_counter()
@@ -155,7 +155,7 @@ def formats(workdir: Path, files: int) -> int:
     import msgspec
     import polars as pl
 
-    from profilectl.report import partials
+    from profilectl.read import partials
     source = next(workdir.glob("*-trace-job*/*-rank0/" + partials.FILE), None)
     if source is None:
         raise SystemExit(f"no partial under {workdir}: run the scaling first (--ranks 8)")

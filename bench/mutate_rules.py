@@ -34,9 +34,9 @@ TESTS = ["tests/unit/test_rules_pinned.py", "tests/unit/test_exact_merge.py", "t
 
 # (file under src/profilectl, the text, its mutation, what it breaks)
 FORMULAS = [
-    ("formats/tables.py", "self.m2 += other.m2 + delta * delta * self.calls * other.calls / calls",
+    ("model/tables.py", "self.m2 += other.m2 + delta * delta * self.calls * other.calls / calls",
      "self.m2 += other.m2", "the variance merge's cross-term"),
-    ("formats/tables.py", "m2=(count * total_sq - total * total) / count if count else 0.0",
+    ("model/tables.py", "m2=(count * total_sq - total * total) / count if count else 0.0",
      "m2=(total_sq - total * total) / count if count else 0.0", "M2 from exact integer sums"),
     ("analysis/intervals.py", "total -= max(0, low - int(self.start[first]))", "total -= 0",
      "busy clipped at a window's start"),
@@ -65,7 +65,7 @@ FORMULAS = [
     ("report/summary.py", "gpu_time_ns=kernel_ns + copy_ns", "gpu_time_ns=kernel_ns", "GPU time counts copies"),
     ("report/compare.py", "ka, kb = _keyed(a.kernels + a.memory_copies, key), _keyed(b.kernels + b.memory_copies, key)",
      "ka, kb = _keyed(a.kernels, key), _keyed(b.kernels, key)", "compare counts copies"),
-    ("analysis/collectives.py", "return GPU_WORDS[0] in lowered or GPU_WORDS[1] in lowered",
+    ("model/collectives.py", "return GPU_WORDS[0] in lowered or GPU_WORDS[1] in lowered",
      "return GPU_WORDS[0] in lowered", "RCCL kernels are collectives"),
     ("analysis/rank_stream.py", "return (float((width * open_[:-1]).sum() / total) if total else 0.0), int(open_.max())",
      "return (float((width * open_[1:]).sum() / total) if total else 0.0), int(open_.max())",

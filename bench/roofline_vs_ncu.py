@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from profilectl import countersets  # noqa: E402
 from profilectl.formats.ncu import NcuCsvReader  # noqa: E402
-from profilectl.report.summary import SourceInfo, build  # noqa: E402
+from profilectl.read.summary import SourceInfo, build  # noqa: E402
 
 KERNELS = {"add (memory-bound)": "CUDAFunctor_add", "bf16 GEMM (compute-bound)": "nvjet",
            "tiny mul (latency-bound)": "MulFunctor"}

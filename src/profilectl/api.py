@@ -27,8 +27,8 @@ if TYPE_CHECKING:
 
     from profilectl.plan import Plan
     from profilectl.report.compare import Comparison, Gate
-    from profilectl.report.document import Document
-    from profilectl.report.summary import Summary
+    from profilectl.model.document import Document
+    from profilectl.read.summary import Summary
 
 API_VERSION = 1
 
@@ -96,7 +96,7 @@ class Run:
         files grouped by the rank their names give, or, where one file holds several ranks (an
         Nsight Systems report of several processes, an XLA trace of eight devices) or the files' names
         give none (traces named by their tool), each rank's own timeline. One process: itself."""
-        from profilectl.report.load import per_rank
+        from profilectl.read.load import per_rank
         ranks = {row.rank for row in self.summary.ranks}
         found = per_rank(self.path)
         if ranks and set(found) != ranks:
@@ -138,11 +138,11 @@ def _per_rank_of_timelines(path: Path, ranks: set[str]) -> dict[str, "Summary"]:
     Empty unless every rank of `ranks` has a timeline."""
     from profilectl.model.timeline import COPY, KERNEL
     from profilectl.analysis.windows import stats_by_kind
-    from profilectl.backends import READERS
+    from profilectl.formats.registry import READERS
     from profilectl.formats.reader import read_groups, recognised
-    from profilectl.formats.tables import PER_DISPATCH, Tables, merge_stats
-    from profilectl.report.load import is_run_dir
-    from profilectl.report.summary import SourceInfo, build
+    from profilectl.model.tables import PER_DISPATCH, Tables, merge_stats
+    from profilectl.read.load import is_run_dir
+    from profilectl.read.summary import SourceInfo, build
     groups = recognised(path / "raw" if is_run_dir(path) else path, READERS)
     tables = read_groups(groups)
     if {t.rank for t in tables.timelines} != ranks:
@@ -171,11 +171,11 @@ def open(path: str | Path, *, range_name: str | None = None, steps: str | None =
     names it). range_name / steps ("A:B") / step_mark: as `report --range / --steps / --step-mark`."""
     if range_name is not None or steps is not None or step_mark is not None:
         from profilectl.analysis.windows import WindowRequest, parse_steps
-        from profilectl.report.load import load_window
+        from profilectl.read.load import load_window
         request = WindowRequest(range_name=range_name, steps=parse_steps(steps) if steps is not None else None,
                                 step_mark=step_mark)
         return Run(Path(path), load_window(Path(path), request))
-    from profilectl.report.load import load
+    from profilectl.read.load import load
     return Run(Path(path), load(Path(path)))
 
 

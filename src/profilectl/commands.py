@@ -85,14 +85,14 @@ def _load(path: Path, quiet: bool = False) -> Any:
     """load.load with a spinner on a terminal: a large trace takes a while to read the first time
     (its summary is cached after), and a silent wait looks like a hang."""
     from profilectl.progress import activity
-    from profilectl.report import load
+    from profilectl.read import load
     try:
         size = f" ({_runs().human_bytes(path.stat().st_size)})" if path.is_file() else ""
     except OSError:
         size = ""
     how = _JOB_READ.get()
     if how.on_cluster:  # each node reduces its own ranks (a job step), merged here
-        from profilectl.report import on_cluster
+        from profilectl.read import on_cluster
         with activity(f"reducing {path.name or path} on {', '.join(how.nodes)}", quiet=quiet):
             return on_cluster.merge(path, on_cluster.gather(path, list(how.nodes)))
     with activity(f"reading {path.name or path}{size}", quiet=quiet):
@@ -118,9 +118,9 @@ def report_job_options(path: str, raw: bool, on_cluster: bool, nodes: str | None
     if reduce_here:
         from profilectl import jobs
         if not jobs.is_job_dir(Path(path)):  # a bare profiler output: one partial per rank, into a folder
-            from profilectl.report import bare_partials
+            from profilectl.read import bare_partials
             return bare_partials.reduce_command(Path(path), output, sys.stdout)
-        from profilectl.report import on_cluster as cluster_read  # subprocess, shutil: only where used
+        from profilectl.read import on_cluster as cluster_read  # subprocess, shutil: only where used
         return cluster_read.reduce_here(Path(path), sys.stdout)
     if dry_run and not on_cluster:
         raise errors.UsageError("report --dry-run shows the job steps of --on-cluster: add --on-cluster")
@@ -128,7 +128,7 @@ def report_job_options(path: str, raw: bool, on_cluster: bool, nodes: str | None
         raise errors.UsageError("--raw and --on-cluster: choose one (--on-cluster reads the raw files on the nodes)")
     if not on_cluster:
         return JobRead(raw=raw)
-    from profilectl.report import on_cluster as cluster_read
+    from profilectl.read import on_cluster as cluster_read
     chosen = cluster_read.job_nodes(Path(path), nodes)
     if dry_run:
         import shlex
@@ -283,11 +283,11 @@ def execute_prepared(prepared: Prepared, streams: Any, update_job: bool = True) 
 
 
 def _write_partial(outcome: "Outcome", task: Any) -> None:
-    """The rank's partial, made where it ran as it ends (report/partials.py): the job's report
+    """The rank's partial, made where it ran as it ends (read/partials.py): the job's report
     merges these instead of re-reading every rank's raw files. It only saves time: a failure to
     make it is one line, and the report rebuilds it."""
     from profilectl.jobs import JobRank
-    from profilectl.report import partials
+    from profilectl.read import partials
     rank = JobRank(rank=task.rank, host=task.node, status=outcome.status, run=outcome.run_dir.name,
                    exit_code=outcome.manifest.exit_code, message=outcome.manifest.message)
     try:
@@ -346,7 +346,7 @@ def cluster(action: str, command: list[str]) -> int:
 
 
 def ls(traces_dir: str | None, as_json: bool) -> int:
-    from profilectl.report.listing import list_runs
+    from profilectl.read.listing import list_runs
     root = Path(traces_dir) if traces_dir else _runs().default_traces_root()
     if root.is_file():
         raise errors.UsageError(f"{root} is a file: ls lists the runs of a traces folder")
@@ -422,7 +422,8 @@ def report_window(path: str, fmt: str, output: str | None, top: int, force: bool
 
 def _report(path: str, fmt: str, output: str | None, top: int, force: bool, window: Any = None) -> Any:
     """Print (or write to -o) one report of the formats that make one text; the summary it came from."""
-    from profilectl.report import export, html, load
+    from profilectl.read import load
+    from profilectl.report import export, html
     if output:
         check_output(Path(output), force)
     summary = _load(Path(path), quiet=fmt == "json") if window is None else load.load_window(Path(path), window)
@@ -459,7 +460,8 @@ def csv_targets(output: str, names: list[str]) -> dict[str, Path]:
 
 def report_csv_files(path: Path, output: str, force: bool) -> int:
     """Every table of the report as a CSV file of its own, all written or none."""
-    from profilectl.report import export, load
+    from profilectl.read import load
+    from profilectl.report import export
     folder = Path(output) if output.endswith(("/", os.sep)) else Path(output).parent
     if folder.exists() and not folder.is_dir():
         raise errors.UsageError(f"{folder} is not a folder: -o FOLDER/ writes one CSV file per table there")
@@ -484,7 +486,7 @@ def report_csv_files(path: Path, output: str, force: bool) -> int:
 
 def report_files(path: Path, fmt: str, output: str | None, force: bool) -> int:
     """Parquet: one file per table into -o FOLDER (all written or none); SQLite: one database -o FILE."""
-    from profilectl.report import load
+    from profilectl.read import load
     from profilectl.report.renderers import machine
     from profilectl.report.sections import build_document
     if not output:
@@ -556,7 +558,7 @@ QUERY_TABLE_ROWS = 10_000  # a terminal table holds its rows to size its columns
 def query(path: str, sql: str, fmt: str, timeout_s: float | None = None, memory_mb: float | None = None) -> int:
     """SQL (SQLite) over the report's tables of a run, a job or a folder of profiler outputs: read-only,
     within a time and a memory budget, Ctrl-C honoured, rows streamed to stdout (report/query.py)."""
-    from profilectl.report import load
+    from profilectl.read import load
     from profilectl.report.query import Budget, opened
     from profilectl.report.sections import build_document
     budget = Budget.of(timeout_s, memory_mb)  # a bad value is one line before anything is read
@@ -594,7 +596,7 @@ def _query_csv(result: Any) -> None:
 def _query_table(result: Any) -> None:
     from rich.table import Table
 
-    from profilectl.report import units
+    from profilectl.model import units
     shown: list[tuple[Any, ...]] = []
     count = 0
     for row in result.rows:  # past the first QUERY_TABLE_ROWS, only counted
@@ -666,7 +668,8 @@ def compare(path_a: str, path_b: str, fmt: str, top: int, match: str = "exact", 
     """Two runs side by side; with --fail-if-slower (or --metric), the CI gate: exit SLOWER when NEW
     (path_b) is slower than BASE (path_a) by more than the threshold, after printing the result."""
     import dataclasses
-    from profilectl.report import export, load
+    from profilectl.read import load
+    from profilectl.report import export
     from profilectl.report.compare import compare as compare_summaries
     from profilectl.report.compare import gate, parse_metric, parse_threshold
     threshold = parse_threshold(fail_if_slower) if fail_if_slower is not None else None  # before any reading
@@ -676,7 +679,7 @@ def compare(path_a: str, path_b: str, fmt: str, top: int, match: str = "exact", 
     result = compare_summaries(base, new, match)
     if threshold is not None or metric is not None:
         result = dataclasses.replace(result, gate=gate(base, new, metric, threshold))
-    from profilectl.report.document import Document
+    from profilectl.model.document import Document
     from profilectl.report.sections.roofline import compare_section
     moved = compare_section(base, new)  # each kernel's movement under the roofline, where both runs have one
     extra = Document(title="", metadata=(), sections=(moved,)) if moved else None

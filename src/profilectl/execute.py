@@ -26,14 +26,14 @@ from profilectl.envreport import EnvReport
 from profilectl.facts import Facts
 from profilectl.errors import FormatError
 from profilectl.files import write_atomic, write_json_atomic
-from profilectl.formats.tables import Tables, merge_all
+from profilectl.model.tables import Tables, merge_all
 from profilectl.launchers import LAUNCHERS
 from profilectl.manifest import MANIFEST_SCHEMA, Controller, Manifest, PhaseRecord, StepRecord
 from profilectl.plan import Plan, cheap_enough, relocate, sized_steps
 from profilectl.probe.diagnose import diagnose
 from profilectl.probe.machine import CommandResult, Machine
-from profilectl.report import summary as summaries
-from profilectl.report.summary import SourceInfo, Summary
+from profilectl.read import summary as summaries
+from profilectl.read.summary import SourceInfo, Summary
 from profilectl.runner import Interrupted, Runner
 from profilectl.telemetry.model import PowerSummary
 from profilectl.telemetry.sampler import Sampler

@@ -25,10 +25,11 @@ from typing import Any, Mapping
 from profilectl.errors import FormatError
 from profilectl.files import read_typed, write_json_atomic
 from profilectl.manifest import Manifest
+from profilectl.runs import rank_of
+from profilectl.runstate import run_state
 
 JOB_MANIFEST = "job.json"
 JOB_SCHEMA = 1
-_RANK_DIR = re.compile(r"^(?P<host>.+)-rank(?P<rank>\d+)$")
 
 
 @dataclass(frozen=True)
@@ -112,12 +113,6 @@ class JobManifest:
         return read_typed(cls, job_dir / JOB_MANIFEST, "profilectl job manifest")
 
 
-def rank_of(rank_dir: Path) -> tuple[int, str] | None:
-    """(rank, host) of a rank directory's name, `<host>-rank<R>`."""
-    match = _RANK_DIR.match(rank_dir.name)
-    return (int(match.group("rank")), match.group("host")) if match else None
-
-
 def rank_dirs(job_dir: Path) -> list[Path]:
     found = [p for p in job_dir.iterdir() if p.is_dir() and rank_of(p) and (p / "manifest.json").is_file()]
     return sorted(found, key=lambda p: rank_of(p) or (0, ""))
@@ -129,7 +124,6 @@ def is_job_dir(path: Path) -> bool:
 
 def compose(job_dir: Path, task: SlurmTask | None = None) -> JobManifest:
     """The job as its ranks' manifests say now (a rank whose profilectl is gone: `lost`)."""
-    from profilectl.runstate import run_state
     previous = _previous(job_dir)
     ranks: list[JobRank] = []
     service = task_service = previous.service if previous else ""

@@ -13,7 +13,7 @@ import sys
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
-from profilectl.report.units import shorten
+from profilectl.model.units import shorten
 
 Update = Callable[[str], None]
 DETAIL_WIDTH = 60  # the step's latest line, cut to fit beside the label on an 80-column terminal

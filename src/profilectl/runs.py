@@ -14,6 +14,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import re
 import secrets
 import shutil
 import stat
@@ -99,12 +100,20 @@ def claim(run_dir: Path) -> bool:
     return True
 
 
+_RANK_DIR = re.compile(r"^(?P<host>.+)-rank(?P<rank>\d+)$")
+
+
+def rank_of(rank_dir: Path) -> tuple[int, str] | None:
+    """(rank, host) of a SLURM rank directory's name, `<host>-rank<R>` (jobs.py names them)."""
+    match = _RANK_DIR.match(rank_dir.name)
+    return (int(match.group("rank")), match.group("host")) if match else None
+
+
 def create_run_dir(traces_root: Path, service: str, first: Path | None = None) -> Path:
     """Claim a fresh run directory: `first` (a plan's proposed name) if still free, else a new name.
     A SLURM rank's folder (`<host>-rank<R>`, jobs.py) has no other name: ranks find each other by it,
     and a run under any other name in a job folder is seen by no `ls` or `report`. So when another
     profilectl claimed it first, this one stops (UsageError), never runs unseen."""
-    from profilectl.jobs import rank_of
     candidate = first or proposed_run_dir(traces_root, service)
     if first is not None and rank_of(first) is not None:
         if claim(first):

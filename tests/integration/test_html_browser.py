@@ -112,7 +112,7 @@ def test_the_timeline_and_power_charts_are_painted(tmp_path, monkeypatch):
     at 10 Hz (telemetry.csv as the sampler writes it), laid out by the browser."""
     monkeypatch.setenv("PROFILECTL_CACHE_DIR", str(tmp_path / "cache"))
     from profilectl.report.html import to_html
-    from profilectl.report.load import load
+    from profilectl.read.load import load
     from profilectl.telemetry.energy import summarise_file
     from profilectl.telemetry.model import CSV_COLUMNS
     telemetry = tmp_path / "telemetry.csv"

@@ -20,7 +20,7 @@ from profilectl import countersets
 from profilectl.formats.ncu import NcuCsvReader
 from profilectl.report.roofline_chart import HEIGHT, WIDTH, roofline_html
 from profilectl.report.sections.roofline import roofline_section
-from profilectl.report.summary import RunMetadata, SourceInfo, build
+from profilectl.read.summary import RunMetadata, SourceInfo, build
 from support import FIXTURES
 
 CHROMIUM = shutil.which("chromium")

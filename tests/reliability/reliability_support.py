@@ -130,7 +130,7 @@ def lost_runs(harness: Harness) -> list[str]:
     """Runs a user could not account for: no readable manifest, or `running` for ever (a run whose
     profilectl is gone must read as final or as `abandoned`)."""
     sys.path.insert(0, str(REPO / "src"))
-    from profilectl.report.listing import list_runs
+    from profilectl.read.listing import list_runs
     lost = []
     listed = {Path(run.path): run for root in harness.traces_roots if root.is_dir() for run in list_runs(root)}
     for run_dir in harness.runs():

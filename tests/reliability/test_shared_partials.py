@@ -268,7 +268,7 @@ def test_a_raw_file_rewritten_with_its_size_and_mtime_is_read_again(harness, tmp
 def hostile(place: Path, kind: str) -> None:
     place.unlink(missing_ok=True)
     if kind == "nested":
-        from profilectl.report.partials import SCHEMA
+        from profilectl.read.partials import SCHEMA
         place.write_bytes(b'{"schema_version": %d, "notes": ' % SCHEMA + b"[" * 200_000 + b"]" * 200_000 + b"}")
     elif kind == "fifo":
         os.mkfifo(place)

@@ -14,7 +14,7 @@ from test_launchers import needs_torch  # the one check for Debian's torch at /u
 
 from profilectl.formats import torch_trace
 from profilectl.report.sections import annotations as annotation_section
-from profilectl.report.summary import SourceInfo, build
+from profilectl.read.summary import SourceInfo, build
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 SYSTEM_PYTHON = Path("/usr/bin/python3")
@@ -126,7 +126,7 @@ def test_annotations_per_rank_and_through_the_stored_summary(tmp_path):
     come back unchanged from summary.json (msgspec's typed decoding)."""
     from profilectl.backends import READERS
     from profilectl.formats.reader import read_path
-    from profilectl.report.summary import Summary
+    from profilectl.read.summary import Summary
     source = FIXTURES / "hta" / "trace_filter_sampled_rank-0.json.gz"
     for rank in (0, 1):
         (tmp_path / f"rank-{rank}.pt.trace.json.gz").write_bytes(source.read_bytes())

@@ -170,7 +170,7 @@ def test_compare_with_nothing_to_compare_says_so():
 
     from profilectl.report import render
     from profilectl.report.compare import compare
-    from profilectl.report.summary import SourceInfo, Summary
+    from profilectl.read.summary import SourceInfo, Summary
     console = Console(record=True, width=200)
     render.comparison(console, compare(Summary(source=SourceInfo("x", "a")), Summary(source=SourceInfo("x", "b"))))
     assert "nothing to compare" in console.export_text()

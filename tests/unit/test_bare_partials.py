@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from profilectl.report import bare_partials
-from profilectl.report.load import load
+from profilectl.read import bare_partials
+from profilectl.read.load import load
 from support import REPO
 
 FIXTURES = REPO / "tests/fixtures"
@@ -253,7 +253,7 @@ def test_a_rank_whose_file_is_broken_is_named_and_the_others_reduced(tmp_path):
 
 def test_a_bare_partial_reads_the_same_without_msgspec(tmp_path):
     """The nodes of the compose cluster have no msgspec: the standard library's reading is the same."""
-    from profilectl.report import partials
+    from profilectl.read import partials
     folder = torch_tree(tmp_path / "t")
     assert cli("report", str(folder), "--reduce-here").returncode == 0
     for path in (folder / bare_partials.FOLDER).iterdir():

@@ -18,7 +18,7 @@ from profilectl.backends.torch_profiler import WORKLOAD_TRACES, TorchProfiler, c
 from profilectl.formats.rank_status import RankStatusReader
 from profilectl.formats.torch_trace import read as read_trace
 from profilectl.report.sections.diagnosis import diagnosis_section
-from profilectl.report.summary import RankSummary, SourceInfo, Summary, build, kernel_time_spread, imbalance_line
+from profilectl.read.summary import RankSummary, SourceInfo, Summary, build, kernel_time_spread, imbalance_line
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 CASES = FIXTURES / "diagnosis"

@@ -8,10 +8,10 @@ import sqlite3
 
 from rich.console import Console
 
-from profilectl.report.document import Chart, Column, Finding, Section, TableBlock
+from profilectl.model.document import Chart, Column, Finding, Section, TableBlock
 from profilectl.report.renderers import charts, html, machine, markdown, render, terminal
 from profilectl.report.sections import BUILDERS, ORDER, build_document
-from profilectl.report.summary import KernelRow, SourceInfo, Summary
+from profilectl.read.summary import KernelRow, SourceInfo, Summary
 
 
 def bottleneck(summary: Summary) -> Section | None:

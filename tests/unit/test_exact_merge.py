@@ -8,7 +8,7 @@ import statistics
 
 import pytest
 
-from profilectl.formats.tables import KernelStats, merge_stats
+from profilectl.model.tables import KernelStats, merge_stats
 
 
 def stats_of(values):

@@ -10,9 +10,9 @@ import statistics
 
 import pytest
 
-from profilectl.report.load import load
+from profilectl.read.load import load
 from profilectl.report.sections import build_document
-from profilectl.report.units import duration_ns
+from profilectl.model.units import duration_ns
 from support import FIXTURES
 
 CASES = sorted([*(FIXTURES / "diagnosis").iterdir(), *(FIXTURES / "nvidia-h200-ddp").iterdir(),

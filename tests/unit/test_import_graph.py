@@ -1,8 +1,8 @@
 """The import graph of src/profilectl, read from the source with ast (every import statement, at
 module level or inside a function, but not those under `if TYPE_CHECKING:`, which never run, nor a
 package's lazy `__getattr__`):
-no circle inside the report layer or between it and jobs.py, and loading (run dir, job dir, bare
-files, cache) never reaches up into rendering."""
+no circle anywhere, each layer (model < formats < analysis < read < report) imports only those below
+it, and loading (run dir, job dir, bare files, cache) never reaches up into rendering."""
 
 from __future__ import annotations
 
@@ -12,12 +12,11 @@ from pathlib import Path
 from support import REPO
 
 SOURCE = REPO / "src"
-REPORT = "profilectl.report"
 # Rendering: what turns a Summary into text. Loading must not import any of it.
 RENDERING = ("profilectl.report.render", "profilectl.report.renderers", "profilectl.report.html",
-             "profilectl.report.export", "profilectl.report.sections", "profilectl.report.listing")
-LOADING = ("profilectl.report.load", "profilectl.report.cache", "profilectl.report.summary",
-           "profilectl.report.document", "profilectl.jobs", "profilectl.runstate")
+             "profilectl.report.export", "profilectl.report.sections", "profilectl.read.listing")
+LOADING = ("profilectl.read.load", "profilectl.read.cache", "profilectl.read.summary",
+           "profilectl.model.document", "profilectl.jobs", "profilectl.runstate")
 
 
 def module_name(path: Path) -> str:
@@ -130,15 +129,35 @@ def test_the_cycle_finder_finds_a_circle():
 
 def test_the_graph_sees_imports_inside_functions():
     graph = import_graph()
-    assert "profilectl.report.load" in graph["profilectl.commands"]  # imported inside commands.report()
+    assert "profilectl.read.load" in graph["profilectl.commands"]  # imported inside commands.report()
     assert "profilectl.report.renderers.terminal" in graph["profilectl.report.render"]
 
 
-def test_no_import_circle_in_the_report_layer_or_with_jobs():
+def test_no_import_circle_anywhere():
+    assert cycles(import_graph()) == []
+
+
+# docs/architecture.md: each layer imports only the layers below it.
+LAYERS = ("profilectl.model", "profilectl.formats", "profilectl.analysis", "profilectl.read", "profilectl.report")
+
+
+def _layer(module: str) -> int | None:
+    return next((i for i, layer in enumerate(LAYERS) if module == layer or module.startswith(layer + ".")), None)
+
+
+def test_layers_import_only_downward():
     graph = import_graph()
-    concerned = [c for c in cycles(graph) if any(m.startswith(REPORT) or m in ("profilectl.jobs", "profilectl.runstate")
-                                                 for m in c)]
-    assert concerned == []
+    upward = sorted((module, imported) for module, deps in graph.items() for imported in deps
+                    if _layer(module) is not None and _layer(imported) is not None
+                    and _layer(imported) > _layer(module))  # type: ignore[operator]
+    assert upward == []
+
+
+def test_the_model_imports_nothing_of_profilectl_but_itself():
+    graph = import_graph()
+    outside = sorted({d for m, deps in graph.items() if m.startswith("profilectl.model") for d in deps
+                      if not d.startswith("profilectl.model")})
+    assert outside == []
 
 
 def test_loading_never_imports_rendering():

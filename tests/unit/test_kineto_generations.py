@@ -194,7 +194,7 @@ def test_collectives_of_torch_2_1_name_the_group_by_its_id_and_seq_is_read(tmp_p
 def test_collectives_and_the_clock_survive_a_jobs_partial(tmp_path):
     """A job merges its ranks' partials, not their files: the collectives and the clock go with them."""
     import shutil
-    from profilectl.report import partials
+    from profilectl.read import partials
     folder = tmp_path / "raw"
     folder.mkdir()
     shutil.copyfile(FIXTURES / NCCL, folder / "rank0.pt.trace.json.gz")

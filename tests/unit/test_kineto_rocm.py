@@ -12,7 +12,7 @@ ROCM70 = REPO / "tests/fixtures/real/tracelens/perf_model/normalization_layer_te
 
 
 def test_a_roctracer_trace_says_so(tmp_path):
-    from profilectl.report.load import load
+    from profilectl.read.load import load
     summary = load(ROCM70)
     assert summary.metadata.tool == "torch.profiler (Kineto through roctracer 4.1)"
     assert summary.metadata.rocm == "HIP runtime 7.0.51831"  # HIP_VERSION 70051831
@@ -23,7 +23,7 @@ def test_a_rocprofiler_sdk_trace_is_read_alike_and_says_so(tmp_path):
     HTA's ROCm 7.x traces all carry roctracer_version): the real ROCm 7.0 trace with its version key
     as RocmActivityProfiler::logGpuVersions writes it, unquoted as the roctracer version is (pytorch/kineto libkineto/src/
     RocmActivityProfiler.cpp) stands for one."""
-    from profilectl.report.load import load
+    from profilectl.read.load import load
     text = gzip.open(ROCM70).read()
     assert text.count(b'"roctracer_version"') == 1
     sdk = tmp_path / "rocprofiler_sdk_trace.json.gz"

@@ -193,7 +193,7 @@ def test_real_two_rank_traces_merge_end_to_end(case, tmp_path):
         late = document["otherData"]["straggler"]["lead_ns"] / 1e6
         assert 40 < late < 60, late
         # the report names the same rank with the same lead (one rule: analysis/stragglers.py)
-        from profilectl.report.load import load as load_report
+        from profilectl.read.load import load as load_report
         found = load_report(FIXTURES / "diagnosis" / case).diagnosis.stragglers.straggler
         assert found.rank == "1" and int(found.lead_ns) == document["otherData"]["straggler"]["lead_ns"]
 

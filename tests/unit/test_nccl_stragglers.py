@@ -9,7 +9,7 @@ import statistics
 
 import pytest
 
-from profilectl.report.load import load
+from profilectl.read.load import load
 from support import FIXTURES
 
 DDP = FIXTURES / "nvidia-h200-ddp"

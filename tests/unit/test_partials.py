@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from profilectl import jobs
-from profilectl.report import on_cluster, partials
-from profilectl.report.load import load_job
+from profilectl.read import on_cluster, partials
+from profilectl.read.load import load_job
 from support import REPO
 
 STRAGGLER = REPO / "tests/fixtures/diagnosis/straggler"
@@ -228,7 +228,7 @@ def test_a_partial_is_read_alike_with_and_without_msgspec(tmp_path):
     rank_dir = job / "node1-rank0"
     made = partials.make(rank_dir / "raw", jobs.compose(job).ranks[0])
     script = ("import sys; sys.modules['msgspec'] = None\n"  # import msgspec now raises ImportError
-              "from pathlib import Path\nfrom profilectl.report import partials\n"
+              "from pathlib import Path\nfrom profilectl.read import partials\n"
               "p = Path(sys.argv[1])\n"
               "stored = partials.decode(p.read_bytes())\n"  # written with msgspec, read without
               "p.with_name('again.json').write_bytes(partials.encode(stored))\n")
@@ -264,7 +264,7 @@ def test_a_rank_a_node_cannot_read_costs_that_rank_only(tmp_path, monkeypatch):
 
 def test_every_table_a_reader_makes_is_carried_by_the_partial():
     """A table added to Tables later must be added to the partial too (or the job report loses it)."""
-    from profilectl.formats.tables import Tables
+    from profilectl.model.tables import Tables
     carried = {f.name for f in dataclasses.fields(partials.Partial)}
     assert {f.name for f in dataclasses.fields(Tables)} - {"timelines"} <= carried
 

@@ -7,7 +7,7 @@ import pytest
 
 from profilectl.errors import FormatError
 from profilectl.formats import counter_listing, ncu, rocprof_legacy, rocprofv3, torch_trace
-from profilectl.report.summary import kernel_rows
+from profilectl.read.summary import kernel_rows
 
 
 def rows(stats):

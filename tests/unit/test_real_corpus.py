@@ -12,7 +12,8 @@ import pytest
 
 from support import FIXTURES
 from profilectl.errors import FormatError
-from profilectl.report import export, load
+from profilectl.read import load
+from profilectl.report import export
 
 CORPUS = FIXTURES / "real"
 EXPECTED = json.loads((CORPUS / "expected.json").read_text())["traces"]

@@ -18,8 +18,8 @@ from profilectl.backends import READERS
 from profilectl.formats.reader import read_groups, recognised
 from profilectl.formats.rocpd import RocpdReader
 from profilectl.formats.rocprofv3 import Rocprofv3CsvReader
-from profilectl.report.load import load
-from profilectl.report.summary import SourceInfo, build
+from profilectl.read.load import load
+from profilectl.read.summary import SourceInfo, build
 from support import REPO
 from test_bare_partials import rocpd_tree, rocprofv3_tree
 

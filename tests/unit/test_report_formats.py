@@ -20,7 +20,7 @@ from cli_support import WORKLOAD, amd_machine
 from cli_support import cli as machine_cli
 from fakes import FakeMachine
 from profilectl import errors
-from profilectl.report import units
+from profilectl.model import units
 from support import REPO
 
 SECRET = "hunter2-secret-value"

@@ -14,8 +14,8 @@ from profilectl.backends import READERS
 from profilectl.errors import FormatError
 from profilectl.formats import polars_csv, rocpd, rocprofv3
 from profilectl.formats.reader import recognised
-from profilectl.report import load
-from profilectl.report.summary import kernel_rows
+from profilectl.read import load
+from profilectl.read.summary import kernel_rows
 
 sys.path.insert(0, str(REPO / "bench"))
 import gen_trace  # noqa: E402  (the benchmark's trace generator)

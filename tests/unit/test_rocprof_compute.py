@@ -58,10 +58,16 @@ def test_speed_of_light_places_the_workload_by_the_roofline_rule(tmp_path):
     named = {v.counter: v.total for v in values}
     assert named["L2-Fabric Read BW (Gb/s)"] == 416.52 and named["L2-Fabric Read BW (% of peak)"] == 25.42
     assert "LDS Bank Conflicts/Access (% of peak)" not in named  # an empty cell is no value
-    sentence = rocprof_compute.placement(utilisation)
+    from profilectl.analysis.roofline import workload_placement
+
+    def placed(percent: dict[str, float]) -> str | None:
+        row = {"kernel": rocprof_compute.WORKLOAD_ROW, **{f"{m} (% of peak)": v for m, v in percent.items()}}
+        return workload_placement([row])
+    sentence = workload_placement([{"kernel": rocprof_compute.WORKLOAD_ROW,
+                                    **{v.counter: v.total for v in values if v.counter.endswith("(% of peak)")}}])
     assert sentence is not None and "latency-bound" in sentence and "HBM" in sentence.split("carried by")[1][:30]
-    assert "memory-bound" in rocprof_compute.placement({"compute": 12.0, "hbm": 71.0, "l2": 30.0})
-    assert "compute-bound" in rocprof_compute.placement({"compute": 88.0, "hbm": 10.0})
+    assert "memory-bound" in placed({"VALU IOPs": 12.0, "L2-Fabric Read BW": 71.0, "L2 Cache BW": 30.0})
+    assert "compute-bound" in placed({"VALU IOPs": 88.0, "L2-Fabric Read BW": 10.0})
 
 
 def test_a_bare_workload_folder_is_reported_with_its_roofline(tmp_path):

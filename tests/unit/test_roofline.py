@@ -16,7 +16,7 @@ from cli_support import WORKLOAD, amd_machine, cli
 from profilectl import countersets
 from profilectl.analysis import roofline
 from profilectl.formats.ncu import NcuCsvReader
-from profilectl.report.summary import SourceInfo, Summary, build
+from profilectl.read.summary import SourceInfo, Summary, build
 from support import FIXTURES
 
 H100 = FIXTURES / "nvidia-h100-roofline"
@@ -216,7 +216,7 @@ def test_mi200_hbm_bytes_by_hand_against_the_empirical_roof():
 def test_a_machines_cached_empirical_peaks_replace_the_datasheet(tmp_path, monkeypatch):
     import dataclasses
     import shutil
-    from profilectl.report.summary import KernelRow, RunMetadata
+    from profilectl.read.summary import KernelRow, RunMetadata
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     rows, times = amd_rows(ROCPROF_COMPUTE / "mi200_vecCopy_pmc_perf.csv", "gfx90a")
     summary = Summary(source=SourceInfo(kind="x", path="x"), counters_by_kernel=tuple(rows),

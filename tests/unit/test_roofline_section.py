@@ -10,10 +10,10 @@ import pytest
 
 from profilectl import countersets
 from profilectl.formats.ncu import NcuCsvReader
-from profilectl.report.document import Section
+from profilectl.model.document import Section
 from profilectl.report.roofline_chart import roofline_svg
 from profilectl.report.sections.roofline import compare_section, roofline_section
-from profilectl.report.summary import RunMetadata, SourceInfo, Summary, build
+from profilectl.read.summary import RunMetadata, SourceInfo, Summary, build
 from support import FIXTURES
 
 H100 = FIXTURES / "nvidia-h100-roofline"

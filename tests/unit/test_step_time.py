@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from profilectl.report.summary import step_time
+from profilectl.read.summary import step_time
 from support import REPO
 
 # A loop without torch: set-up, two slow first steps, then steps of 40 ms, marked by profilectl.step().

@@ -11,7 +11,7 @@ import pytest
 from profilectl.errors import FormatError
 from profilectl.formats import chrome_stream, torch_trace
 from profilectl.formats.reader import read_path
-from profilectl.report.summary import kernel_rows
+from profilectl.read.summary import kernel_rows
 
 H200 = "nvidia-h200/torch_profiler_trace.json"
 

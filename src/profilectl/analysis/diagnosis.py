@@ -23,10 +23,10 @@ from profilectl.analysis.idle import IdleCause, RankIdle, merge_causes, rules
 from profilectl.analysis.steps import ProfilerCost
 from profilectl.analysis.stragglers import StragglerAnalysis
 from profilectl.model.timeline import LaunchStats, RankTimeline, TimelineAnalysis
-from profilectl.report.document import Finding
+from profilectl.model.document import Finding
 
 if TYPE_CHECKING:
-    from profilectl.report.summary import RankSummary
+    from profilectl.model.summary import RankSummary
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class Diagnosis:
 
 
 def _ms(ns: float) -> str:
-    from profilectl.report.units import duration_ns
+    from profilectl.model.units import duration_ns
     return duration_ns(ns)
 
 
@@ -315,7 +315,7 @@ def diagnose_reduced(idle: Sequence[RankIdle], stragglers: StragglerAnalysis | N
                      ranks: Sequence["RankSummary"] = (), copies: Sequence[tuple[str, float]] = (),
                      profiler_cost: ProfilerCost | None = None) -> Diagnosis | None:
     """The diagnosis from each rank's idle breakdown and the straggler judged from their waits
-    (what a job's partials keep; report/partials.py), in rank order. `copies`: the largest copies by
+    (what a job's partials keep; read/partials.py), in rank order. `copies`: the largest copies by
     name and GPU time, the evidence of a data-movement verdict."""
     idle = tuple(idle)
     failure = failures_module.order(ranks) if len(ranks) > 1 else None

@@ -35,6 +35,7 @@ from profilectl.analysis.rules import CauseRule, Rules, rules  # noqa: F401 (Cau
 from profilectl.analysis.steps import Steps, rank_steps
 from profilectl.analysis.intervals import CHUNK_ROWS, busy_union, intersection_length, union
 from profilectl.model.timeline import COPY, HOST_OPERATOR, KERNEL, HtaStreamIdle, RankTimeline, small_distinct
+from profilectl.model.reductions import IdleCause, RankIdle, StepIdle  # noqa: F401 (re-exported)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -46,57 +47,7 @@ STEP_PHASES = ("startup", "warmup", "steady", "last", "between", "teardown")  # 
 
 
 # ---------------------------------------------------------------- results
-@dataclass(frozen=True)
-class IdleCause:
-    """Idle time of one cause in one scope (a rank's steady state, its whole run, the job)."""
-    cause: str  # the rule's key: synchronisation, communication, input, compile, launch, host, ...
-    title: str
-    idle_ns: int
-    gaps: int
-    share: float  # of the scope's idle time, 0..1
-    activity: str | None = None  # the host event with the most time (or calls) across these gaps
-    activity_ns: int = 0
 
-
-@dataclass(frozen=True)
-class StepIdle:
-    step: int
-    phase: str  # warmup, steady, last
-    wall_ns: int
-    idle_ns: int
-    causes: tuple[tuple[str, int], ...]  # (cause, idle ns), largest first
-
-
-@dataclass(frozen=True)
-class RankIdle:
-    rank: str
-    host: str | None
-    span_ns: int
-    idle_ns: int
-    scope: str  # what `steady` covers: "steps 2-8 (steady state)" or "whole run (no step marks)"
-    steady_span_ns: int
-    steady_idle_ns: int
-    steady: tuple[IdleCause, ...]  # the verdict's basis
-    whole: tuple[IdleCause, ...]  # every gap of the run
-    phases: tuple[tuple[str, int], ...]  # idle ns per phase (startup, warmup, steady, last, teardown)
-    steps: tuple[StepIdle, ...] = ()
-    hta: tuple[HtaStreamIdle, ...] = ()
-    host_recorded: bool = True  # the trace had host activity (else causes are launch/untraced/unrecorded only)
-    step_ranges: tuple[tuple[int, int, int], ...] = ()  # (step, start, end) on the rank's clock (analysis/steps.py)
-    # inside the steady windows: NCCL/RCCL kernels, the part of them no compute kernel runs beside, copies
-    steady_communication_ns: int = 0
-    steady_exposed_communication_ns: int = 0
-    steady_copy_ns: int = 0
-    step_source: str = ""  # where the steps came from (analysis/steps.py)
-    program: str = ""  # RankTimeline.program: what the trace says the program is
-
-    @property
-    def steady_busy_ns(self) -> int:
-        return self.steady_span_ns - self.steady_idle_ns
-
-    @property
-    def steady_busy_percent(self) -> float:
-        return 100.0 * self.steady_busy_ns / self.steady_span_ns if self.steady_span_ns else 0.0
 
 
 # ---------------------------------------------------------------- vectorised interval helpers
@@ -316,7 +267,7 @@ def _steady_device_time(t: RankTimeline, window: "Intervals") -> tuple[int, int,
     """Inside the steady windows: the time NCCL/RCCL kernels run, the part of it that no compute
     kernel runs beside (exposed communication), and the time copies or memsets run."""
     import numpy as np
-    from profilectl.analysis.collectives import collective_names
+    from profilectl.model.collectives import collective_names
     if not len(window[0]) or t.empty:
         return 0, 0, 0
     collective = collective_names(t.names)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
 
-from profilectl.analysis.collectives import collective_names
+from profilectl.model.collectives import collective_names
 from profilectl.analysis.intervals import CHUNK_ROWS, BlockStore, UnionStream, blocks_of, depth, gap_min_ns, \
     intersection_length, largest, union
 from profilectl.model.timeline import KERNEL, Gap, LaunchStats, RankTimeline, StreamedFigures, TimelineRow, \

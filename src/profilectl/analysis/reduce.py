@@ -17,18 +17,8 @@ from profilectl.analysis.idle import RankIdle
 from profilectl.analysis.stragglers import RankWaits, StragglerAnalysis
 from profilectl.model.timeline import RankTimeline, TimelineAnalysis, combine
 from profilectl.analysis.timeline import RankPiece, analyse_pieces, rank_order, rank_piece
+from profilectl.model.reductions import RankReduction  # noqa: F401 (re-exported)
 
-
-@dataclass(frozen=True)
-class RankReduction:
-    """One process's timeline, reduced: its timeline piece, idle breakdown and waits."""
-    piece: RankPiece
-    idle: RankIdle
-    waits: RankWaits | None  # None: no step marks
-
-    @property
-    def order(self) -> tuple[int, str, str]:
-        return rank_order(self.piece.row.rank, self.piece.row.host)
 
 
 def reduce_timelines(parts: Sequence[RankTimeline]) -> tuple[RankReduction, ...]:

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Collection, Mapping, Sequence
 
 from profilectl import data
-from profilectl.report.units import si
+from profilectl.model.units import si
 
 WORK_PREFIXES = ("flop_", "iop_")
 LEVELS = ("hbm", "l2", "lds")
@@ -500,3 +500,27 @@ def share_by_verdict(result: RooflineResult) -> dict[str, float]:
     for kernel in result.kernels:
         shares[kernel.verdict] = shares.get(kernel.verdict, 0.0) + kernel.share_percent
     return shares
+
+
+def workload_placement(rows: Sequence[Mapping[str, Any]]) -> str | None:
+    """rocprof-compute's speed-of-light of the whole workload (its counters row), placed by the
+    roofline's one rule (verdict_of) on its roofs (profiling/tools/rocprof-compute.yaml
+    `speed_of_light`: the busiest compute pipe, HBM read + write, L2), as a sentence."""
+    from profilectl.formats.rocprof_compute import WORKLOAD_ROW, tool_facts
+    row = next((r for r in rows if r.get("kernel") == WORKLOAD_ROW), None)
+    if row is None:
+        return None
+    roofs = tool_facts()["speed_of_light"]
+
+    def percent(metric: str) -> float | None:
+        return _number(row.get(f"{metric} (% of peak)"))
+    found = {roof: [v for m in roofs[roof] if (v := percent(m)) is not None] for roof in ("compute", "hbm", "l2")}
+    utilisation = {roof: (sum(values) if roof == "hbm" else max(values)) for roof, values in found.items() if values}
+    if "compute" not in utilisation or not ({"hbm", "l2"} & set(utilisation)):
+        return None
+    latency = float(rules().get("latency_percent", 60))
+    verdict, bound_by = verdict_of(utilisation, LEVELS, latency)
+    words = {"compute": "busiest compute pipe", "hbm": "HBM (L2-Fabric read + write)", "l2": "L2 cache"}
+    figures = ", ".join(f"{words[k]} {v:.1f} %" for k, v in utilisation.items())
+    return (f"rocprof-compute speed-of-light, {WORKLOAD_ROW}: {verdict}, carried by the {words[bound_by]} "
+            f"({figures} of peak; under {latency:.0f} % on every roof is latency-bound)")

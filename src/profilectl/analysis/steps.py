@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Sequence
 
 if TYPE_CHECKING:
     from profilectl.model.timeline import Marker, RankTimeline
-    from profilectl.formats.tables import HookSteps
+    from profilectl.model.tables import HookSteps
 
 HOST_SIDE = "host-side step ranges"
 LOOP_ITERATIONS = "DataLoader iterations (the trace marks no steps)"
@@ -89,7 +89,7 @@ class Steps:
 
 
 def warmup_steps() -> int:
-    from profilectl.analysis.idle import rules
+    from profilectl.analysis.rules import rules
     return int(rules()["warmup_steps"])
 
 

@@ -16,46 +16,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
 from profilectl.analysis.idle import RankIdle, rules
-from profilectl.analysis.collectives import collective_names, host_collective_names
+from profilectl.model.collectives import collective_names, host_collective_names
 from profilectl.analysis.intervals import Blocks, union
 from profilectl.model.timeline import KERNEL, RankTimeline, combine
+from profilectl.model.reductions import RankStep, RankWaits, Straggler, StragglerAnalysis  # noqa: F401
 
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
 
-
-@dataclass(frozen=True)
-class RankStep:
-    rank: str
-    step: int
-    wall_ns: int
-    collective_ns: int  # waiting in and moving data through collectives
-    own_ns: int  # the step less its collective time: the rank's own work
-    end_skew_ns: int | None  # this rank's step end after the earliest rank's (same host only)
-
-
-@dataclass(frozen=True)
-class Straggler:
-    rank: str  # the rank the others wait for
-    host: str | None
-    lead_ns: float  # median per steady step: the others' wait less its own
-    steps: int  # steady steps judged
-    steps_led: int  # in how many of them it was the one waited for, by more than the noise floor
-    basis: str  # "NCCL/RCCL kernels" or "host collectives (gloo/MPI)"
-    fastest_own_ns: float  # median own time of the fastest rank, per step (the base of the percentage)
-    percent: float  # its extra own time over the fastest rank's, relative to the fastest
-
-
-@dataclass(frozen=True)
-class StragglerAnalysis:
-    steps: tuple[RankStep, ...]  # steady steps, every rank
-    basis: str
-    straggler: Straggler | None
-    noise_ns: int  # the threshold a lead had to pass
-    why_none: str | None = None  # when no straggler is named: why
-    unit: str = "step"  # what `steps` counts: steady steps, or collective calls where no rank marks steps
 
 
 def _collective_blocks(t: RankTimeline) -> tuple[tuple["NDArray[np.int64]", "NDArray[np.int64]"], str]:
@@ -73,16 +43,6 @@ def _collective_blocks(t: RankTimeline) -> tuple[tuple["NDArray[np.int64]", "NDA
     empty = np.zeros(0, dtype=np.int64)
     return (empty, empty), ""
 
-
-@dataclass(frozen=True)
-class RankWaits:
-    """One rank's steady steps with the time it spent in collectives in each: all that the
-    straggler analysis needs of a rank (a rank's partial keeps it; report/partials.py)."""
-    rank: str
-    host: str | None
-    basis: str  # "NCCL/RCCL kernels", "host collectives (gloo/MPI)" or "" (none)
-    steps: tuple[tuple[int, int, int, int], ...]  # (step, start, end, collective ns), steady steps only
-    unit: str = "step"  # "collective": the trace marks no steps, each collective call is a unit
 
 
 def collective_units(blocks: tuple["NDArray[np.int64]", "NDArray[np.int64]"]) -> tuple[tuple[int, int, int, int], ...]:

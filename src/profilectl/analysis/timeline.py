@@ -29,14 +29,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
-from profilectl.analysis.collectives import is_collective  # noqa: F401 (re-exported)
+from profilectl.model.collectives import is_collective  # noqa: F401 (re-exported)
 from profilectl.analysis.intervals import CHUNK_ROWS, Blocks, UnionStream, busy_union, union
 from profilectl.analysis.rank_stream import TOP_GAPS, RankStream, StartOrderFeed, analyse_rank, \
     collective_mask, launch_verdict  # noqa: F401 (RankStream, StartOrderFeed, analyse_rank: re-exported)
+from profilectl.model.reductions import RankPiece
 from profilectl.model.timeline import (COPY, HOST_ANNOTATION, HOST_CATEGORY_NAMES, HOST_OPERATOR, HOST_PYTHON,  # noqa: F401
                                        HOST_RUNTIME, KERNEL, BusyCurve, Gap, HostActivity, LaunchStats, Marker,
                                        RankTimeline, RanksBusy, StepRow, StreamedFigures, TimelineAnalysis, TimelineRow,
-                                       combine, rank_timeline)
+                                       combine, rank_order, rank_timeline)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -151,15 +152,6 @@ def _merge_steps(per_rank: list[list[StepRow]]) -> list[StepRow]:
 
 
 # ---------------------------------------------------------------- all ranks
-@dataclass(frozen=True)
-class RankPiece:
-    """What the job's timeline keeps of one rank: its row, gaps, busy blocks and steps. A rank's
-    partial (report/partials.py) stores it, so a job merges these without its raw files."""
-    row: TimelineRow
-    gaps: tuple[Gap, ...]
-    blocks: tuple["NDArray[np.int64]", "NDArray[np.int64]"]  # the busy union (starts, ends)
-    steps: tuple[StepRow, ...]
-    step_source: str
 
 
 def rank_piece(t: RankTimeline) -> RankPiece:
@@ -168,9 +160,6 @@ def rank_piece(t: RankTimeline) -> RankPiece:
     return RankPiece(row=row, gaps=tuple(gaps), blocks=blocks, steps=tuple(steps), step_source=source)
 
 
-def rank_order(rank: str, host: str | None) -> tuple[int, str, str]:
-    """Ranks in number order, then names (pid 123), then host."""
-    return int(rank) if rank.isdigit() else 1 << 30, rank, host or ""
 
 
 def analyse(parts: Sequence[RankTimeline]) -> TimelineAnalysis | None:

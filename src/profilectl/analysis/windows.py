@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
     from profilectl.model.timeline import RankTimeline
-    from profilectl.formats.tables import StatsByName, Tables
+    from profilectl.model.tables import StatsByName, Tables
 
 Windows = list[tuple[int, int]]
 
@@ -154,7 +154,7 @@ def stats_by_kind(t: "RankTimeline") -> dict[int, StatsByName]:
     events alone (a window's, a rank's)."""
     import numpy as np
     from profilectl.model.timeline import COPY, KERNEL
-    from profilectl.formats.tables import KernelStats
+    from profilectl.model.tables import KernelStats
     durations = t.end - t.start
     per_kind: dict[int, StatsByName] = {}
     for kind in (KERNEL, COPY):
@@ -173,7 +173,7 @@ def restrict(tables: "Tables", request: WindowRequest, extra: dict[str, Windows]
     per rank that the timelines do not carry (ROCTx ranges of a marker trace)."""
     from profilectl.model.timeline import COPY, KERNEL
     from profilectl.formats import ranks
-    from profilectl.formats.tables import merge_stats
+    from profilectl.model.tables import merge_stats
     if not tables.timelines:
         raise FormatError(f"report {request.describe()}: these files hold no timeline (no per-event timestamps: "
                           "counters, pre-aggregated statistics); nothing to restrict")

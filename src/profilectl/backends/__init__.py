@@ -11,8 +11,7 @@ from profilectl.backends.rocprof_sys import RocprofSys
 from profilectl.backends.rocprofv3 import Rocprofv3
 from profilectl.backends.timing import Timing
 from profilectl.backends.torch_profiler import TorchProfiler
-from profilectl.formats.jax_trace import XlaTraceReader
-from profilectl.formats.reader import Reader
+from profilectl.formats.registry import READERS  # noqa: F401 (re-exported: every reader, the registry in formats/)
 
 BACKENDS: dict[str, Backend] = {b.name: b for b in
                                 (Rocprofv3(), RocprofCompute(), RocprofSys(), LegacyRocprof(), NsightCompute(), TorchProfiler(), NsightSystems(),
@@ -30,12 +29,5 @@ SERVICE_ORDER: dict[str, tuple[str, ...]] = {
     "profile": ("timing",),
 }
 
-# Every registered reader, for `report` on a bare folder. A file goes to the first reader that
-# recognises it, so the readers that match by exact file name come before the generic Chrome-trace
-# reader (timing_trace.json is a Chrome trace too).
-# Readers of files that tools profilectl does not run write (jax.profiler's and TensorFlow's XLA traces)
-FOREIGN_READERS: tuple[Reader, ...] = (XlaTraceReader(),)
-READERS: tuple[Reader, ...] = tuple(sorted((*(r for b in BACKENDS.values() for r in b.readers), *FOREIGN_READERS),
-                                           key=lambda r: r.kind == "chrome-trace"))
 
 __all__ = ["BACKENDS", "READERS", "SERVICE_ORDER", "Backend", "Job", "Step", "StepResult"]

@@ -22,7 +22,7 @@ from profilectl.formats.counter_listing import CounterListing
 from profilectl.formats.reader import Reader, read_path
 from profilectl.privilege import TOOL, WORKLOAD, Need
 from profilectl.probe.machine import CommandResult
-from profilectl.formats.tables import Tables
+from profilectl.model.tables import Tables
 from profilectl.launchers import Launch
 from profilectl.request import Request
 

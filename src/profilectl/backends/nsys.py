@@ -23,7 +23,7 @@ from profilectl.backends.base import Backend, Job, Step, rank_hook_env, unsuppor
 from profilectl.errors import FormatError, ProfilectlError
 from profilectl.facts import Facts, Verdict
 from profilectl.formats.nsys_sqlite import NsysReader
-from profilectl.formats.tables import Tables
+from profilectl.model.tables import Tables
 from profilectl.launchers import Launch, interpreter
 from profilectl.probe.sources import version_tuple
 from profilectl.request import Request

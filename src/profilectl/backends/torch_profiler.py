@@ -28,7 +28,7 @@ from pathlib import Path
 from profilectl.backends.base import Backend, Job, Step, StepResult, rank_hook_env, unsupported
 from profilectl.facts import Facts, Torch, Verdict
 from profilectl.formats.rank_status import RankStatusReader
-from profilectl.formats.tables import Tables
+from profilectl.model.tables import Tables
 from profilectl.formats.torch_trace import ChromeTraceReader
 from profilectl.launchers import interpreter
 from profilectl.probe import sources

@@ -50,7 +50,7 @@ from profilectl.errors import FormatError
 from profilectl.formats import json_head, ranks
 from profilectl.formats.reader import Reader
 from profilectl.formats.torch_host import RUNTIME_PREFIXES
-from profilectl.formats.tables import PER_DISPATCH, AnnotationRow, KernelStats, StatsByName, Tables, merge_all
+from profilectl.model.tables import PER_DISPATCH, AnnotationRow, KernelStats, StatsByName, Tables, merge_all
 
 if TYPE_CHECKING:
     from profilectl.model.timeline import HostActivity, RankTimeline

@@ -30,7 +30,7 @@ from typing import Iterable, Iterator
 
 from profilectl.errors import FormatError, UnavailableError
 from profilectl.formats.reader import Reader
-from profilectl.formats.tables import DURATION_METRIC, CounterValue, KernelStats, StatsByName, Tables
+from profilectl.model.tables import DURATION_METRIC, CounterValue, KernelStats, StatsByName, Tables
 
 DURATION_METRICS = ("gpu__time_duration.sum", "Duration")  # the raw name; the SpeedOfLight section's label
 _TO_NS = {"nsecond": 1.0, "ns": 1.0, "usecond": 1e3, "us": 1e3, "msecond": 1e6, "ms": 1e6, "second": 1e9, "s": 1e9}

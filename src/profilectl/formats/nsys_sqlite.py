@@ -25,7 +25,7 @@ from profilectl import data
 from profilectl.errors import FormatError, UnavailableError
 from profilectl.formats import ranks
 from profilectl.formats.reader import Reader, each_file, first_bytes
-from profilectl.formats.tables import PER_DISPATCH, AnnotationRow, KernelStats, StatsByName, Tables, merge_all
+from profilectl.model.tables import PER_DISPATCH, AnnotationRow, KernelStats, StatsByName, Tables, merge_all
 
 if TYPE_CHECKING:
     import numpy as np
@@ -452,7 +452,7 @@ def _timeline(rank: str, host: str | None, gpu: "NDArray[np.int64]", names: dict
     launch calls and its step ranges (ProfilerStep#N and the like, from NVTX)."""
     import numpy as np
     from profilectl.model.timeline import Marker, rank_timeline
-    from profilectl.formats.rocprofv3 import STEP_NAME
+    from profilectl.model.timeline import STEP_NAME
     if not len(gpu):
         return None
     col = GPU_COLUMNS.index

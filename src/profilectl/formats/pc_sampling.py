@@ -15,7 +15,7 @@ from pathlib import Path
 
 from profilectl.formats.common import read_csv
 from profilectl.formats.reader import Reader
-from profilectl.formats.tables import Tables
+from profilectl.model.tables import Tables
 
 METHODS = ("host_trap", "stochastic")
 STALL_PREFIX = "ROCPROFILER_PC_SAMPLING_INSTRUCTION_NOT_ISSUED_REASON_"

@@ -15,15 +15,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
 from profilectl.errors import FormatError, UsageError
-from profilectl.formats.common import csv_header
-from profilectl.formats.tables import KernelStats
+from profilectl.formats.common import csv_header, number, read_csv
+from profilectl.model.tables import KernelStats
 
 if TYPE_CHECKING:
     import numpy as np
     import polars as pl
     from numpy.typing import NDArray
 
-    from profilectl.analysis.rank_stream import StartOrderFeed
+    from profilectl.model.timeline import TimelineFeed
 
 FAST_PATH_MIN_BYTES = 8 * 2**20  # below this the csv module is as fast and starts quicker
 
@@ -309,7 +309,7 @@ def _batches(scan: "pl.LazyFrame") -> Iterator["pl.DataFrame"]:
 
 
 def trace_columns(path: Path, name_col: str, start_col: str, end_col: str, stream_cols: tuple[str, ...] = (),
-                  correlation_col: str | None = None, feed: "StartOrderFeed | None" = None) -> TraceColumns:
+                  correlation_col: str | None = None, feed: "TimelineFeed | None" = None) -> TraceColumns:
     """One pass over a trace file: the columns the tables and the timeline need, batch by batch
     (the file's text never held whole). A row without its timestamps is a FormatError naming its line.
     `feed`: given every batch as it is parsed (the timeline made during the parse)."""
@@ -495,3 +495,38 @@ class _Growing:
 
     def column(self) -> "NDArray[Any]":
         return self.data[:self.size]
+
+def fast_enough(path: Path) -> bool:
+    """A file large enough for polars' engine to pay (when it is installed)."""
+    return path.stat().st_size >= FAST_PATH_MIN_BYTES and fast_engine_available()
+
+
+def named_columns(path: Path, text: tuple[str, ...], numbers: tuple[str, ...],
+             optional: tuple[str, ...] = ("Correlation_Id",)) -> dict[str, list[Any]]:
+    """The named columns of a trace file (numbers as int); polars for large files, else csv. An
+    `optional` column the file lacks (older releases, hand-trimmed files) reads as -1 throughout."""
+    header = csv_header(path)
+    absent = tuple(c for c in optional if c in numbers and c not in header)
+    numbers = tuple(c for c in numbers if c not in absent)
+    if fast_enough(path):
+        import polars as pl
+        try:
+            frame = pl.read_csv(path, columns=list(text + numbers), infer_schema=False,
+                                schema_overrides={c: pl.Int64 for c in numbers})
+        except (pl.exceptions.PolarsError, OSError) as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise FormatError(f"{path}: truncated or malformed CSV ({first[:200]})") from None
+        for c in numbers:
+            if c not in optional and frame[c].null_count():
+                raise FormatError(f"{path}: {frame[c].null_count()} row(s) with no {c}")
+        out = {c: frame[c].fill_null(-1).to_list() if c in numbers else frame[c].to_list() for c in text + numbers}
+    else:
+        out = {c: [] for c in text + numbers}
+        for line, row in read_csv(path, text + numbers):
+            for c in text:
+                out[c].append(row[c])
+            for c in numbers:
+                out[c].append(-1 if c in optional and row[c] in ("", None) else int(number(path, line, row[c])))
+    rows = len(out[(text + numbers)[0]]) if text + numbers else 0
+    out.update({c: [-1] * rows for c in absent})
+    return out

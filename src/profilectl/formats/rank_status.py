@@ -10,7 +10,7 @@ from pathlib import Path
 from profilectl.errors import FormatError
 from profilectl.files import read_json
 from profilectl.formats.reader import Reader
-from profilectl.formats.tables import HookSteps, RankRow, Tables
+from profilectl.model.tables import HookSteps, RankRow, Tables
 
 NAME = re.compile(r"^rank-(?P<rank>[^-]+)-(?P<host>.+)-(?P<pid>\d+)\.status\.json$")
 TIMED_RUN = re.compile(r"^run-\d+$")  # raw/steps/run-<N>/: the timing backend's timed runs (warmup-<N>: not)

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from profilectl.formats.tables import RankRow, StatsByName
-from profilectl.analysis.collectives import is_collective, is_host_collective
+from profilectl.model.tables import RankRow, StatsByName
+from profilectl.model.collectives import is_collective, is_host_collective
 
 _RANK = re.compile(r"(?:^|[-_.])rank(?P<rank>\d+)(?:-(?P<pid>\d+))?")
 _PID_PREFIX = re.compile(r"^(?P<pid>\d+)_")

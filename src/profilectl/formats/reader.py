@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Callable, ClassVar, Sequence, TypeVar
 
 from profilectl.errors import FormatError
-from profilectl.formats.tables import Source, Tables, merge_all
+from profilectl.model.tables import Source, Tables, merge_all
 
 
 class Reader(ABC):

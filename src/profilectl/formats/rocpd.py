@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
 from profilectl.errors import FormatError
-from profilectl.formats import ranks
+from profilectl.formats import ranks, roctx
 from profilectl.formats.reader import Reader, each_file, first_bytes
-from profilectl.formats.tables import PER_DISPATCH, AnnotationRow, CounterValue, KernelStats, Tables, merge_all
+from profilectl.model.tables import PER_DISPATCH, AnnotationRow, CounterValue, KernelStats, Tables, merge_all
 
 if TYPE_CHECKING:
     import numpy as np
@@ -494,7 +494,7 @@ def rocpd_read(path: Path, rank: str, host: str | None) -> tuple[dict[str, Kerne
     Python object per dispatch), with the copies, launch calls and step regions."""
     import numpy as np
     from profilectl.model.timeline import Marker, rank_timeline
-    from profilectl.formats.rocprofv3 import STEP_NAME
+    from profilectl.model.timeline import STEP_NAME
     before = _state(path)
     db = _connect(path)
     try:
@@ -644,11 +644,12 @@ class RocpdReader(Reader):
         return merge_all(each_file(self._read_reduced, files, concurrent=arrow_route()))
 
     def _read_reduced(self, path: Path) -> Tables:
-        from profilectl.analysis.reduce import reduce_timelines
+        from profilectl.model.timeline import sink
         tables = self.read_file(path)
-        if not tables.timelines:
+        analyses = sink()
+        if not tables.timelines or analyses is None:  # no analysis loaded: the timelines as they are
             return tables
-        return dataclasses.replace(tables, timelines=(), reductions=reduce_timelines(tables.timelines))
+        return dataclasses.replace(tables, timelines=(), reductions=analyses.reduce(tables.timelines))
 
     def read_file(self, path: Path) -> Tables:
         rank_id, host = ranks.identity(path)
@@ -661,6 +662,47 @@ class RocpdReader(Reader):
                       annotations=_roctx_annotations(path, rank_id))
 
 
+# ROCTx ranges as rocprofv3 writes them (rocprofiler-sdk generateRocpd.cpp; tests/rocpd_writer.py): a ROCTx range
+# is a rocpd_region whose event's category is MARKER_CORE_RANGE_API, named after the operation
+# (roctxThreadRangeA for push/pop, roctxProcessRangeA for start/stop), its text in the event's
+# extdata `$.message`; rocpd_region.tid is the OS thread. A HIP API call is a region of a HIP
+# category; its kernels and copies carry its internal correlation id as their event's stack_id,
+# which is also the call's own event's stack_id. (rocpd_event.correlation_id is the external id:
+# 0 for every row unless --kernel-rename or a tool set one, so it links nothing.)
 def _roctx_annotations(path: Path, rank: str) -> tuple[AnnotationRow, ...]:
-    from profilectl.formats.roctx import rocpd_annotations  # ROCTx ranges as user annotations
-    return rocpd_annotations(path, rank)
+    """One rank's ROCTx ranges from a rocpd database; () where it holds none."""
+    db = _connect(path)
+    try:
+        columns, events = _columns(db, "rocpd_region"), _columns(db, "rocpd_event")
+        if not {"event_id", "tid"} <= columns or not {"category_id", "stack_id", "extdata"} <= events:
+            return ()
+        rows = db.execute(
+            "SELECT R.start, R.\"end\", R.tid, CAT.string, NAME.string, "
+            "CASE WHEN json_valid(EV.extdata) THEN json_extract(EV.extdata, '$.message') END, "
+            "coalesce(EV.stack_id, -1) FROM rocpd_region R "
+            "JOIN rocpd_event EV ON EV.id = R.event_id AND EV.guid = R.guid "
+            "JOIN rocpd_string CAT ON CAT.id = EV.category_id AND CAT.guid = EV.guid "
+            "LEFT JOIN rocpd_string NAME ON NAME.id = R.name_id AND NAME.guid = R.guid "
+            "WHERE CAT.string LIKE 'MARKER%' OR CAT.string LIKE 'HIP%'").fetchall()
+        ranges = [roctx.Range(str(message or name), roctx.PROCESS_THREAD if name == roctx.PROCESS_RANGE else int(tid),
+                              int(a), int(b))
+                  for a, b, tid, category, name, message, _ in rows if category.startswith("MARKER") and b > a]
+        if not ranges:
+            return ()
+        api = [(int(tid), int(a), int(link)) for a, _b, tid, category, _, _, link in rows
+               if category.startswith("HIP") and link >= 0]
+        gpu_ns: dict[int, int] = {}
+        for table, alias in (("rocpd_kernel_dispatch", "K"), ("rocpd_memory_copy", "M")):
+            if "event_id" not in _columns(db, table):
+                continue
+            activity, duration = _interval(db, table, alias)
+            for link, d in db.execute(f"SELECT EV.stack_id, {duration} FROM {activity} JOIN rocpd_event EV "
+                                      f"ON EV.id = {alias}.event_id AND EV.guid = {alias}.guid "
+                                      "WHERE EV.stack_id IS NOT NULL"):
+                gpu_ns[int(link)] = gpu_ns.get(int(link), 0) + int(d)
+    except sqlite3.DatabaseError:
+        return ()  # the tables stand without the annotations; rocpd's own reader reports a broken file
+    finally:
+        db.close()
+    launches = roctx.Launches([t for t, _, _ in api], [a for _, a, _ in api], [c for _, _, c in api], gpu_ns) if api else None
+    return roctx.annotation_rows(rank, ranges, launches)

@@ -27,7 +27,7 @@ from profilectl import data
 from profilectl.errors import FormatError
 from profilectl.formats.common import csv_header, number, read_csv
 from profilectl.formats.reader import Reader
-from profilectl.formats.tables import PER_DISPATCH, CounterValue, KernelStats, StatsByName, Tables
+from profilectl.model.tables import PER_DISPATCH, CounterValue, KernelStats, StatsByName, Tables
 
 WORKLOAD_ROW = "all kernels (rocprof-compute analyze)"  # the counters row of the whole-workload tables
 PCT = "Pct of Peak"
@@ -152,19 +152,6 @@ def memory_chart(path: Path) -> tuple[CounterValue, ...]:
                  if (metric := (row.get("Metric") or "").strip()) and (value := _cell(row.get("Value"))) is not None)
 
 
-def placement(utilisation: dict[str, float]) -> str | None:
-    """The whole workload under the roofline, by the roofline's one rule, as a sentence."""
-    if "compute" not in utilisation or not ({"hbm", "l2"} & set(utilisation)):
-        return None
-    from profilectl.analysis.roofline import LEVELS, rules, verdict_of
-    latency = float(rules().get("latency_percent", 60))
-    verdict, bound_by = verdict_of(utilisation, LEVELS, latency)
-    words = {"compute": "busiest compute pipe", "hbm": "HBM (L2-Fabric read + write)", "l2": "L2 cache"}
-    figures = ", ".join(f"{words[k]} {v:.1f} %" for k, v in utilisation.items())
-    return (f"rocprof-compute speed-of-light, {WORKLOAD_ROW}: {verdict}, carried by the {words[bound_by]} "
-            f"({figures} of peak; under {latency:.0f} % on every roof is latency-bound)")
-
-
 def system_info(path: Path) -> dict[str, str]:
     """sysinfo.csv's one row (gpu_model, gpu_arch, hostname, cu_per_gpu ...), {} where unreadable."""
     try:
@@ -200,9 +187,8 @@ class RocprofComputeReader(Reader):
                                  f"{gpu or 'GPU unknown'}{where}",))
         kind = table_kind(path)
         if kind == "speed_of_light":
-            values, utilisation = speed_of_light(path)
-            verdict = placement(utilisation)
-            return Tables(counters=values, notes=(verdict,) if verdict else ())
+            values, _ = speed_of_light(path)  # placed by the roofline's rule (analysis/roofline.py workload_placement)
+            return Tables(counters=values)
         if kind == "memory_chart":
             return Tables(counters=memory_chart(path))
         kernels, counters = pmc_perf(path)

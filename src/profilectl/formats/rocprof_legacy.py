@@ -11,7 +11,7 @@ from pathlib import Path
 from profilectl.errors import FormatError
 from profilectl.formats.common import csv_header, number, read_csv
 from profilectl.formats.reader import Reader
-from profilectl.formats.tables import (PER_DISPATCH, PRE_AGGREGATED, CounterValue, KernelStats, StatsByName,
+from profilectl.model.tables import (PER_DISPATCH, PRE_AGGREGATED, CounterValue, KernelStats, StatsByName,
                                        Tables)
 
 # Per-dispatch columns that are not counters.

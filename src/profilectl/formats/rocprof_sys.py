@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 from profilectl.formats.reader import Reader
-from profilectl.formats.tables import Tables
+from profilectl.model.tables import Tables
 
 PERFETTO_NAME = re.compile(r"^perfetto-trace(-\d+)?\.proto$")  # rocprof-sys's default ROCPROFSYS_PERFETTO_FILE
 

@@ -19,19 +19,19 @@ from profilectl.formats import polars_csv, ranks
 from profilectl.errors import FormatError
 from profilectl.formats.common import csv_header, number, read_csv
 from profilectl.formats.reader import Reader, release_freed_memory
-from profilectl.formats.tables import (PER_DISPATCH, AnnotationRow, CounterValue, KernelStats, RankRow, StatsByName,
+from profilectl.model.timeline import sink
+from profilectl.model.tables import (PER_DISPATCH, AnnotationRow, CounterValue, KernelStats, RankRow, StatsByName,
                                        Tables, merge_stats)
 
 if TYPE_CHECKING:
-    from profilectl.analysis.reduce import RankReduction
-    from profilectl.analysis.rank_stream import StartOrderFeed
+    from profilectl.model.reductions import RankReduction
+    from profilectl.model.timeline import TimelineFeed
     from profilectl.model.timeline import RankTimeline
 
 KINDS = ("kernel_trace", "counter_collection", "hip_api_trace", "hip_runtime_api_trace", "memory_copy_trace",
          "marker_api_trace")
 API_KINDS = ("hip_api_trace", "hip_runtime_api_trace")
 # ROCTx ranges that mark steps: torch's own names, or "step 12" / "step#12" of a user's roctxRangePush
-STEP_NAME = re.compile(r"^(?:ProfilerStep#|step[ #_:-]?)(\d+)$", re.IGNORECASE)
 
 
 def kind_of(name: str) -> str | None:
@@ -46,7 +46,7 @@ def interval_stats(path: Path, name_col: str, fast: bool | None = None) -> Stats
     """Duration (End - Start) statistics per value of name_col, for any rocprofv3 trace file:
     polars for large files when installed, else the csv module (the same numbers)."""
     if fast is None:
-        fast = _fast(path)
+        fast = polars_csv.fast_enough(path)
     if fast:
         return polars_csv.grouped_durations_csv(path, name_col, "Start_Timestamp", "End_Timestamp")
     stats: StatsByName = {}
@@ -99,35 +99,6 @@ def counter_collection(paths: list[Path]) -> tuple[CounterValue, ...]:
     return tuple(CounterValue.of(kernel, counter, items) for (kernel, counter), items in values.items())
 
 
-def _columns(path: Path, text: tuple[str, ...], numbers: tuple[str, ...],
-             optional: tuple[str, ...] = ("Correlation_Id",)) -> dict[str, list[Any]]:
-    """The named columns of a trace file (numbers as int); polars for large files, else csv. An
-    `optional` column the file lacks (older releases, hand-trimmed files) reads as -1 throughout."""
-    header = csv_header(path)
-    absent = tuple(c for c in optional if c in numbers and c not in header)
-    numbers = tuple(c for c in numbers if c not in absent)
-    if _fast(path):
-        import polars as pl
-        try:
-            frame = pl.read_csv(path, columns=list(text + numbers), infer_schema=False,
-                                schema_overrides={c: pl.Int64 for c in numbers})
-        except (pl.exceptions.PolarsError, OSError) as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise FormatError(f"{path}: truncated or malformed CSV ({first[:200]})") from None
-        for c in numbers:
-            if c not in optional and frame[c].null_count():
-                raise FormatError(f"{path}: {frame[c].null_count()} row(s) with no {c}")
-        out = {c: frame[c].fill_null(-1).to_list() if c in numbers else frame[c].to_list() for c in text + numbers}
-    else:
-        out = {c: [] for c in text + numbers}
-        for line, row in read_csv(path, text + numbers):
-            for c in text:
-                out[c].append(row[c])
-            for c in numbers:
-                out[c].append(-1 if c in optional and row[c] in ("", None) else int(number(path, line, row[c])))
-    rows = len(out[(text + numbers)[0]]) if text + numbers else 0
-    out.update({c: [-1] * rows for c in absent})
-    return out
 
 
 def _ranks_of(by_kind: dict[str, list[Path]]) -> dict[tuple[str, str | None], dict[str, list[Path]]]:
@@ -142,23 +113,20 @@ def _ranks_of(by_kind: dict[str, list[Path]]) -> dict[tuple[str, str | None], di
     return dict(sorted(per_rank.items(), key=_host_then_rank))
 
 
-def _fast(path: Path) -> bool:
-    """A file large enough for polars' engine to pay (when it is installed)."""
-    return path.stat().st_size >= polars_csv.FAST_PATH_MIN_BYTES and polars_csv.fast_engine_available()
 
 
 def _intervals(path: Path, name_col: str, stream_cols: tuple[str, ...], correlation: bool,
-               feed: "StartOrderFeed | None" = None) -> "polars_csv.TraceColumns":
+               feed: "TimelineFeed | None" = None) -> "polars_csv.TraceColumns":
     """A kernel or copy trace's columns for the tables and the timeline, in one pass: polars batches
     for large files (given to `feed` as they are parsed), the csv module for small ones (the same
     numbers)."""
     import numpy as np
-    if _fast(path):
+    if polars_csv.fast_enough(path):
         return polars_csv.trace_columns(path, name_col, "Start_Timestamp", "End_Timestamp", stream_cols,
                                         "Correlation_Id" if correlation else None, feed)
     header = csv_header(path)
     present = tuple(c for c in stream_cols if c in header)
-    cols = _columns(path, (name_col, *present), ("Start_Timestamp", "End_Timestamp", "Correlation_Id"))
+    cols = polars_csv.named_columns(path, (name_col, *present), ("Start_Timestamp", "End_Timestamp", "Correlation_Id"))
     names: dict[str, int] = {}
     keys: dict[str, int] = {}
     stream = [keys.setdefault(":".join(parts), len(keys)) for parts in zip(*(cols[c] for c in present))] \
@@ -175,11 +143,9 @@ def rank_timeline_of(rank: str, host: str | None, files: dict[str, list[Path]]
     """One rank's timeline from its kernel, copy, API and marker traces, and each kernel trace's
     columns (its tables come from the same pass): numpy columns throughout, never a list per row."""
     import numpy as np
-    from profilectl.analysis.idle import HtaStream
-    from profilectl.model.timeline import KERNEL, Marker, rank_timeline
-    from profilectl.analysis.rank_stream import RankStream, StartOrderFeed
+    from profilectl.model.timeline import KERNEL, STEP_NAME, Marker, rank_timeline, sink
     linked = any(files.get(kind) for kind in API_KINDS)  # correlation ids matter only with launch calls
-    api = [_columns(p, (), ("Start_Timestamp", "End_Timestamp", "Correlation_Id"))
+    api = [polars_csv.named_columns(p, (), ("Start_Timestamp", "End_Timestamp", "Correlation_Id"))
            for kind in API_KINDS for p in files.get(kind, [])]
     api_start, api_end, api_correlation = (
         np.concatenate([np.asarray(c[column], dtype=np.int64) for c in api]) if api else np.zeros(0, dtype=np.int64)
@@ -187,12 +153,11 @@ def rank_timeline_of(rank: str, host: str | None, files: dict[str, list[Path]]
     del api
     # one large kernel trace and nothing else on the GPU side: the timeline is made while it is parsed
     feed = None
-    if len(files.get("kernel_trace", [])) == 1 and not files.get("memory_copy_trace") and \
-            _fast(files["kernel_trace"][0]):
-        rank_stream = RankStream((), api_start, api_end, api_correlation,
-                                 capacity=polars_csv.estimated_rows(files["kernel_trace"][0]))
-        # HTA's breakdown looks launch calls up in RankStream's copy sorted by correlation id
-        feed = StartOrderFeed(rank_stream, HtaStream(rank_stream.api[:2] if rank_stream.api else None), KERNEL)
+    analyses = sink()  # the analysis package, where it is loaded (model/timeline.py)
+    if analyses is not None and len(files.get("kernel_trace", [])) == 1 and not files.get("memory_copy_trace") and \
+            polars_csv.fast_enough(files["kernel_trace"][0]):
+        feed = analyses.feed(api_start, api_end, api_correlation, polars_csv.estimated_rows(files["kernel_trace"][0]),
+                             KERNEL)
     kernels = [(p, _intervals(p, "Kernel_Name", ("Agent_Id", "Queue_Id"), linked, feed))
                for p in files.get("kernel_trace", [])]
     copies = [(p, _intervals(p, "Direction", ("Kind", "Stream_Id"), linked)) for p in files.get("memory_copy_trace", [])]
@@ -218,7 +183,7 @@ def rank_timeline_of(rank: str, host: str | None, files: dict[str, list[Path]]
                                 stream_map[cols.stream])
     markers = []
     for path in files.get("marker_api_trace", []):
-        marks = _columns(path, ("Function",), ("Start_Timestamp", "End_Timestamp"))
+        marks = polars_csv.named_columns(path, ("Function",), ("Start_Timestamp", "End_Timestamp"))
         markers += [Marker(f, a, b, False) for f, a, b in zip(marks["Function"], marks["Start_Timestamp"],
                                                               marks["End_Timestamp"])
                     if b > a and STEP_NAME.match(f)]
@@ -305,14 +270,15 @@ class Rocprofv3CsvReader(Reader):
         found: list[RankTimeline] = []
         notes: list[str] = []
         traced = [(key, rank_files) for key, rank_files in _ranks_of(by_kind).items() if "kernel_trace" in rank_files]
-        reductions: list[RankReduction] | None = [] if reduce_ranks and len(traced) > 1 else None
+        analyses = sink()  # reductions need the analysis package (model/timeline.py sink)
+        reductions: list[RankReduction] | None = [] if reduce_ranks and len(traced) > 1 and analyses else None
         for (rank, host), rank_files in traced:
             columns: list[tuple[Path, polars_csv.TraceColumns | None]]
             try:
                 timeline, read = rank_timeline_of(rank, host, rank_files)
                 columns = list(read)
             except FormatError as exc:
-                if not any(_fast(p) for p in rank_files["kernel_trace"]):
+                if not any(polars_csv.fast_enough(p) for p in rank_files["kernel_trace"]):
                     raise
                 # the kernel table stands without the timeline (a trace whose copy or API file is broken)
                 timeline, notes = None, [*notes, f"no timeline analysis: {exc}"]
@@ -326,8 +292,7 @@ class Rocprofv3CsvReader(Reader):
                 if reductions is None:
                     found.append(timeline)
                 else:
-                    from profilectl.analysis.reduce import reduce_timelines
-                    reductions += reduce_timelines((timeline,))
+                    reductions += analyses.reduce((timeline,))  # type: ignore[union-attr]  # set above
             # the rank's columns go before the next rank is parsed (nothing else holds them when reduced)
             timeline, read, columns, cols = None, [], [], None
             if reductions is not None:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from profilectl.errors import FormatError
 from profilectl.files import read_json
 from profilectl.formats.reader import Reader, first_bytes
-from profilectl.formats.tables import PER_DISPATCH, KernelStats, Tables
+from profilectl.model.tables import PER_DISPATCH, KernelStats, Tables
 
 if TYPE_CHECKING:
     from profilectl.model.timeline import RankTimeline
@@ -91,7 +91,7 @@ def timeline(path: Path, tools: list[dict[str, Any]] | None = None) -> tuple["Ra
     """Each process's dispatches, copies, API calls and step markers, for the timeline analysis."""
     from profilectl.model.timeline import COPY, KERNEL, Marker, rank_timeline
     from profilectl.formats import ranks
-    from profilectl.formats.rocprofv3 import STEP_NAME
+    from profilectl.model.timeline import STEP_NAME
     found = []
     try:
         tools = _load(path) if tools is None else tools

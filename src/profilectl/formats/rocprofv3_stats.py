@@ -15,7 +15,7 @@ from pathlib import Path
 
 from profilectl.formats.common import number, read_csv
 from profilectl.formats.reader import Reader
-from profilectl.formats.tables import PRE_AGGREGATED, KernelStats, StatsByName, Tables
+from profilectl.model.tables import PRE_AGGREGATED, KernelStats, StatsByName, Tables
 
 # stats kind -> (the trace kinds it summarises, the table it fills)
 STATS = {

@@ -1,5 +1,5 @@
 """ROCTx ranges (rocprofv3 --marker-trace, `<pid>_marker_api_trace.csv`) as user annotations: the
-same table as torch's record_function ranges (formats/tables.py AnnotationRow).
+same table as torch's record_function ranges (model/tables.py AnnotationRow).
 
 rocprofv3 writes one row per range: roctxRangePush/Pop and roctxRangeStart/Stop rows carry the
 message in `Function`, the range's start and end, and the thread (`Thread_Id`; 0 for a
@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from profilectl.formats.tables import AnnotationRow
+from profilectl.formats import polars_csv
+from profilectl.model.tables import AnnotationRow
 
 PROCESS_THREAD = 0  # Thread_Id of a roctxRangeStart/Stop range: the whole process
 
@@ -35,10 +36,9 @@ class Range:
 
 def ranges_of(paths: Iterable[Path]) -> list[Range]:
     """The ranges (not the instant marks) of marker_api_trace files."""
-    from profilectl.formats.rocprofv3 import _columns
     found = []
     for path in paths:
-        cols = _columns(path, ("Function",), ("Thread_Id", "Start_Timestamp", "End_Timestamp"), optional=("Thread_Id",))
+        cols = polars_csv.named_columns(path, ("Function",), ("Thread_Id", "Start_Timestamp", "End_Timestamp"), optional=("Thread_Id",))
         found += [Range(name, thread, start, end) for name, thread, start, end in
                   zip(cols["Function"], cols["Thread_Id"], cols["Start_Timestamp"], cols["End_Timestamp"])
                   if end > start]
@@ -57,18 +57,17 @@ class Launches:
 def launches_of(api_paths: Iterable[Path], activity_paths: Iterable[Path]) -> Launches:
     """API calls of hip_api_trace / hip_runtime_api_trace files, and the durations of the kernel and
     copy rows (kernel_trace, memory_copy_trace) by their Correlation_Id."""
-    from profilectl.formats.rocprofv3 import _columns
     thread: list[int] = []
     start: list[int] = []
     correlation: list[int] = []
     for path in api_paths:
-        cols = _columns(path, (), ("Thread_Id", "Start_Timestamp", "Correlation_Id"))
+        cols = polars_csv.named_columns(path, (), ("Thread_Id", "Start_Timestamp", "Correlation_Id"))
         thread += cols["Thread_Id"]
         start += cols["Start_Timestamp"]
         correlation += cols["Correlation_Id"]
     gpu_ns: dict[int, int] = {}
     for path in activity_paths:
-        cols = _columns(path, (), ("Start_Timestamp", "End_Timestamp", "Correlation_Id"))
+        cols = polars_csv.named_columns(path, (), ("Start_Timestamp", "End_Timestamp", "Correlation_Id"))
         for c, a, b in zip(cols["Correlation_Id"], cols["Start_Timestamp"], cols["End_Timestamp"]):
             if c >= 0:
                 gpu_ns[c] = gpu_ns.get(c, 0) + (b - a)
@@ -141,52 +140,8 @@ def rank_annotations(rank: str, files: dict[str, list[Path]]) -> tuple[Annotatio
     return annotation_rows(rank, ranges, launches)
 
 
-# ---------------------------------------------------------------- rocpd databases
-# As rocprofv3 writes them (rocprofiler-sdk generateRocpd.cpp; tests/rocpd_writer.py): a ROCTx range
-# is a rocpd_region whose event's category is MARKER_CORE_RANGE_API, named after the operation
-# (roctxThreadRangeA for push/pop, roctxProcessRangeA for start/stop), its text in the event's
-# extdata `$.message`; rocpd_region.tid is the OS thread. A HIP API call is a region of a HIP
-# category; its kernels and copies carry its internal correlation id as their event's stack_id,
-# which is also the call's own event's stack_id. (rocpd_event.correlation_id is the external id:
-# 0 for every row unless --kernel-rename or a tool set one, so it links nothing.)
-PROCESS_RANGE = "roctxProcessRangeA"  # a start/stop range: it belongs to the process, not a thread
+# In a rocpd database (formats/rocpd.py reads the rows) a ROCTx start/stop range is named after
+# this operation: it belongs to the process, not a thread.
+PROCESS_RANGE = "roctxProcessRangeA"
 
 
-def rocpd_annotations(path: Path, rank: str) -> tuple[AnnotationRow, ...]:
-    """One rank's ROCTx ranges from a rocpd database; () where it holds none."""
-    import sqlite3
-    from profilectl.formats import rocpd
-    db = rocpd._connect(path)
-    try:
-        columns, events = rocpd._columns(db, "rocpd_region"), rocpd._columns(db, "rocpd_event")
-        if not {"event_id", "tid"} <= columns or not {"category_id", "stack_id", "extdata"} <= events:
-            return ()
-        rows = db.execute(
-            "SELECT R.start, R.\"end\", R.tid, CAT.string, NAME.string, "
-            "CASE WHEN json_valid(EV.extdata) THEN json_extract(EV.extdata, '$.message') END, "
-            "coalesce(EV.stack_id, -1) FROM rocpd_region R "
-            "JOIN rocpd_event EV ON EV.id = R.event_id AND EV.guid = R.guid "
-            "JOIN rocpd_string CAT ON CAT.id = EV.category_id AND CAT.guid = EV.guid "
-            "LEFT JOIN rocpd_string NAME ON NAME.id = R.name_id AND NAME.guid = R.guid "
-            "WHERE CAT.string LIKE 'MARKER%' OR CAT.string LIKE 'HIP%'").fetchall()
-        ranges = [Range(str(message or name), PROCESS_THREAD if name == PROCESS_RANGE else int(tid), int(a), int(b))
-                  for a, b, tid, category, name, message, _ in rows if category.startswith("MARKER") and b > a]
-        if not ranges:
-            return ()
-        api = [(int(tid), int(a), int(link)) for a, _b, tid, category, _, _, link in rows
-               if category.startswith("HIP") and link >= 0]
-        gpu_ns: dict[int, int] = {}
-        for table, alias in (("rocpd_kernel_dispatch", "K"), ("rocpd_memory_copy", "M")):
-            if "event_id" not in rocpd._columns(db, table):
-                continue
-            activity, duration = rocpd._interval(db, table, alias)
-            for link, d in db.execute(f"SELECT EV.stack_id, {duration} FROM {activity} JOIN rocpd_event EV "
-                                      f"ON EV.id = {alias}.event_id AND EV.guid = {alias}.guid "
-                                      "WHERE EV.stack_id IS NOT NULL"):
-                gpu_ns[int(link)] = gpu_ns.get(int(link), 0) + int(d)
-    except sqlite3.DatabaseError:
-        return ()  # the tables stand without the annotations; rocpd's own reader reports a broken file
-    finally:
-        db.close()
-    launches = Launches([t for t, _, _ in api], [a for _, a, _ in api], [c for _, _, c in api], gpu_ns) if api else None
-    return annotation_rows(rank, ranges, launches)

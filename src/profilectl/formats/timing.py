@@ -9,7 +9,7 @@ from pathlib import Path
 from profilectl.errors import FormatError
 from profilectl.files import read_json
 from profilectl.formats.reader import Reader
-from profilectl.formats.tables import Tables
+from profilectl.model.tables import Tables
 
 RESULTS = "timing.json"
 TRACE = "timing_trace.json"

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from profilectl.formats import json_head, ranks
 from profilectl.formats.reader import Reader
-from profilectl.formats.tables import (PER_DISPATCH, AnnotationRow, CollectiveCall, KernelStats, StatsByName, Tables,
+from profilectl.model.tables import (PER_DISPATCH, AnnotationRow, CollectiveCall, KernelStats, StatsByName, Tables,
                                        TraceClock, merge_all)
 
 if TYPE_CHECKING:

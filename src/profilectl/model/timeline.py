@@ -3,9 +3,10 @@ values over numpy columns. Nothing here imports anything above it (readers, anal
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Protocol, Sequence
 
 if TYPE_CHECKING:
     import numpy as np
@@ -14,6 +15,9 @@ if TYPE_CHECKING:
     Ints = Sequence[int] | NDArray[Any]  # a column: a list, or a numpy array kept as it is
 
 KERNEL, COPY = 0, 1  # RankTimeline.kind: a kernel, or a copy or memset
+
+# A user annotation that names a training step: torch's ProfilerStep#N, or step N / step_N of ROCTx/NVTX.
+STEP_NAME = re.compile(r"^(?:ProfilerStep#|step[ #_:-]?)(\d+)$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -308,3 +312,44 @@ class TimelineAnalysis:
     step_source: str = ""  # "GPU-side ProfilerStep ranges" / "CPU-side ProfilerStep ranges"
     curves: tuple[BusyCurve, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
+
+def rank_order(rank: str, host: str | None) -> tuple[int, str, str]:
+    """Ranks in number order, then names (pid 123), then host."""
+    return int(rank) if rank.isdigit() else 1 << 30, rank, host or ""
+
+
+# ---------------------------------------------------------------- what readers hand their timelines to
+class TimelineFeed(Protocol):
+    """A rank's GPU activity passed on, batch by batch in file order, while a reader parses it
+    (analysis/rank_stream.py StartOrderFeed): the timeline then costs no walk of its own."""
+
+    @property
+    def given_up(self) -> bool: ...
+
+    def add(self, start: "NDArray[np.int64]", end: "NDArray[np.int64]", stream: "NDArray[Any]",
+            name: "NDArray[Any]", correlation: "NDArray[Any]", names: Sequence[str]) -> None: ...
+
+    def finish(self, rank: str, host: str | None, names: Sequence[str], streams: Sequence[str]
+               ) -> StreamedFigures | None: ...
+
+
+class TimelineSink(Protocol):
+    """What readers may give their timelines to as they read, so that memory does not hold every
+    rank's columns: the analysis package registers itself (analysis/__init__.py), readers ask
+    `sink()` and read as before where nothing is registered."""
+
+    def feed(self, api_start: "NDArray[np.int64]", api_end: "NDArray[np.int64]",
+             api_correlation: "NDArray[np.int64]", capacity: int, kind: int) -> TimelineFeed: ...
+
+    def reduce(self, timelines: Sequence[RankTimeline]) -> tuple[Any, ...]: ...  # RankReduction each
+
+
+_SINKS: list[TimelineSink] = []
+
+
+def register_sink(sink: TimelineSink) -> None:
+    _SINKS[:] = [sink]
+
+
+def sink() -> TimelineSink | None:
+    return _SINKS[0] if _SINKS else None

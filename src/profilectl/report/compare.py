@@ -14,8 +14,8 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
 from profilectl.errors import UsageError
-from profilectl.report import units
-from profilectl.report.summary import KernelRow, Summary
+from profilectl.model import units
+from profilectl.read.summary import KernelRow, Summary
 
 # The same kernel as different tools spell it: ncu and rocprofv3 print "<unnamed>" where
 # torch.profiler (CUPTI/roctracer demangling) prints "(anonymous namespace)".
@@ -175,7 +175,7 @@ def compare(a: Summary, b: Summary, match: str = "exact") -> Comparison:
 def operators_line(result: Comparison) -> str:
     total_a = sum(r.total_ns_a for r in result.operators)
     total_b = sum(r.total_ns_b for r in result.operators)
-    from profilectl.report.units import duration_ns
+    from profilectl.model.units import duration_ns
     return (f"no GPU kernels in either run: {len(result.operators)} CPU operators in both compared by total time, "
             f"{duration_ns(total_a)} → {duration_ns(total_b)}"
             + (f" (speedup {total_a / total_b:.2f}×)" if total_b else ""))

@@ -11,13 +11,13 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Sequence
 
-from profilectl.report import units
+from profilectl.model import units
 from profilectl.report.renderers.machine import CsvTable, csv_text, main_csv_table, to_csv  # noqa: F401
 from profilectl.report.renderers.markdown import escape, md_table
 
 if TYPE_CHECKING:  # annotations only
     from profilectl.report.compare import Comparison, Gate
-    from profilectl.report.summary import Summary
+    from profilectl.read.summary import Summary
 
 
 def json_text(payload: dict[str, Any]) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from profilectl.report.summary import Summary
+    from profilectl.read.summary import Summary
 
 
 def to_html(summary: "Summary", top: int = 15) -> str:

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, TypeVar
 import msgspec
 
 from profilectl.errors import FormatError, UsageError
-from profilectl.analysis.collectives import is_collective, is_host_collective
+from profilectl.model.collectives import is_collective, is_host_collective
 from profilectl.formats import chrome_stream
 
 if TYPE_CHECKING:
@@ -138,7 +138,7 @@ def find_ranks(path: Path) -> tuple[list[RankInput], list[LeftOut]]:
 def _timeline_files(files: list[Path]) -> list[Path]:
     """The files another tool's reader claims and whose tables carry timelines (rocprofv3's traces,
     rocpd databases), as profilectl's readers recognise them."""
-    from profilectl.backends import READERS
+    from profilectl.formats.registry import READERS
     from profilectl.formats.reader import claim
     wanted = ("rocprofv3-csv", "rocprofv3-json", "rocpd")  # the kinds with timestamps (not stats, not samples)
     return [f for reader, group in claim(files, READERS) if reader.kind in wanted for f in group]
@@ -223,7 +223,7 @@ def timeline_events(files: Sequence[Path]) -> list[_Event]:
     kernels and copies per queue/stream on the GPU, runtime calls and ProfilerStep markers on the
     CPU (timestamps in ns, written as exact µs text)."""
     from profilectl.model.timeline import COPY
-    from profilectl.backends import READERS
+    from profilectl.formats.registry import READERS
     from profilectl.formats.reader import claim, read_groups
     events = [_Event(ph="M", name="process_labels", pid=pid, tid=0, args=msgspec.Raw(b'{"labels":"%s"}' % pid.encode()))
               for pid in ("CPU", "GPU")]

@@ -35,7 +35,7 @@ from typing import Any, Iterator, Mapping
 
 from profilectl import errors
 from profilectl.errors import ProfilectlError, UsageError
-from profilectl.report.document import Document
+from profilectl.model.document import Document
 
 TIMEOUT_ENV = "PROFILECTL_QUERY_TIMEOUT_S"
 MEMORY_ENV = "PROFILECTL_QUERY_MEMORY_MB"

@@ -9,16 +9,16 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from profilectl.report import units
+from profilectl.model import units
 from profilectl.screen import assemble, text
-from profilectl.report.summary import Summary
+from profilectl.read.summary import Summary
 
 if TYPE_CHECKING:  # annotations only: `report` and `ls` need not import the planner
     from profilectl.envreport import EnvReport
     from profilectl.manifest import Manifest
     from profilectl.plan import Plan
     from profilectl.report.compare import Comparison
-    from profilectl.report.listing import ListedRun
+    from profilectl.read.listing import ListedRun
 
 
 def _bytes(n: int | None) -> str:

@@ -12,8 +12,8 @@ import math
 from html import escape
 from typing import Any
 
-from profilectl.report.document import Chart, Section
-from profilectl.report.units import si
+from profilectl.model.document import Chart, Section
+from profilectl.model.units import si
 
 WIDTH, HEIGHT = 760, 460
 LEFT, RIGHT, TOP, BOTTOM = 78, 170, 20, 52  # margins: axis labels left/bottom, roof labels right

@@ -7,5 +7,5 @@
 - sampler.py  the background sampler: telemetry.csv in the run directory, stopped on every ending
 - energy.py   telemetry.csv -> PowerSummary (energy from counters or the trapezoid rule), per step
 
-This package's __init__ imports nothing, so report/summary.py can use the model alone.
+This package's __init__ imports nothing, so read/summary.py can use the model alone.
 """

@@ -1,6 +1,6 @@
 """Frozen values of GPU telemetry: the sampling plan, one reading, and the power summary a run keeps.
 
-Imports nothing from profilectl, so the summary (report/summary.py) can hold a PowerSummary
+Imports nothing from profilectl, so the summary (read/summary.py) can hold a PowerSummary
 without loading the sampler.
 """
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import statistics
 
-from profilectl.report import units
+from profilectl.model import units
 from profilectl.telemetry.model import PowerSummary
 
-# the formatters live with every other unit of the reports (report/units.py)
+# the formatters live with every other unit of the reports (model/units.py)
 watts, joules, size = units.watts, units.joules, units.size
 
 

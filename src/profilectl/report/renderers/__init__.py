@@ -1,4 +1,4 @@
-"""Renderers: a Document (report/document.py) in one format. Generic over sections: none of them
+"""Renderers: a Document (model/document.py) in one format. Generic over sections: none of them
 names a section, a table or a column; they read the types.
 
     terminal.render(console, document, top)     rich, to a Console the caller made
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from profilectl.report.document import Document
+from profilectl.model.document import Document
 
 TEXT_FORMATS = ("md", "html", "json", "csv")
 

@@ -1,4 +1,4 @@
-"""Inline SVG charts of the HTML report, one function per Chart.kind (report/document.py).
+"""Inline SVG charts of the HTML report, one function per Chart.kind (model/document.py).
 
 A chart plots a table of its section (Chart.table) by column names, or, where the data is not a
 table people read (the busy curves), what Chart.extra carries. A new kind is one function added to
@@ -10,8 +10,8 @@ from __future__ import annotations
 from html import escape
 from typing import Any, Callable
 
-from profilectl.report.document import Chart, Section, TableBlock
-from profilectl.report.units import duration_ns, shorten
+from profilectl.model.document import Chart, Section, TableBlock
+from profilectl.model.units import duration_ns, shorten
 
 PALETTE = ("#3366cc", "#dc3912", "#ff9900", "#109618", "#990099", "#0099c6", "#dd4477", "#66aa00", "#b82e2e",
            "#316395", "#994499")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from profilectl.report import units
-from profilectl.report.document import Column, TableBlock
+from profilectl.model import units
+from profilectl.model.document import Column, TableBlock
 
 
 def human_columns(table: TableBlock, wide: bool = True) -> list[int]:

@@ -9,8 +9,8 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from profilectl.report import units
-from profilectl.report.document import Document, Finding, Section, TableBlock
+from profilectl.model import units
+from profilectl.model.document import Document, Finding, Section, TableBlock
 from profilectl.report.renderers.charts import render_chart
 from profilectl.report.renderers.common import cell, human_columns, row_limit
 

@@ -14,7 +14,7 @@ import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
-from profilectl.report.document import Document, TableBlock
+from profilectl.model.document import Document, TableBlock
 from profilectl.report.renderers.common import machine_columns
 
 if TYPE_CHECKING:

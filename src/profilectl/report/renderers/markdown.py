@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable, Sequence
 
-from profilectl.report import units
-from profilectl.report.document import Document, Finding, TableBlock
+from profilectl.model import units
+from profilectl.model.document import Document, Finding, TableBlock
 from profilectl.report.renderers.common import cell, human_columns, row_limit
 from profilectl.screen import visible
 

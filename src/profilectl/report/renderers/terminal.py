@@ -6,8 +6,8 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from profilectl.report import units
-from profilectl.report.document import Document, Finding, Section, TableBlock
+from profilectl.model import units
+from profilectl.model.document import Document, Finding, Section, TableBlock
 from profilectl.report.renderers.common import cell, human_columns, numeric, row_limit, shown_title
 from profilectl.screen import assemble, text
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import importlib
 from typing import Callable
 
-from profilectl.report.document import Document, Section
-from profilectl.report.summary import Summary, metadata_items
+from profilectl.model.document import Document, Section
+from profilectl.read.summary import Summary, metadata_items
 
 Builder = Callable[[Summary], "Section | None"]
 

@@ -3,8 +3,8 @@ total and self CPU time, and the GPU time launched inside each range, per rank."
 
 from __future__ import annotations
 
-from profilectl.report.document import Column, Section, TableBlock
-from profilectl.report.summary import Summary
+from profilectl.model.document import Column, Section, TableBlock
+from profilectl.read.summary import Summary
 
 COLUMNS = (Column("rank", "rank"), Column("name", "name"), Column("calls", "calls", "count", "sum"),
            Column("total_ns", "total (CPU)", "ns", "sum"), Column("self_ns", "self (CPU)", "ns", "sum"),

@@ -6,9 +6,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Iterable, Mapping, Sequence
 
-from profilectl.report.document import Aggregate, Column, Section, Show, TableBlock
-from profilectl.report.summary import KernelRow
-from profilectl.report.units import heading, unit_of
+from profilectl.model.document import Aggregate, Column, Section, Show, TableBlock
+from profilectl.read.summary import KernelRow
+from profilectl.model.units import heading, unit_of
 
 
 def column(name: str, title: str | None = None, aggregate: Aggregate = "none", show: Show = "always") -> Column:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from profilectl.report.document import Section
+from profilectl.model.document import Section
 from profilectl.report.sections.common import name_stats
-from profilectl.report.summary import Summary
+from profilectl.read.summary import Summary
 
 
 def build(summary: Summary) -> Section | None:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from profilectl.report.document import Aggregate, Column, Section, TableBlock
-from profilectl.report.summary import Summary, aggregation_legend
+from profilectl.model.document import Aggregate, Column, Section, TableBlock
+from profilectl.read.summary import Summary, aggregation_legend
 
 # The summary's words for each aggregation (summary.AGGREGATION_WORDS) as a document Aggregate
 _AGGREGATE: dict[str, Aggregate] = {"sum over dispatches": "sum", "mean weighted by dispatch duration": "weighted_mean",

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from profilectl.report.document import Column, Finding, Section, TableBlock
+from profilectl.model.document import Column, Finding, Section, TableBlock
 
 if TYPE_CHECKING:
-    from profilectl.report.summary import Summary
+    from profilectl.read.summary import Summary
 
 OWN_PROFILER = "the workload runs torch.profiler itself"
 

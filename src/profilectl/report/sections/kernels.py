@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from profilectl.report.document import Chart, Section
+from profilectl.model.document import Chart, Section
 from profilectl.report.sections.common import name_stats
-from profilectl.report.summary import Summary
+from profilectl.read.summary import Summary
 
 SHARE_TOP = 10  # kernels named in the share of GPU time; the rest is "other kernels"
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from profilectl.report.document import Section
-from profilectl.report.summary import Summary
+from profilectl.model.document import Section
+from profilectl.read.summary import Summary
 
 
 def build(summary: Summary) -> Section | None:

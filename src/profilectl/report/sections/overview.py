@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from profilectl.report import units
-from profilectl.report.document import Section
-from profilectl.report.summary import Summary, job_line
+from profilectl.model import units
+from profilectl.model.document import Section
+from profilectl.read.summary import Summary, job_line
 
 
 def build(summary: Summary) -> Section | None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from profilectl.report.document import Chart, Section
+from profilectl.model.document import Chart, Section
 from profilectl.report.sections.common import table_of
-from profilectl.report.summary import Summary
+from profilectl.read.summary import Summary
 
 GPU_TITLES = {"gpu": "GPU", "avg_power_w": "avg power", "peak_power_w": "peak power", "energy_j": "energy",
               "peak_memory_bytes": "peak memory", "memory_total_bytes": "memory", "peak_temperature_c": "peak temp",

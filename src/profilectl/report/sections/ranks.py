@@ -3,9 +3,9 @@ the straggler."""
 
 from __future__ import annotations
 
-from profilectl.report.document import Section
+from profilectl.model.document import Section
 from profilectl.report.sections.common import table_of
-from profilectl.report.summary import RANK_COLUMNS, Summary, imbalance_line
+from profilectl.read.summary import RANK_COLUMNS, Summary, imbalance_line
 
 
 def build(summary: Summary) -> Section | None:

@@ -8,7 +8,7 @@ from typing import Any
 
 from profilectl.analysis import roofline
 from profilectl.analysis.roofline import KernelRoofline, RooflineResult
-from profilectl.report.document import Chart, Column, Finding, Section, TableBlock
+from profilectl.model.document import Chart, Column, Finding, Section, TableBlock
 
 KERNEL_COLUMNS = (
     Column("kernel", "Kernel"),

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from profilectl.report import units
-from profilectl.report.document import Section
-from profilectl.report.summary import Summary, machine_fallbacks
+from profilectl.model import units
+from profilectl.model.document import Section
+from profilectl.read.summary import Summary, machine_fallbacks
 
 
 def build(summary: Summary) -> Section | None:

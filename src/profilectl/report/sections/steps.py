@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from profilectl.report.document import Section
+from profilectl.model.document import Section
 from profilectl.report.sections.common import table_of
-from profilectl.report.summary import Summary, step_time_line
+from profilectl.read.summary import Summary, step_time_line
 
 
 def build(summary: Summary) -> Section | None:

@@ -8,10 +8,10 @@ import statistics
 from typing import Any
 
 from profilectl.model.timeline import TimelineAnalysis, TimelineRow
-from profilectl.report.document import Chart, Column, Section
+from profilectl.model.document import Chart, Column, Section
 from profilectl.report.sections.common import table_of
-from profilectl.report.summary import Summary
-from profilectl.report.units import duration_ns as duration, shorten
+from profilectl.read.summary import Summary
+from profilectl.model.units import duration_ns as duration, shorten
 
 RANK_TITLES = {"rank": "rank", "host": "host", "busy_percent": "busy", "idle_ns": "idle", "gaps": "gaps",
                "largest_gap_ns": "largest gap", "hidden_communication_percent": "comm hidden",

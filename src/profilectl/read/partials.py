@@ -26,7 +26,7 @@ larger than $PROFILECTL_MAX_PARTIAL_BYTES (default 4 GiB), or nested too deeply 
 line (PartialError) and the rank is rebuilt from its raw files or named, never a hang or a traceback.
 
 Where: `<rank run dir>/partial.json`; where that folder is not writable, the cache folder
-(report/cache.py's, under `partials/`).
+(read/cache.py's, under `partials/`).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ from profilectl.analysis.reduce import RankReduction
 from profilectl.analysis.stragglers import RankWaits
 from profilectl.model.timeline import Gap, StepRow, TimelineRow
 from profilectl.analysis.timeline import RankPiece
-from profilectl.formats.tables import (AnnotationRow, CollectiveCall, CounterValue, HookSteps, KernelStats, RankRow, Source,
+from profilectl.model.tables import (AnnotationRow, CollectiveCall, CounterValue, HookSteps, KernelStats, RankRow, Source,
                                        StatsByName, Tables, TraceClock)
 
 if TYPE_CHECKING:
@@ -167,7 +167,7 @@ class RankIdentity:
 
 @dataclass(frozen=True)
 class BareRank:
-    """A rank of a bare profiler output (report/bare_partials.py): its key as the raw read names it,
+    """A rank of a bare profiler output (read/bare_partials.py): its key as the raw read names it,
     and where the raw read merges it (the reader's place, then the reader's own order of ranks)."""
     rank: str
     host: str | None
@@ -312,7 +312,7 @@ def rewitnessed(stored: tuple[FileIdentity, ...], current: tuple[FileIdentity, .
 def make(folder: Path, rank: "JobRank | None" = None, files: tuple[FileIdentity, ...] | None = None) -> Partial:
     """Read `folder` (a rank's raw/) once and reduce it. The rank's row is the job's (its rank, host
     and status), as load_job's raw read makes it."""
-    from profilectl.backends import READERS
+    from profilectl.formats.registry import READERS
     from profilectl.formats.reader import read_path
     started = time.perf_counter()
     files = hashed(folder, identity(folder) if files is None else files)
@@ -511,7 +511,7 @@ def merged_tables(partials: Iterable[Partial]) -> tuple[Tables, tuple[RankReduct
 
 def summary_of(job_dir: Path, partials: Iterable[Partial]) -> Any:
     """The job's Summary from its ranks' partials (load_job's raw read, without the raw files)."""
-    from profilectl.report.summary import SourceInfo, build
+    from profilectl.read.summary import SourceInfo, build
     merged, reduced = merged_tables(partials)
     return build(merged, SourceInfo(kind="profilectl-job", path=str(job_dir)),
                  perfetto_trace=merged.trace_files[0] if merged.trace_files else None, reduced=reduced)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable, TypeVar
 
 if TYPE_CHECKING:  # numpy arrays inside: imported where a trace with timestamps is read
-    from profilectl.analysis.reduce import RankReduction
+    from profilectl.model.reductions import RankReduction
     from profilectl.model.timeline import RankTimeline
 
 # How a kernel's time was measured, best first. When several readers of one folder report kernels,

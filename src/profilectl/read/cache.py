@@ -14,7 +14,7 @@ from typing import Callable
 
 from profilectl import cache_folder, stamp
 from profilectl.errors import FormatError
-from profilectl.report.summary import Summary
+from profilectl.read.summary import Summary
 
 KEY_VERSION = "2"  # bumped when the summary layout changes, so old entries are not read
 

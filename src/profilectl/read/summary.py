@@ -1,7 +1,7 @@
 """Summary: what a report shows, computed once from Tables and stored as summary.json.
 
 Reporting a finished run reads this file only, so it costs the same whatever the trace size; a
-bare output directory's summary is cached outside the user's files (report/cache.py).
+bare output directory's summary is cached outside the user's files (read/cache.py).
 """
 
 from __future__ import annotations
@@ -14,13 +14,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 from profilectl.analysis.diagnosis import Diagnosis
-from profilectl.analysis.roofline import RooflineResult
+from profilectl.analysis.roofline import RooflineResult, workload_placement
 from profilectl.model.timeline import TimelineAnalysis
 from profilectl.countersets import aggregation, evaluate
 from profilectl.envreport import Fallback
 from profilectl.errors import FormatError
 from profilectl.files import load_typed, read_json, write_json_atomic
-from profilectl.formats.tables import AnnotationRow, CounterValue, RankRow, StatsByName, Tables
+from profilectl.model.summary import RankSummary  # noqa: F401 (re-exported)
+from profilectl.model.tables import AnnotationRow, CounterValue, RankRow, StatsByName, Tables
 from profilectl.jobs import JobManifest
 from profilectl.manifest import Manifest
 from profilectl.telemetry.model import PowerSummary
@@ -53,23 +54,6 @@ class KernelRow:
     self_ns: float | None = None
 
 
-@dataclass(frozen=True)
-class RankSummary:
-    """One rank: its kernel time (total_ns; copies are in the copies table), how much of it is in
-    collectives (NCCL/RCCL), its heaviest kernel."""
-    rank: str
-    kernels: int
-    dispatches: int
-    total_ns: float
-    host: str | None = None
-    collective_ns: float = 0.0
-    collective_percent: float = 0.0
-    top_kernel: str | None = None  # for a cpu-basis rank: its heaviest operator
-    status: str | None = None
-    basis: str = "gpu"  # gpu: kernel time; cpu: operators' self time (a rank with no GPU kernels)
-    failed_unix_ns: int | None = None  # when it failed or was stopped (its status file)
-    error: str | None = None
-    signal: int | None = None
 
 
 @dataclass(frozen=True)
@@ -256,7 +240,7 @@ class Summary:
     power: PowerSummary | None = None  # GPU power, energy, peak memory sampled during the run (telemetry.csv)
     perfetto_trace: str | None = None
     run: RunStory | None = None
-    metadata: RunMetadata | None = None  # date, host, GPU, versions, tool, command (report/load.py)
+    metadata: RunMetadata | None = None  # date, host, GPU, versions, tool, command (read/load.py)
     job: JobManifest | None = None  # a SLURM job's ranks, nodes and statuses (profilectl under srun)
     status: str | None = None
     notes: tuple[str, ...] = ()
@@ -316,7 +300,7 @@ def job_line(summary: "Summary") -> str | None:
 
 
 def _seconds(value: float) -> str:
-    from profilectl.report.units import duration_s  # the one formatter of every human-read report
+    from profilectl.model.units import duration_s  # the one formatter of every human-read report
     return duration_s(value)
 
 
@@ -570,7 +554,7 @@ def counters_by_kernel(values: tuple[CounterValue, ...], derived: dict[str, str]
 
 def build(tables: Tables, source: SourceInfo, derived: dict[str, str] | None = None,
           perfetto_trace: str | None = None, reduced: "Sequence[RankReduction] | None" = None) -> Summary:
-    """`reduced`: the ranks' timelines already reduced (a job's partials, report/partials.py), in
+    """`reduced`: the ranks' timelines already reduced (a job's partials, read/partials.py), in
     place of tables.timelines; given (even empty) only where the files had timelines."""
     kernels = kernel_rows(tables.kernels)
     copies = kernel_rows(tables.memory_copies)
@@ -581,7 +565,7 @@ def build(tables: Tables, source: SourceInfo, derived: dict[str, str] | None = N
     else:
         from profilectl.analysis.steps import profiler_cost
         diagnosis, timeline = reduced_diagnosis(reduced, ranked, largest_copies(tables), profiler_cost(tables.hook_steps))
-    return Summary(
+    summary = Summary(
         source=source,
         totals=totals_of(kernels, copies),
         kernels=kernels, api=kernel_rows(tables.api), memory_copies=copies,
@@ -595,6 +579,8 @@ def build(tables: Tables, source: SourceInfo, derived: dict[str, str] | None = N
         timing=timing_stats(tables.timing_s), step_time=step_time(tables.step_ends_ns), perfetto_trace=perfetto_trace,
         timeline=timeline, notes=tables.notes + (_timeline_notes(tables) if reduced is None else ()),
         roofline=roofline_of(by_kernel, kernels))
+    placed = workload_placement(by_kernel)  # a whole-workload speed-of-light (rocprof-compute analyze)
+    return dataclasses.replace(summary, notes=summary.notes + (placed,)) if placed else summary
 
 
 def totals_of(kernels: Sequence[KernelRow], copies: Sequence[KernelRow]) -> Totals:

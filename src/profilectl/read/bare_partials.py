@@ -3,7 +3,7 @@
 `<host>-rank<R>-<pid>.pt.trace.json.gz`), e.g. copied back from the nodes' local scratch.
 
 `profilectl report FOLDER --reduce-here [-o PARTIALS]` reads each rank's files once and writes one
-partial per rank (report/partials.py's Partial, with the rank's key in `bare`) to PARTIALS (default
+partial per rank (read/partials.py's Partial, with the rank's key in `bare`) to PARTIALS (default
 FOLDER/profilectl-partials/); a job's epilogue runs it on each node against that node's scratch,
 with -o pointing at one shared folder. `profilectl report` on the folder (or on PARTIALS alone)
 then merges the partials instead of the raw files: a partial whose files changed is rebuilt, a rank
@@ -33,11 +33,11 @@ from typing import TYPE_CHECKING, TextIO
 
 from profilectl.errors import FormatError, UsageError
 from profilectl.formats.reader import Reader, recognised, read_groups
-from profilectl.formats.tables import Source, Tables
-from profilectl.report import partials
+from profilectl.model.tables import Source, Tables
+from profilectl.read import partials
 
 if TYPE_CHECKING:
-    from profilectl.report.summary import Summary
+    from profilectl.read.summary import Summary
 
 FOLDER = "profilectl-partials"  # the default place of a folder's partials, inside it
 SUFFIX = ".partial.json"
@@ -83,7 +83,7 @@ class RankGroup:
 def rank_groups(folder: Path) -> list[RankGroup]:
     """The folder's recognised files split by rank, in the raw read's order; FormatError when no
     file is recognised (the reader's own message)."""
-    from profilectl.backends import READERS
+    from profilectl.formats.registry import READERS
     claimed = recognised(folder, READERS)
     split: dict[RankKey, list[tuple[Reader, list[Path]]]] = {}
     order: dict[RankKey, tuple[int, str]] = {}
@@ -335,7 +335,7 @@ def merged(used: list[partials.Partial]) -> tuple[Tables, tuple | None]:
 def summary_of(folder: Path, used: list[partials.Partial]) -> "Summary":
     """What load.load builds from the raw files, built from the partials."""
     from profilectl.countersets import derived_for_files
-    from profilectl.report.summary import SourceInfo, build
+    from profilectl.read.summary import SourceInfo, build
     tables, reduced = merged(used)
     source = SourceInfo(kind="+".join(s.kind for s in tables.sources), path=str(folder),
                         files=tuple(f for s in tables.sources for f in s.files))

@@ -16,16 +16,16 @@ from typing import TYPE_CHECKING
 from profilectl.errors import FormatError, ProfilectlError
 from profilectl.formats.reader import read_groups, read_path, recognised
 from profilectl.manifest import Manifest
-from profilectl.report import cache
+from profilectl.read import cache
 from profilectl.runstate import run_state
-from profilectl.report.summary import SUMMARY_SCHEMA, RunMetadata, RunStory, SourceInfo, Summary, build
+from profilectl.read.summary import SUMMARY_SCHEMA, RunMetadata, RunStory, SourceInfo, Summary, build
 
 if TYPE_CHECKING:
     from profilectl.analysis.windows import WindowRequest
     from profilectl.jobs import JobManifest
     from collections.abc import Iterable, Iterator
 
-    from profilectl.report.partials import Partial, RankResult
+    from profilectl.read.partials import Partial, RankResult
 
 
 def is_run_dir(path: Path) -> bool:
@@ -33,7 +33,7 @@ def is_run_dir(path: Path) -> bool:
 
 
 def load_job(path: Path, raw: bool = False) -> Summary:
-    """A SLURM job directory, merged from its ranks' partials (report/partials.py: one small file per
+    """A SLURM job directory, merged from its ranks' partials (read/partials.py: one small file per
     rank, made where the rank ran; a stale or missing one is rebuilt from that rank's raw files and
     stored back), one per-rank row per rank directory (its status from its manifest, or `lost`),
     and the job's story. `raw`: read every rank's raw files instead (the same numbers, slower)."""
@@ -56,7 +56,7 @@ def load_job(path: Path, raw: bool = False) -> Summary:
 def _job_from_partials(path: Path, job: "JobManifest") -> tuple[Summary, tuple[str, ...]]:
     """O(ranks) small reads, one rank at a time (each partial is folded in and dropped); a rank's raw
     files are read only where its partial is stale or missing."""
-    from profilectl.report import partials
+    from profilectl.read import partials
 
     def with_row(result: "RankResult") -> "RankResult":
         # a rank of this folder without numbers (a lost node's) keeps its row and status, as in the raw read
@@ -70,7 +70,7 @@ def _job_from_partials(path: Path, job: "JobManifest") -> tuple[Summary, tuple[s
 def job_summary(path: Path, job: "JobManifest", results: "Iterable[RankResult]") -> tuple[Summary, tuple[str, ...]]:
     """The job's summary from its ranks' partials, with their statuses as the job says now, and the
     notes that name the ranks rebuilt, read from partials only, or missing."""
-    from profilectl.report import partials
+    from profilectl.read import partials
     statuses = {r.rank: r.status for r in job.ranks}
     notes: list[str] = []
     rebuilt: list[int] = []
@@ -97,9 +97,9 @@ def job_summary(path: Path, job: "JobManifest", results: "Iterable[RankResult]")
 
 def _job_from_raw(path: Path, job: "JobManifest") -> tuple[Summary, bool]:
     """Every rank's raw files read together (merged tables), cached per set of files."""
-    from profilectl.backends import READERS
+    from profilectl.formats.registry import READERS
     from profilectl.formats.ranks import rank_row
-    from profilectl.formats.tables import Tables, merge_all
+    from profilectl.model.tables import Tables, merge_all
     files = [f for rank in job.ranks for f in (path / rank.run / "raw").rglob("*") if f.is_file()]
 
     def summarise() -> Summary:
@@ -128,7 +128,7 @@ def load(path: Path, raw: bool = False) -> Summary:
         if result is None or result.schema_version != SUMMARY_SCHEMA:
             # a run killed before it could summarise, or summarised by an older profilectl (another
             # schema: docs/definitions.md's migration note): read what its profiler left in raw/
-            from profilectl.backends import READERS  # the registry (imported only where files are read)
+            from profilectl.formats.registry import READERS  # the registry (imported only where files are read)
             why = "the run did not finish" if result is None else \
                 f"it has schema {result.schema_version}, this profilectl writes {SUMMARY_SCHEMA}"
             tables = read_path(path / "raw", READERS, required=False)
@@ -155,7 +155,7 @@ def load(path: Path, raw: bool = False) -> Summary:
             raise FormatError(f"{path} is a traces folder with {len(runs_inside)} runs: list them with "
                               f"`profilectl ls {path}` and report one run directory")
     if path.is_dir() and not raw:  # a bare output reduced per rank (`report --reduce-here`): its partials
-        from profilectl.report import bare_partials
+        from profilectl.read import bare_partials
         place = bare_partials.stored_partials(path)
         if place is not None:
             merged = bare_partials.load(path, place)
@@ -163,7 +163,7 @@ def load(path: Path, raw: bool = False) -> Summary:
             present = tuple(f for f in merged.source.files if bare_partials.lies_under(f, path) and Path(f).is_file())
             return dataclasses.replace(merged, metadata=files_metadata(dataclasses.replace(
                 merged, source=dataclasses.replace(merged.source, files=present))))
-    from profilectl.backends import READERS  # the registry: every backend's readers
+    from profilectl.formats.registry import READERS  # the registry: every backend's readers
     groups = recognised(path, READERS)
     files = [f for _, group in groups for f in group]
 
@@ -190,7 +190,7 @@ def load_window(path: Path, request: "WindowRequest") -> Summary:
     analysis/windows.py), read from its files each time (not cached)."""
     from profilectl import jobs
     from profilectl.analysis.windows import restrict, roctx_windows, with_step_marks
-    from profilectl.backends import READERS
+    from profilectl.formats.registry import READERS
     path = Path(path)
     if jobs.is_job_dir(path):
         raise FormatError(f"{path}: report {request.describe()} reads a run or a folder of traces; report each "
@@ -352,7 +352,7 @@ def per_rank(path: Path) -> dict[str, Summary]:
     if jobs.is_job_dir(path):
         job = jobs.compose(path)
         return {str(rank.rank): load(path / rank.run) for rank in job.ranks if (path / rank.run).is_dir()}
-    from profilectl.backends import READERS
+    from profilectl.formats.registry import READERS
     from profilectl.formats.ranks import identity
     folder = path / "raw" if is_run_dir(path) else path
     try:

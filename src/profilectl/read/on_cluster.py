@@ -28,8 +28,8 @@ from profilectl.errors import UnavailableError, UsageError
 
 if TYPE_CHECKING:
     from profilectl.jobs import JobManifest, JobRank
-    from profilectl.report.partials import Partial, RankIdentity
-    from profilectl.report.summary import Summary
+    from profilectl.read.partials import Partial, RankIdentity
+    from profilectl.read.summary import Summary
 
 PARTIAL_LINE = "profilectl-partial "  # one rank's partial, base64 MessagePack
 JOB_LINE = "profilectl-job "  # the node's view of the job (job.json), JSON
@@ -75,7 +75,7 @@ def reduce_here(job_dir: Path, out: TextIO) -> int:
     """The step's task: this node's ranks of the job reduced (partials stored beside their files
     where allowed) and written to `out`, one line each; the node's view of the job first."""
     from profilectl import jobs
-    from profilectl.report import partials
+    from profilectl.read import partials
     started = time.perf_counter()
     host = partials.local_host()
     found: list["Partial"] = []
@@ -123,7 +123,7 @@ class SpooledPartials(Sequence["Partial"]):
     def __getitem__(self, index: int | slice) -> "Partial | Sequence[Partial]":
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
-        from profilectl.report import partials
+        from profilectl.read import partials
         offset, size = self._index[index]
         assert self._file is not None
         self._file.seek(offset)
@@ -154,7 +154,7 @@ def parse(node: str, stdout: str | Iterable[str | bytes], stderr: str, returncod
     as they come: each partial is decoded, checked and spooled as it arrives)."""
     from profilectl.files import load_typed
     from profilectl.jobs import JobManifest
-    from profilectl.report import partials
+    from profilectl.read import partials
     found, job, host, seconds = SpooledPartials(), None, None, None
     problems, notes = [], []
     lines = stdout.splitlines() if isinstance(stdout, str) else stdout
@@ -256,8 +256,8 @@ def merge(job_dir: Path, answers: Iterable[NodeAnswer]) -> "Summary":
     and, where this machine sees the job folder too, a rank that folder has on that host and within
     its tasks; any other claim (another node's rank, a rank that never ran) is refused and named."""
     from profilectl import jobs
-    from profilectl.report import partials
-    from profilectl.report.load import job_summary
+    from profilectl.read import partials
+    from profilectl.read.load import job_summary
     answers = list(answers)
     here = jobs.compose(job_dir) if job_dir.is_dir() and jobs.is_job_dir(job_dir) else None
     known = {r.rank: r for r in here.ranks} if here is not None else None
@@ -320,6 +320,6 @@ def merge(job_dir: Path, answers: Iterable[NodeAnswer]) -> "Summary":
     said += [f"node {a.node} not reached: {a.problem}; its ranks' numbers are missing" for a in down]
     said += [note for a in answers for note in a.notes]
     said += refused[:20] + ([f"... and {len(refused) - 20} more refused claims"] if len(refused) > 20 else [])
-    from profilectl.report.load import job_metadata
+    from profilectl.read.load import job_metadata
     return dataclasses.replace(summary, job=job, notes=tuple(said) + summary.notes + notes,
                                metadata=job_metadata(job_dir, job) if job_dir.is_dir() else None)

@@ -108,7 +108,7 @@ def size(value: int | float | None, missing: str = MISSING) -> str:
     return f"{int(value)} B"
 
 
-# How a document column's unit (report/document.py) is shown to people; numbers without one: number().
+# How a document column's unit (model/document.py) is shown to people; numbers without one: number().
 _BY_UNIT = {"ns": duration_ns, "s": duration_s, "percent": percent, "W": watts, "J": joules, "bytes": size,
             "celsius": lambda v, missing=MISSING: f"{v:.0f} °C",
             "MHz": lambda v, missing=MISSING: f"{v:,.0f} MHz"}

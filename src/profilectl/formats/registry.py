@@ -1,0 +1,31 @@
+"""Every reader of a file some tool writes, in the order `report` tries them on a bare folder: a
+file goes to the first reader that recognises it, so readers that match exact file names come
+before the generic Chrome-trace reader (timing_trace.json is a Chrome trace too). A registry that
+owns nothing else: it needs neither the planner nor the backends (each backend names its own
+readers from these modules), and it imports only the readers' modules."""
+
+from __future__ import annotations
+
+import functools
+
+from profilectl.formats.reader import Reader
+
+
+@functools.lru_cache(maxsize=None)
+def readers() -> tuple[Reader, ...]:
+    from profilectl.formats import jax_trace, ncu, nsys_sqlite, pc_sampling, rank_status, rocpd, rocprof_compute, \
+        rocprof_legacy, rocprof_sys, rocprofv3, rocprofv3_json, rocprofv3_stats, timing, torch_trace
+    return (rocprofv3.Rocprofv3CsvReader(), rocpd.RocpdReader(), rocprofv3_json.Rocprofv3JsonReader(),
+            rocprofv3_stats.Rocprofv3StatsReader(), pc_sampling.PcSamplingReader(), rocprofv3.PerfettoTraceReader(),
+            rocprof_compute.RocprofComputeReader(), rocprof_sys.RocprofSysPerfettoReader(),
+            rocprof_legacy.ResultsReader(), rocprof_legacy.StatsReader(), rocprof_legacy.TraceReader(),
+            ncu.NcuCsvReader(), rank_status.RankStatusReader(), nsys_sqlite.NsysReader(), timing.TimingReader(),
+            jax_trace.XlaTraceReader(), torch_trace.ChromeTraceReader())
+
+
+def kinds() -> tuple[str, ...]:
+    """The kinds of files read, by reader, for messages that say what `report` takes."""
+    return tuple(dict.fromkeys(r.kind for r in readers()))
+
+
+READERS: tuple[Reader, ...] = readers()  # imported where files are read (every reader's module comes with it)
