@@ -144,7 +144,7 @@ def test_csv_is_one_table_per_file_parsed_by_csv_and_polars(fixtures, tmp_path):
     written = sorted(p.name for p in tmp_path.glob("run.*.csv"))
     # the docs' marker_api_trace.csv: its ROCTx ranges are the annotations table
     assert written == ["run.annotations.csv", "run.api.csv", "run.counters.csv", "run.hotspots.csv", "run.hta_idle.csv", "run.idle_causes.csv",
-                       "run.idle_gaps.csv", "run.kernels.csv", "run.memory_copies.csv", "run.metadata.csv",
+                       "run.idle_gaps.csv", "run.kernels.csv", "run.memory_copies.csv", "run.metadata.csv", "run.steady_state.csv",
                        "run.timeline.csv"]
     for path in tmp_path.glob("run.*.csv"):
         with path.open(newline="") as fh:
