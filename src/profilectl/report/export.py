@@ -97,11 +97,11 @@ def timing_markdown(result: Comparison) -> list[str]:
         ("statistic", "A", "B", "speedup"), rows)
 
 
-def _matched_markdown(what: str, rows: Sequence[Any], top: int) -> list[str]:
-    """Names found in both runs (kernels, or operators of CPU-only traces), largest change first."""
-    return md_table((what, "calls A", "calls B", "total A", "total B", "speedup"),
-                    ((r.name, r.calls_a, r.calls_b, units.duration_ns(r.total_ns_a), units.duration_ns(r.total_ns_b),
-                      units.speedup(r.speedup)) for r in rows[:top]))
+def _matched_markdown(what: str, rows: Sequence[Any], top: int, time: str = "total") -> list[str]:
+    """Names found in both runs (kernels, or operators of CPU-only traces: time "self"), largest change first."""
+    return md_table((what, "calls A", "calls B", f"{time} A", f"{time} B", "speedup"),
+                    ((r.name, r.calls_a, r.calls_b, units.duration_ns(getattr(r, f"{time}_ns_a")),
+                      units.duration_ns(getattr(r, f"{time}_ns_b")), units.speedup(r.speedup)) for r in rows[:top]))
 
 
 def comparison_markdown(result: Comparison, top: int = 15) -> str:
@@ -117,7 +117,7 @@ def comparison_markdown(result: Comparison, top: int = 15) -> str:
         from profilectl.report.compare import nothing_line, operators_line
         if result.operators:
             lines += [operators_line(result), ""]
-            lines += _matched_markdown("operator", result.operators, top)
+            lines += _matched_markdown("operator", result.operators, top, time="self")
         else:
             lines += [nothing_line(), ""]
     if result.ranks:

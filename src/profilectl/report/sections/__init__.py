@@ -17,9 +17,9 @@ Builder = Callable[[Summary], "Section | None"]
 
 # The section modules, in report order; each holds `build(summary) -> Section | None`.
 ORDER = (
-    "run",  # the run's story: wall time, fallbacks, status message
-    "overview",  # totals, how kernel times were measured, the SLURM job
+    "overview",  # where the time goes, in one line; the SLURM job; how kernel times were measured
     "diagnosis",  # what users read first: why the GPU waits, the straggler, what failed first
+    "run",  # the run's story: wall time, fallbacks, status message
     "timing",
     "steps",  # steady-state step time
     "power",
@@ -39,12 +39,15 @@ BUILDERS: list[Builder] = [importlib.import_module(f"{__name__}.{name}").build f
 
 
 def title(summary: Summary) -> str:
+    """The tool and what was read: the run (its id, service, backend, status), the job, or the files."""
+    from pathlib import PurePath
     run_story, job = summary.run, summary.job
     if run_story:
-        return f"{run_story.service} via {run_story.backend} — {run_story.status}"
+        name = PurePath(summary.source.path).name
+        return f"profilectl — {name}: {run_story.service} via {run_story.backend} — {run_story.status}"
     if job:
-        return f"SLURM job {job.job_id}.{job.step_id} — {job.status}"
-    return f"{summary.source.kind}: {summary.source.path}"
+        return f"profilectl — SLURM job {job.job_id}.{job.step_id} — {job.status}"
+    return f"profilectl — {summary.source.kind}: {summary.source.path}"
 
 
 def build_document(summary: Summary, builders: list[Builder] | None = None) -> Document:
