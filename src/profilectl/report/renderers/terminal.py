@@ -4,6 +4,7 @@ colour and soft wrapping are the CLI's business)."""
 from __future__ import annotations
 
 from rich.console import Console
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -22,7 +23,7 @@ def render(console: Console, document: Document, top: int = 10, header: bool = T
     if header:
         console.print(Text(document.title, style="bold"))
         for label, text in document.metadata:
-            console.print(f"  {label}: {text}", markup=False, highlight=False)
+            console.print(indented(Text(f"{label}: {text}"), 2))
     for section in document.sections:
         if section.key not in skip:
             _section(console, section, top)
@@ -45,29 +46,42 @@ def _lines(console: Console, section: Section) -> None:
     for finding in section.findings:
         _finding(console, finding)
     for note in section.notes:
-        console.print(f"  {note}", markup=False, highlight=False)
+        console.print(indented(Text(note), 2))
+
+
+def indented(text: Text, by: int) -> Padding:
+    """A line that keeps its indent when the terminal wraps it (a printed "  note" wraps to column 0)."""
+    return Padding(text, (0, 0, 0, by), expand=False)
 
 
 def _finding(console: Console, finding: Finding) -> None:
     scope = f" ({finding.scope})" if finding.scope else ""
     console.print(Text.assemble(("  ● ", "yellow"), (f"{finding.verdict}{scope}: ", "bold"), finding.sentence))
     for line in finding.evidence:
-        console.print(f"      {line}", markup=False, highlight=False)
+        console.print(indented(Text(line), 6))
     if finding.next_step:
-        console.print(f"      next: {finding.next_step}", markup=False, highlight=False)
+        console.print(indented(Text(f"next: {finding.next_step}"), 6))
 
 
 def rich_table(table: TableBlock, fallback_title: str, top: int, width: int) -> Table:
+    """Numbers never wrap; text wraps between words and a word too long for its column (a kernel's
+    name) is cut with an ellipsis, never broken mid-word (other formats keep it whole). The "wide"
+    columns (min/max/std) show on wide terminals only, and only where the rest still fits."""
+    rows = table.rows[:row_limit(table, top)]
     shown = human_columns(table, wide=width >= WIDE_TERMINAL)
+    cells = {i: [units.shorten(cell(table.columns[i], row[i]), NAME_WIDTH) for row in rows] for i in shown}
+    natural = {i: max([len(table.columns[i].title), *map(len, cells[i])]) for i in shown}
+    if sum(natural.values()) + 3 * len(shown) + 1 > width:  # too wide: the wide columns give way first
+        shown = [i for i in shown if table.columns[i].show != "wide"]
     out = Table(title=shown_title(table, fallback_title, top), title_justify="left")
     for position, index in enumerate(shown):
         column = table.columns[index]
         if numeric(table, index):
             out.add_column(column.title, justify="right", no_wrap=True)
         elif position == 0:
-            out.add_column(column.title, overflow="fold", min_width=24, ratio=1)
+            out.add_column(column.title, overflow="ellipsis", min_width=min(24, natural[index]), ratio=1)
         else:
-            out.add_column(column.title, overflow="fold")
-    for row in table.rows[:row_limit(table, top)]:
-        out.add_row(*[units.shorten(cell(table.columns[i], row[i]), NAME_WIDTH) for i in shown])
+            out.add_column(column.title, overflow="ellipsis")
+    for number in range(len(rows)):
+        out.add_row(*[Text(cells[i][number]) for i in shown])
     return out

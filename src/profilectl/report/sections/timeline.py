@@ -67,7 +67,7 @@ def lines(analysis: TimelineAnalysis) -> list[str]:
                    f"{row.hidden_communication_percent or 0:.1f} % of it hidden under compute "
                    f"({duration(row.communication_ns - row.hidden_communication_ns)} exposed)")
     launch = row.launch
-    parts = [f"{launch.short_kernel_percent:.1f} % of kernel time in {launch.short_kernels:,} kernels shorter than "
+    parts = [f"{launch.short_kernel_percent:.1f} % of kernel time in {launch.short_kernels} kernels shorter than "
              + ("their launch call" if launch.short_kernel_basis == "launch call" else "5 µs (no launch calls linked)")]
     if launch.launch_call_ns:
         kernel_time = row.compute_ns + row.communication_ns
@@ -96,7 +96,7 @@ def lines(analysis: TimelineAnalysis) -> list[str]:
 
 
 def _busy_line(row: TimelineRow, analysis: TimelineAnalysis) -> str:
-    gaps = (f"{row.gaps:,} idle gap(s) of 10 µs or more, {duration(row.gap_total_ns)} in all, the largest "
+    gaps = (f"{row.gaps} idle gap(s) of 10 µs or more, {duration(row.gap_total_ns)} in all, the largest "
             f"{duration(row.largest_gap_ns)}") if row.gaps else "no idle gap of 10 µs or more"
     spread = analysis.ranks_busy
     if spread is not None:  # a job: each rank on its own span first, the union under its own name
