@@ -49,6 +49,7 @@ def json_document(summary: "Summary") -> dict[str, Any]:
     document = to_dict(build_document(summary))
     payload = summary.to_dict()
     payload["title"] = document["title"]
+    payload["headline"] = document["headline"]  # where the time goes, in one line
     payload["findings"] = [finding for section in document["sections"] for finding in section["findings"]]
     payload["sections"] = document["sections"]
     return payload

@@ -10,7 +10,7 @@ from rich.text import Text
 
 from profilectl.report import units
 from profilectl.report.document import Document, Finding, Section, TableBlock
-from profilectl.report.renderers.common import cell, human_columns, numeric, row_limit, shown_title
+from profilectl.report.renderers.common import HEADLINE, cell, human_columns, numeric, row_limit, shown_title
 
 WIDE_TERMINAL = 120  # below this, "wide" columns (min/max/std) are left out so names stay readable
 NAME_WIDTH = 80
@@ -24,6 +24,9 @@ def render(console: Console, document: Document, top: int = 10, header: bool = T
         console.print(Text(document.title, style="bold"))
         for label, text in document.metadata:
             console.print(indented(Text(f"{label}: {text}"), 2))
+    if document.headline:
+        console.print(Text(HEADLINE, style="bold"))
+        console.print(indented(Text(document.headline), 2))
     for section in document.sections:
         if section.key not in skip:
             _section(console, section, top)

@@ -17,7 +17,7 @@ Builder = Callable[[Summary], "Section | None"]
 
 # The section modules, in report order; each holds `build(summary) -> Section | None`.
 ORDER = (
-    "overview",  # where the time goes, in one line; the SLURM job; how kernel times were measured
+    "overview",  # the SLURM job; how kernel times were measured (where the time goes: Document.headline)
     "diagnosis",  # what users read first: why the GPU waits, the straggler, what failed first
     "run",  # the run's story: wall time, fallbacks, status message
     "timing",
@@ -52,6 +52,8 @@ def title(summary: Summary) -> str:
 
 def build_document(summary: Summary, builders: list[Builder] | None = None) -> Document:
     """The Summary as the document every renderer sees; sections with nothing to say are left out."""
+    from profilectl.report.sections.overview import where_time_goes
     built = (builder(summary) for builder in (BUILDERS if builders is None else builders))
     return Document(title=title(summary), metadata=tuple(metadata_items(summary)),
-                    sections=tuple(section for section in built if section is not None))
+                    sections=tuple(section for section in built if section is not None),
+                    headline=where_time_goes(summary))

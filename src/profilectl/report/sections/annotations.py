@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from profilectl.formats.tables import AnnotationRow
-from profilectl.report.document import Column, Section, TableBlock
+from profilectl.report.document import Chart, Column, Section, TableBlock
 from profilectl.report.summary import Summary
 
 COLUMNS = (Column("rank", "rank"), Column("name", "name"), Column("calls", "calls", "count", "sum"),
@@ -39,7 +39,9 @@ def build(summary: Summary) -> Section | None:
     notes = () if "gpu_ns" in hidden else ("GPU launched: the GPU time of the kernels, copies and memsets whose launch call ran inside the range "
              "on its thread (linked by correlation id), as torch's CUDA total counts it; what other threads launch "
              "(autograd's backward thread) is not under a range of the main thread",)
-    return Section(key="annotations", title=tables[0].title or "User ranges", tables=tables, notes=notes)
+    charts = (Chart(kind="bar", title="User ranges by CPU time", table="annotations", y="total_ns", label="name",
+                    extra=(("shares", False),)),) if ranges and len({r.rank for r in rows}) == 1 else ()
+    return Section(key="annotations", title=tables[0].title or "User ranges", tables=tables, notes=notes, charts=charts)
 
 
 def _step_order(row: AnnotationRow) -> tuple[str, int]:

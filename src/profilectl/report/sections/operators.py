@@ -6,7 +6,7 @@ of the sum of self times (which adds up to 100 %) and the inclusive total beside
 
 from __future__ import annotations
 
-from profilectl.report.document import Column, Section, TableBlock
+from profilectl.report.document import Chart, Column, Section, TableBlock
 from profilectl.report.sections.common import name_stats
 from profilectl.report.summary import Summary
 
@@ -25,4 +25,6 @@ def build(summary: Summary) -> Section | None:
     title = "Operators (CPU), by self time"
     table = TableBlock(key="operators", title=title, columns=BY_SELF,
                        rows=tuple(tuple(getattr(r, c.name) for c in BY_SELF) for r in rows))
-    return Section(key="operators", title=title, tables=(table,))
+    chart = Chart(kind="bar", title="Share of the operators' CPU self time", table="operators",
+                  y="self_ns", label="name")
+    return Section(key="operators", title=title, tables=(table,), charts=(chart,))

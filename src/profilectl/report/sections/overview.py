@@ -1,5 +1,6 @@
-"""Where the time goes, in one line, for every report (GPU runs, CPU-only traces, timed runs); then
-the SLURM job and how kernel times were measured."""
+"""Where the time goes, in one line, for every report (GPU runs, CPU-only traces, timed runs): the
+document's headline, which every format says first; and the overview beside it: the SLURM job and
+how kernel times were measured."""
 
 from __future__ import annotations
 
@@ -12,13 +13,11 @@ NAMED = 3  # the heaviest operators the line names
 
 def build(summary: Summary) -> Section | None:
     lines = []
-    if (line := where_time_goes(summary)):
-        lines.append(line)
     if (job := job_line(summary)):
         lines.append(job)
     if summary.kernel_timing:
         lines.append(f"kernel times measured by {summary.kernel_timing}: longer than the same kernels in a trace")
-    return Section(key="overview", title="Where the time goes", notes=tuple(lines)) if lines else None
+    return Section(key="overview", title="Overview", notes=tuple(lines)) if lines else None
 
 
 def where_time_goes(summary: Summary) -> str | None:

@@ -43,7 +43,9 @@ def build(summary: Summary) -> Section | None:
                             extra=(("grey", "warmup"),)))
     if analysis.gaps:
         tables.append(table_of("idle_gaps", analysis.gaps, title="Largest idle gaps", shown=0))
-    return Section(key="timeline", title="Timeline", notes=tuple(lines(analysis)), tables=tuple(tables),
+    # the verdict is the diagnosis' top finding (summary._with_verdicts): said there, once
+    said = bool(summary.diagnosis and summary.diagnosis.findings)
+    return Section(key="timeline", title="Timeline", notes=tuple(lines(analysis, verdict=not said)), tables=tuple(tables),
                    charts=tuple(charts))
 
 
@@ -54,8 +56,9 @@ def flat(row: TimelineRow) -> dict[str, Any]:
     return {**values, **{f"launch_{k}" if not k.startswith("launch") else k: v for k, v in launch.items()}}
 
 
-def lines(analysis: TimelineAnalysis) -> list[str]:
-    """What the timeline says, one finding per line (the merged row: all ranks together)."""
+def lines(analysis: TimelineAnalysis, verdict: bool = True) -> list[str]:
+    """What the timeline says, one finding per line (the merged row: all ranks together); `verdict`:
+    its one-line verdict too (left out where the diagnosis says it)."""
     row = analysis.merged
     out = [_busy_line(row, analysis)]
     if row.max_concurrency > 1:
@@ -78,7 +81,8 @@ def lines(analysis: TimelineAnalysis) -> list[str]:
     if launch.launch_delay_mean_ns is not None:
         parts.append(f"launch call's end to kernel start {duration(launch.launch_delay_mean_ns)} on average")
     out.append("launches: " + "; ".join(parts))
-    out.append(f"verdict: {row.verdict}")
+    if verdict:
+        out.append(f"verdict: {row.verdict}")
     for gap in analysis.gaps[:3]:
         rank = f"rank {gap.rank}, " if analysis.ranks else ""
         out.append(f"idle gap of {duration(gap.duration_ns)} at +{duration(gap.start_ns)} ({rank}after "
