@@ -421,11 +421,13 @@ def _with_missing_module(message: str, stderr_text: str, facts: Facts) -> str:
     module = found[-1]
     if not facts.host.in_container:
         return f"{message}; the workload's Python has no module {module!r}: install it for that Python"
-    torch = ("; for PyTorch on a CPU, docker/offline-base/build.sh --torch builds one offline "
-             "(PROFILECTL_BASE_IMAGE=profilectl-base:bookworm-torch), on a GPU a ROCm or CUDA PyTorch image "
-             "(PROFILECTL_BASE_IMAGE=rocm/pytorch:… or nvcr.io/nvidia/pytorch:…)") if module == "torch" else ""
-    return (f"{message}; the workload needs the Python module {module!r}, which this image lacks: rebuild the image on a "
-            f"base that has it (PROFILECTL_BASE_IMAGE=IMAGE tools/profilectl docker --build …){torch}")
+    if module == "torch":
+        base = ("PROFILECTL_BASE_IMAGE=profilectl-base:bookworm-torch (CPU; docker/offline-base/build.sh --torch "
+                "builds it offline) or a ROCm or CUDA PyTorch image (rocm/pytorch:…, nvcr.io/nvidia/pytorch:…)")
+    else:
+        base = "PROFILECTL_BASE_IMAGE=IMAGE"
+    return (f"{message}; the workload needs the Python module {module!r}, which this image lacks: build on a base "
+            f"that has it, {base}, then run `tools/profilectl docker` again (it rebuilds on the new base)")
 
 
 def _workload_failure(plan: Plan, failed: PhaseOutcome, rc: int, stderr_text: str) -> str:

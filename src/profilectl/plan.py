@@ -384,9 +384,8 @@ def _program_tracer_note(request: Request, chosen: Backend, fallbacks: tuple[Fal
 
 
 IMAGE_WITHOUT_TORCH = ("this image has no PyTorch: trace times the script instead, and a PyTorch script stops at "
-                       "`import torch`; pick an image that has it: PROFILECTL_BASE_IMAGE=profilectl-base:bookworm-torch "
-                       "(docker/offline-base/build.sh --torch, CPU) or a ROCm or CUDA PyTorch image, then "
-                       "tools/profilectl docker --build …")
+                       "`import torch`; build on a base that has it: PROFILECTL_BASE_IMAGE=profilectl-base:bookworm-torch "
+                       "(CPU; docker/offline-base/build.sh --torch builds it offline) or a ROCm or CUDA PyTorch image")
 
 
 def _image_note(request: Request, facts: Facts, fallbacks: tuple[Fallback, ...]) -> list[str]:

@@ -75,6 +75,7 @@ def workload_torch(facts: Facts, request: Request) -> Torch:
 
 TORCH_MISSING = "torch-missing"  # the workload's Python has no PyTorch (plan.py says which image has it)
 
+
 class TorchProfiler(Backend):
     name = "torch"
     services = frozenset({"trace", "profile"})
