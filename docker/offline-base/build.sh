@@ -3,7 +3,7 @@
 # Debian's package archive, then `docker import`. The image carries Python with the controller's
 # dependencies and the ROCm user-space tools Debian ships (rocminfo, rocm-smi), so building
 # docker/Dockerfile on top of it needs no network at all. Where a registry is reachable, the
-# normal base is a pulled ROCm/PyTorch image instead (README: "Images").
+# normal base is a pulled ROCm/PyTorch image instead (docs/containers.md: "Images").
 #
 # The first way this machine allows, said in one line and kept in the image's label
 # profilectl.builder:

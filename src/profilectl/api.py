@@ -177,7 +177,11 @@ def open(path: str | Path, *, range_name: str | None = None, steps: str | None =
          step_mark: str | None = None) -> Run:
     """A run directory, a SLURM job directory, or any folder or file rocprofv3, rocprof, ncu or
     torch.profiler wrote: the same reading as `profilectl report` (profilectl.open, as the issue
-    names it). range_name / steps ("A:B") / step_mark: as `report --range / --steps / --step-mark`."""
+    names it); as there, a run id as `ls` prints it or `latest` is a run of the traces folder.
+    range_name / steps ("A:B") / step_mark: as `report --range / --steps / --step-mark`."""
+    from profilectl.report.listing import find_run
+    from profilectl.runs import default_traces_root
+    path = find_run(str(path), default_traces_root())
     if range_name is not None or steps is not None or step_mark is not None:
         from profilectl.analysis.windows import WindowRequest, parse_steps
         from profilectl.report.load import load_window

@@ -208,7 +208,7 @@ def _merge_trace_options(merge: argparse.ArgumentParser) -> None:
 
 
 def _env_check_options(env: argparse.ArgumentParser) -> None:
-    env.add_argument("--json", action="store_true", help="the EnvReport as JSON (stable keys, see README)")
+    env.add_argument("--json", action="store_true", help="the EnvReport as JSON (stable keys: docs/contracts.md)")
     env.add_argument("--deep", action="store_true", help="also run the real profiler once to test counters live")
     env.add_argument("--require", choices=sorted(commands.REQUIRE_CHOICES), help="exit 3 if this capability is unavailable")
     env.add_argument("--root", metavar="DIR", help="probe this root file system instead of / (tests, chroots)")

@@ -104,7 +104,7 @@ def candidate_files(path: Path) -> list[Path]:
 Groups = list[tuple[Reader, list[Path]]]
 
 
-# What `report` reads, as a user names the files (the README's list): said when nothing is recognised.
+# What `report` reads, as a user names the files (docs/usage.md's list): said when nothing is recognised.
 READ_KINDS = ("a profilectl run (`profilectl ls` lists them) or SLURM job folder; rocprofv3's CSV, JSON, rocpd .db "
               "or .pftrace; rocprof's results*.csv; Nsight Compute CSV; Nsight Systems .nsys-rep or its SQLite "
               "export; torch.profiler, JAX or TensorFlow traces (.json, .json.gz)")

@@ -4,7 +4,7 @@ One number style everywhere: durations get the unit that suits each value (ns, Â
 significant digits, trailing zeros kept so a column reads alike ("191.0 ms" beside "190.6 ms", a
 timing's std of 3 ms "3.012 ms", never "0.0"); whole nanoseconds and counts are plain digits; a
 space before every unit ("12.3 %", "4.2 GiB"); no thousands separators anywhere, so a number copies
-as it is (the README's rule). JSON and CSV keep raw numbers in columns named by their unit
+as it is (the rule docs/usage.md states). JSON and CSV keep raw numbers in columns named by their unit
 (`total_ns`, `median_s`): this module decides how a column named so is shown.
 """
 
