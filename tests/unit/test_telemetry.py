@@ -247,7 +247,7 @@ def test_energy_per_step_integrates_the_power_between_the_step_marks(nvidia, tmp
     shown = report(run)
     assert "energy per step (9 steady steps): median" in shown and "median power 510.0 W" in shown
     html = report(run, "--format", "html")
-    assert "<h2>GPU power and energy</h2>" in html and "<title>GPU power over time (nvml)</title>" in html
+    assert ">GPU power and energy</h2>" in html and "<title>GPU power over time (nvml)</title>" in html
     csv_dir = tmp_path / "csv"
     report(run, "--format", "csv", "-o", f"{csv_dir}/")
     assert (csv_dir / "step_energy.csv").read_text().splitlines()[0].startswith("start_ns,end_ns,energy_j")

@@ -87,7 +87,7 @@ def section_html(section: Section, top: int, findings: bool = True) -> list[str]
 
 
 def render(document: Document, top: int = 15, **_: Any) -> str:
-    tool, _, rest = document.title.partition(" — ")
+    tool, _sep, rest = document.title.partition(" — ")
     heading = (f'<span class="tool">{escape(tool)}</span> — {escape(rest)}' if rest else escape(document.title))
     parts = [f"<h1>{heading}</h1>"]
     if document.headline:
