@@ -154,7 +154,7 @@ def write_rocprofv3_folder(root: Path, ranks: int = 4, hosts: int = 2, steps: in
     dispatch = 0
     for step in range(steps):
         start = int(step * STEP_US * 1000)
-        arrivals = [start + int(STEP_US * 700) + all_rng.randrange(0, 200_000) + (2_000_000 if r == straggler else 0)
+        arrivals = [start + int(STEP_US * 700) + all_rng.randrange(0, 200_000) + (3_000_000 if r == straggler else 0)
                     for r in range(ranks)]
         leave = max(arrivals) + int(TRANSFER_US * 1000)
         for rank in range(ranks):

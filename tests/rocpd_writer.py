@@ -141,11 +141,31 @@ class RocpdWriter:
                          code_object_id=1, kernel_name=name, display_name=name)
         return self._symbols[name]
 
-    def _event(self, category: str, stack_id: int, parent: int, external: int, extdata: str = "{}") -> int:
+    def _event(self, category: str, stack_id: int, parent: int, external: int, extdata: str = "{}",
+               call_stack: str = "{}") -> int:
         self.event_id += 1
         self._insert("rocpd_event", id=self.event_id, category_id=self.string(category), stack_id=stack_id,
-                     parent_stack_id=parent, correlation_id=external, extdata=extdata)
+                     parent_stack_id=parent, correlation_id=external, extdata=extdata, call_stack=call_stack)
         return self.event_id
+
+    def sampled(self, frames: Sequence[tuple[str, str]], start: int, end: int, tid: int,
+                category: str = "timer_sampling") -> None:
+        """One call-stack sample interval as rocprof-sys 1.2 writes it (sampling.cpp
+        rocpd_post_process_timer_data; facts, no code): per frame, outermost first, an event of the
+        sampling category (stack, parent and correlation ids 0; call_stack {"name", "pc", "file"}),
+        a region over the interval named by the function, and a sample on the thread's "(S)" track.
+        `frames`: (function, file). Region ids are the table's own (rocprof-sys lets SQLite number them)."""
+        self.thread(tid)
+        key = (tid, self.string(f"Thread 0 (S) {tid}"))
+        if key not in self._tracks:
+            self._tracks[key] = len(self._tracks) + 1
+            self._insert("rocpd_track", id=self._tracks[key], nid=self.nid, pid=self.pid, tid=tid, name_id=key[1])
+        for depth, (function, where) in enumerate(frames):
+            stack = json.dumps({"name": function, "pc": hex(0x401000 + 0x40 * depth), "file": where})
+            event = self._event(category, 0, 0, 0, call_stack=stack)
+            self._insert("rocpd_region", nid=self.nid, pid=self.pid, tid=tid, start=start, end=end,
+                         name_id=self.string(function), event_id=event)
+            self._insert("rocpd_sample", track_id=self._tracks[key], timestamp=start, event_id=event)
 
     # ------------------------------------------------------------------ records
     def api(self, name: str, start: int, end: int, tid: int, category: str = HIP_API, external: int = 0,

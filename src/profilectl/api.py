@@ -145,7 +145,7 @@ def _per_rank_of_timelines(path: Path, ranks: set[str]) -> dict[str, "Summary"]:
     """Each rank's report from its own timeline (its kernels and copies, event by event), its
     annotations, collectives and rank row: where the files do not split by rank but their events do.
     Empty unless every rank of `ranks` has a timeline."""
-    from profilectl.analysis.timeline import COPY, KERNEL
+    from profilectl.model.timeline import COPY, KERNEL
     from profilectl.analysis.windows import stats_by_kind
     from profilectl.backends import READERS
     from profilectl.formats.reader import read_groups, recognised

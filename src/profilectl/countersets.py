@@ -282,14 +282,26 @@ DERIVABLE_SETS = {"nvidia": (None,), "amd": ("gfx942", "gfx90a", "gfx950")}
 
 
 def derived_for_files(counter_names: set[str], set_name: str = "roofline") -> dict[str, str]:
+    """The derived metrics of the first architecture's set whose counters the files hold: all of
+    them, else every counter its bytes_* formulas name (the traffic at each level, which tells the
+    architectures' counter names apart). A tool that collects its own counter list (rocprof-compute's
+    pmc_perf.csv has no OccupancyPercent, and FP8 only from some release) still gets the bytes and the
+    work its counters give; a formula whose counter is missing evaluates to nothing."""
     if not counter_names:
         return {}
     vendor = "nvidia" if any("__" in name for name in counter_names) else "amd"
+    sets = []
     for arch in DERIVABLE_SETS[vendor]:
         try:
-            found = load(set_name, vendor, arch)
+            sets.append(load(set_name, vendor, arch))
         except UsageError:
             continue
+    for found in sets:
         if found.counters and set(found.counters) <= counter_names:
+            return dict(found.derived)
+    for found in sets:
+        traffic = {name for metric, formula in found.derived.items() if metric.startswith("bytes_")
+                   for name in re.findall(r"[A-Za-z_][\w.]*", formula)}
+        if traffic and traffic <= counter_names:
             return dict(found.derived)
     return {}

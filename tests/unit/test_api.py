@@ -123,7 +123,7 @@ def test_parquet_and_sqlite_read_back_equal_the_json_report(fixtures, tmp_path):
     assert done.returncode == 0, done.stderr
     files = sorted(p.stem for p in (tmp_path / "pq").glob("*.parquet"))
     assert files == ["annotations", "api", "counters", "hotspots", "hta_idle", "idle_causes", "idle_gaps", "kernels", "memory_copies",
-                     "metadata", "timeline"]
+                     "metadata", "steady_state", "timeline"]
     db = sqlite3.connect(database)
     db.row_factory = sqlite3.Row
     for key in ("kernels", "api", "memory_copies", "counters", "hotspots", "idle_gaps", "annotations"):

@@ -13,7 +13,7 @@ import pytest
 
 from profilectl.analysis import failures
 from profilectl.analysis.idle import hta_breakdown, rules
-from profilectl.analysis.timeline import combine
+from profilectl.model.timeline import combine
 from profilectl.backends.torch_profiler import WORKLOAD_TRACES, TorchProfiler, copy_workload_traces
 from profilectl.formats.rank_status import RankStatusReader
 from profilectl.formats.torch_trace import read as read_trace
@@ -192,7 +192,7 @@ def test_summary_with_diagnosis_round_trips(tmp_path):
     assert Summary.read(tmp_path / "summary.json") == summary
     section = diagnosis_section(summary)
     keys = [t.key for t in section.tables]
-    assert keys == ["idle_causes", "idle_steps", "rank_waits", "hta_idle"]
+    assert keys == ["steady_state", "idle_causes", "idle_steps", "rank_waits", "hta_idle"]
     assert section.findings[0].verdict == "straggler" and section.findings[0].next_step
 
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import test_torch_trace
 
-from profilectl.analysis.timeline import GAP_MIN_NS, analyse
+from profilectl.analysis.intervals import gap_min_ns
+from profilectl.analysis.timeline import analyse
 from profilectl.formats import chrome_stream, torch_trace
 
 NS_TRACE = Path(__file__).resolve().parents[1] / "fixtures" / "hta" / "ns_resolution_rank-0.pt.trace.json.gz"
@@ -57,7 +58,7 @@ def test_gpu_activities_span_gaps_and_steps_exact_to_the_ns():
     assert row.span_ns == max(e for _, e in gpu) - min(s for s, _ in gpu)
     assert row.busy_ns == sum(e - s for s, e in blocks)
     assert row.largest_gap_ns == max(gaps)
-    assert row.gap_total_ns == sum(g for g in gaps if g >= GAP_MIN_NS)
+    assert row.gap_total_ns == sum(g for g in gaps if g >= gap_min_ns())
     # steps: the ProfilerStep#N ranges (CPU side here), wall and GPU busy time inside each
     steps = {int(e["name"].split("#")[1]): (ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])) for e in events
              if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#")}

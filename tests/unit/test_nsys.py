@@ -399,7 +399,7 @@ def test_an_export_of_os_runtime_calls_only_is_read_for_what_it_holds(tmp_path):
 
 
 def test_the_os_runtime_calls_are_host_activity_beside_the_cuda_calls():
-    from profilectl.analysis.timeline import HOST_OPERATOR, HOST_RUNTIME
+    from profilectl.model.timeline import HOST_OPERATOR, HOST_RUNTIME
     from profilectl.formats.nsys_sqlite import read_export
     db = sqlite3.connect(VECTORADD)
     (osrt,) = db.execute("SELECT count(*) FROM OSRT_API").fetchone()

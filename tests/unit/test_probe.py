@@ -41,7 +41,7 @@ def test_no_gpu_at_all(machine):
     assert env.assessment.capabilities["timing"].available
     assert env.assessment.services["profile"].backend == "timing"
     assert env.assessment.services["trace"].backend == "timing"
-    assert [f.backend for f in env.assessment.services["counters"].fallbacks] == ["rocprofv3", "rocprof", "ncu"]
+    assert [f.backend for f in env.assessment.services["counters"].fallbacks] == ["rocprofv3", "rocprof-compute", "rocprof", "ncu"]
 
 
 def test_mi300x_rocm7_counters_available(machine):

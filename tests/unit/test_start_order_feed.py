@@ -9,7 +9,9 @@ import pytest
 
 from profilectl.analysis.idle import HtaStream, hta_breakdown
 from profilectl.analysis.idle import analyse as idle_analyse
-from profilectl.analysis.timeline import KERNEL, RankStream, StartOrderFeed, analyse, analyse_rank, rank_timeline
+from profilectl.model.timeline import KERNEL, rank_timeline
+from profilectl.analysis.rank_stream import RankStream, StartOrderFeed, analyse_rank
+from profilectl.analysis.timeline import analyse
 from profilectl.backends import READERS
 from profilectl.formats import polars_csv
 from profilectl.formats.reader import read_path

@@ -280,7 +280,8 @@ def test_report_formats_show_the_timeline(tmp_path):
 def test_the_side_with_every_step_wins_over_a_lone_gpu_side_range():
     """torch 2.11 wrote ProfilerStep#0 alone on the GPU side and every step on the CPU side (a
     2 × H200 DDP trace, docs/validation.md): the steps come from the CPU side then."""
-    from profilectl.analysis.timeline import Marker, rank_timeline, steps_of
+    from profilectl.model.timeline import Marker, rank_timeline
+    from profilectl.analysis.timeline import steps_of
     cpu = [Marker(f"ProfilerStep#{n}", n * 100 * US, (n + 1) * 100 * US, False) for n in range(4)]
     timeline = rank_timeline("0", None, start=[10 * US, 110 * US, 210 * US, 310 * US],
                              end=[60 * US, 160 * US, 260 * US, 390 * US], stream=[0] * 4, kind=[0] * 4,
@@ -292,7 +293,7 @@ def test_the_side_with_every_step_wins_over_a_lone_gpu_side_range():
 
 
 def test_gpu_activity_without_duration_is_not_judged():
-    from profilectl.analysis.timeline import rank_timeline
+    from profilectl.model.timeline import rank_timeline
     found = analyse([rank_timeline("0", None, start=[100], end=[100], stream=[0], kind=[0], name=[0], names=["k"],
                                    streams=["7"])])
     assert found.merged.span_ns == 0 and not found.merged.launch_bound
@@ -326,7 +327,7 @@ def test_a_kernel_trace_without_correlation_ids_keeps_its_tables_and_timeline(tm
 def test_busy_curves_share_one_time_axis_and_keep_the_gaps():
     """Two short kernels 1 ms apart on rank 0, one late kernel on rank 1: both lanes span the job's
     first start to last end, and the idle millisecond shows as idle buckets."""
-    from profilectl.analysis.timeline import rank_timeline
+    from profilectl.model.timeline import rank_timeline
     zero = rank_timeline("0", None, start=[0, 1000 * US], end=[10 * US, 1010 * US], stream=[0, 0], kind=[0, 0],
                          name=[0, 0], names=["k"], streams=["7"])
     one = rank_timeline("1", None, start=[1500 * US], end=[1600 * US], stream=[0], kind=[0], name=[0], names=["k"],
@@ -343,7 +344,7 @@ def test_gpu_side_markers_of_a_few_microseconds_are_not_the_step():
     is the host side's, and its GPU busy time is what ran inside it (a real MI250 trace had "median
     17.12 µs" steps and `--steps 16:17` selecting nothing)."""
     from profilectl.analysis.steps import GPU_SIDE, HOST_SIDE, steps_of
-    from profilectl.analysis.timeline import Marker
+    from profilectl.model.timeline import Marker
     host = [Marker(f"ProfilerStep#{n}", n * 16_000 * US, (n + 1) * 16_000 * US, False) for n in range(16, 20)]
     markers = [Marker(f"ProfilerStep#{n}", n * 16_000 * US + 500 * US, n * 16_000 * US + 517 * US, True)
                for n in range(16, 20)]

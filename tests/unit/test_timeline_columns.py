@@ -8,7 +8,10 @@ import numpy as np
 import pytest
 
 from profilectl.analysis.idle import hta_breakdown
-from profilectl.analysis.timeline import _union, analyse, analyse_rank, busy_union, rank_timeline
+from profilectl.analysis.intervals import busy_union, union
+from profilectl.model.timeline import rank_timeline
+from profilectl.analysis.rank_stream import analyse_rank
+from profilectl.analysis.timeline import analyse
 from profilectl.formats import polars_csv
 from profilectl.formats.reader import read_path
 from profilectl.backends import READERS
@@ -105,7 +108,7 @@ def test_chunked_analysis_equals_the_whole(seed):
     assert whole[0].communication_ns > 0 and whole[0].memory_ns > 0 and whole[1]
     assert (whole[0].launch.short_kernel_basis == "launch call") == (seed >= 2)
     assert (whole[0].concurrent_ns, whole[0].max_concurrency) == reference_depth(start, end)
-    assert all(np.array_equal(a, b) for a, b in zip(_union(start, end), whole[2]))
+    assert all(np.array_equal(a, b) for a, b in zip(union(start, end), whole[2]))
     for chunk in (1, 2, 7, 64, 999):
         part = analyse_rank(timeline, chunk_rows=chunk)
         assert part[0] == whole[0] and part[1] == whole[1]
@@ -148,25 +151,27 @@ def test_a_second_stream_first_seen_in_a_later_batch(tmp_path, monkeypatch):
 
 
 def test_largest_equals_a_stable_sort_with_ties():
-    from profilectl.analysis.timeline import _largest
+    from profilectl.analysis.intervals import largest
     rng = np.random.default_rng(9)
     for values in (rng.integers(0, 5, size=200), rng.integers(0, 10**6, size=1_000), np.zeros(30, np.int64),
                    np.arange(7)):
-        assert np.array_equal(_largest(values, 5), np.argsort(-values, kind="stable")[:5])
+        assert np.array_equal(largest(values, 5), np.argsort(-values, kind="stable")[:5])
 
 
 def test_union_of_ranks_window_by_window_equals_the_whole():
-    from profilectl.analysis.timeline import GAP_MIN_NS, _union_of_ranks
+    from profilectl.analysis.intervals import gap_min_ns
+    from profilectl.analysis.timeline import _union_of_ranks
+    GAP_MIN_NS = gap_min_ns()
     rng = np.random.default_rng(11)
     blocks = []
     for n in (500, 40, 1_300, 0):
         start = np.cumsum(rng.integers(0, 60_000, size=n)) + int(rng.integers(0, 10**6))
-        blocks.append(_union(start, start + rng.integers(0, 40_000, size=n)))
-    s, e = _union(np.concatenate([b[0] for b in blocks]), np.concatenate([b[1] for b in blocks]))
+        blocks.append(union(start, start + rng.integers(0, 40_000, size=n)))
+    s, e = union(np.concatenate([b[0] for b in blocks]), np.concatenate([b[1] for b in blocks]))
     holes = s[1:] - e[:-1]
     expected = (int(e[-1] - s[0]), int((e - s).sum()), int((holes >= GAP_MIN_NS).sum()),
                 int(holes[holes >= GAP_MIN_NS].sum()), int(holes.max()))
     for chunk in (1, 5, 64, 10**6):
-        union = _union_of_ranks(blocks, chunk_rows=chunk)
-        assert (union.open[1] - union.first, union.length, union.gaps, union.gap_total,
-                union.largest_hole) == expected
+        joined = _union_of_ranks(blocks, chunk_rows=chunk)
+        assert (joined.open[1] - joined.first, joined.length, joined.gaps, joined.gap_total,
+                joined.largest_hole) == expected

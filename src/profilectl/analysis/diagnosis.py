@@ -20,8 +20,9 @@ from profilectl.analysis import idle as idle_module
 from profilectl.analysis import stragglers as stragglers_module
 from profilectl.analysis.failures import FailureOrder
 from profilectl.analysis.idle import IdleCause, RankIdle, merge_causes, rules
+from profilectl.analysis.steps import ProfilerCost
 from profilectl.analysis.stragglers import StragglerAnalysis
-from profilectl.analysis.timeline import LaunchStats, RankTimeline, TimelineAnalysis
+from profilectl.model.timeline import LaunchStats, RankTimeline, TimelineAnalysis
 from profilectl.report.document import Finding
 
 if TYPE_CHECKING:
@@ -235,11 +236,38 @@ def _phase_findings(ranks: Sequence[RankIdle], whole: Sequence[IdleCause]) -> tu
     return compile_finding, startup_finding
 
 
-def _straggler_finding(found: StragglerAnalysis) -> Finding | None:
+def _profiler_finding(cost: ProfilerCost | None) -> Finding | None:
+    """The profiler's own cost per step, when it is large enough to colour the figures."""
+    if cost is None or cost.percent < float(rules()["profiler_overhead_percent"]):
+        return None
+    return Finding(
+        verdict="profiler-overhead", scope=f"{cost.profiled_steps} profiled against {cost.unprofiled_steps} other steps",
+        sentence=f"the profiler adds {_ms(cost.added_ns)} per step (+{cost.percent:.0f} %): the steps it recorded took "
+                 f"{_ms(cost.profiled_ns)} (median), the run's other steps {_ms(cost.unprofiled_ns)}; host-side "
+                 "figures of the profiled steps are inflated by it",
+        evidence=(f"profiled steps: median {_ms(cost.profiled_ns)} over {cost.profiled_steps} rank-steps; unprofiled "
+                  f"(after the warm-up, away from the window's edges): median {_ms(cost.unprofiled_ns)} over "
+                  f"{cost.unprofiled_steps}",),
+        next_step="Record less (trace --preset lightweight, fewer steps with --steps, no with_stack/record_shapes) "
+                  "and confirm a host-bound verdict or a straggler with `profilectl profile` (no profiler).")
+
+
+def _straggler_finding(found: StragglerAnalysis, cost: ProfilerCost | None = None) -> Finding | None:
     s = found.straggler
     if s is None:
         return None
+    margin = float(rules()["straggler_profiler_margin"])
+    if cost is not None and cost.added_ns > 0 and s.lead_ns <= margin * cost.added_ns:
+        return None  # within what the profiler adds: said by why_none (see diagnose_reduced)
     label = f"rank {s.rank}" + (f" ({s.host})" if s.host else "")
+    if found.unit == "collective":  # the trace marks no steps: each collective call is judged
+        return Finding(verdict="straggler", scope=f"{s.steps} collective calls",
+                       sentence=f"{label} is the straggler: the other ranks wait for it {_ms(s.lead_ns)} per collective "
+                                f"call (the trace marks no steps: each of its {s.steps} collective calls is judged)",
+                       evidence=(f"it was the rank waited for in {s.steps_led} of {s.steps} collective calls (noise "
+                                 f"floor {_ms(found.noise_ns)}; waits measured as {s.basis})",),
+                       next_step=f"Find what {label} does before each collective that the others do not; mark the "
+                                 "loop's steps (torch.profiler's schedule, ROCTx/NVTX ranges) to see its steps.")
     per_rank: dict[str, list[int]] = {}
     own: dict[str, list[int]] = {}
     for row in found.steps:
@@ -276,14 +304,16 @@ def _failure_finding(found: FailureOrder) -> Finding:
 
 
 def diagnose(parts: Sequence[RankTimeline], timeline: TimelineAnalysis | None,
-             ranks: Sequence["RankSummary"] = (), copies: Sequence[tuple[str, float]] = ()) -> Diagnosis | None:
+             ranks: Sequence["RankSummary"] = (), copies: Sequence[tuple[str, float]] = (),
+             profiler_cost: ProfilerCost | None = None) -> Diagnosis | None:
     idle = idle_module.analyse(parts) if parts else ()
     stragglers = stragglers_module.analyse(parts, idle) if len(idle) > 1 else None
-    return diagnose_reduced(idle, stragglers, timeline, ranks, copies)
+    return diagnose_reduced(idle, stragglers, timeline, ranks, copies, profiler_cost)
 
 
 def diagnose_reduced(idle: Sequence[RankIdle], stragglers: StragglerAnalysis | None, timeline: TimelineAnalysis | None,
-                     ranks: Sequence["RankSummary"] = (), copies: Sequence[tuple[str, float]] = ()) -> Diagnosis | None:
+                     ranks: Sequence["RankSummary"] = (), copies: Sequence[tuple[str, float]] = (),
+                     profiler_cost: ProfilerCost | None = None) -> Diagnosis | None:
     """The diagnosis from each rank's idle breakdown and the straggler judged from their waits
     (what a job's partials keep; report/partials.py), in rank order. `copies`: the largest copies by
     name and GPU time, the evidence of a data-movement verdict."""
@@ -302,8 +332,17 @@ def diagnose_reduced(idle: Sequence[RankIdle], stragglers: StragglerAnalysis | N
     findings: list[Finding] = []
     if failure is not None:
         findings.append(_failure_finding(failure))
-    if stragglers is not None and (found := _straggler_finding(stragglers)) is not None:
+    if (overhead := _profiler_finding(profiler_cost)) is not None:
+        findings.append(overhead)
+    if stragglers is not None and (found := _straggler_finding(stragglers, profiler_cost)) is not None:
         findings.append(found)
+    elif stragglers is not None and stragglers.straggler is not None and profiler_cost is not None:
+        s = stragglers.straggler
+        stragglers = dataclasses.replace(stragglers, straggler=None, why_none=(
+            f"rank {s.rank} is waited for {_ms(s.lead_ns)} per step, no more than "
+            f"{float(rules()['straggler_profiler_margin']):g} times what the profiler adds per step "
+            f"({_ms(profiler_cost.added_ns)}): under the profiler its host work ran slower than the others', which "
+            "may be the profiler's doing, not the job's; confirm with `profilectl profile` (no profiler)"))
     compile_finding, startup_finding = _phase_findings(idle, whole)
     if compile_finding is not None:
         findings.append(compile_finding)

@@ -33,7 +33,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from profilectl.analysis.rules import CauseRule, Rules, rules  # noqa: F401 (CauseRule, rules: re-exported)
 from profilectl.analysis.steps import Steps, rank_steps
-from profilectl.analysis.timeline import CHUNK_ROWS, HOST_OPERATOR, RankTimeline, _union, busy_union, small_distinct
+from profilectl.analysis.intervals import CHUNK_ROWS, busy_union, intersection_length, union
+from profilectl.model.timeline import COPY, HOST_OPERATOR, KERNEL, HtaStreamIdle, RankTimeline, small_distinct
 
 if TYPE_CHECKING:
     import numpy as np
@@ -64,15 +65,6 @@ class StepIdle:
     wall_ns: int
     idle_ns: int
     causes: tuple[tuple[str, int], ...]  # (cause, idle ns), largest first
-
-
-@dataclass(frozen=True)
-class HtaStreamIdle:
-    """HTA's idle-time breakdown of one stream (host wait, kernel wait, other), in ns."""
-    stream: str
-    host_wait_ns: int
-    kernel_wait_ns: int
-    other_ns: int
 
 
 @dataclass(frozen=True)
@@ -169,7 +161,7 @@ def analyse_rank(t: RankTimeline, busy: "Intervals | None" = None) -> RankIdle:
     steady_windows = steps.steady
     empty = np.zeros(0, dtype=np.int64)
     if steady_windows:
-        window = _union(np.array([w.start for w in steady_windows], dtype=np.int64),
+        window = union(np.array([w.start for w in steady_windows], dtype=np.int64),
                         np.array([w.end for w in steady_windows], dtype=np.int64))
         first, last = steady_windows[0].step, steady_windows[-1].step
         scope = (f"step {first} (the only step marked)" if len(steps.windows) == 1 else
@@ -229,7 +221,7 @@ def _causes_of_holes(t: RankTimeline, low: "NDArray[np.int64]", high: "NDArray[n
                 short = length < int(r["launch_gap_max_ns"])
                 if chosen.any() and short.any():
                     s, e = activity.start[chosen], activity.end[chosen]
-                    hit = short & (_within_many(_union(s, e), low, high) >= float(r["cover_min"]) * length)
+                    hit = short & (_within_many(union(s, e), low, high) >= float(r["cover_min"]) * length)
                     cause[hit] = index
                     if hit.any():
                         tops[index] = _top_activity(activity.names, activity.name[chosen], s, e, low[hit], high[hit],
@@ -262,7 +254,7 @@ def _causes_of_holes(t: RankTimeline, low: "NDArray[np.int64]", high: "NDArray[n
         if not chosen.any():
             continue
         s, e = activity.start[chosen], activity.end[chosen]
-        blocks = _union(s, e)
+        blocks = union(s, e)
         if rule.rule == "ends-at-gap":
             tolerance = int(r["sync_tolerance_ns"])
             j = np.searchsorted(blocks[1], low - tolerance, side="left")  # first block ending at/after the gap's start
@@ -325,7 +317,6 @@ def _steady_device_time(t: RankTimeline, window: "Intervals") -> tuple[int, int,
     kernel runs beside (exposed communication), and the time copies or memsets run."""
     import numpy as np
     from profilectl.analysis.collectives import collective_names
-    from profilectl.analysis.timeline import COPY, KERNEL, _intersection_length
     if not len(window[0]) or t.empty:
         return 0, 0, 0
     collective = collective_names(t.names)
@@ -334,12 +325,12 @@ def _steady_device_time(t: RankTimeline, window: "Intervals") -> tuple[int, int,
         kernels = t.kind == KERNEL
         on_comm = kernels & collective[t.name]
         if bool(on_comm.any()):
-            comm = _union(t.start[on_comm], t.end[on_comm])
-            compute = _union(t.start[kernels & ~on_comm], t.end[kernels & ~on_comm])
-            communication = _intersection_length(comm, window)
-            exposed = communication - _intersection_length(intersection(comm, compute), window)
+            comm = union(t.start[on_comm], t.end[on_comm])
+            compute = union(t.start[kernels & ~on_comm], t.end[kernels & ~on_comm])
+            communication = intersection_length(comm, window)
+            exposed = communication - intersection_length(intersection(comm, compute), window)
     on_copy = t.kind == COPY
-    copies = _intersection_length(_union(t.start[on_copy], t.end[on_copy]), window) if bool(on_copy.any()) else 0
+    copies = intersection_length(union(t.start[on_copy], t.end[on_copy]), window) if bool(on_copy.any()) else 0
     return communication, exposed, copies
 
 
@@ -498,7 +489,7 @@ class HtaStream:
 
 
 def analyse(parts: Sequence[RankTimeline]) -> tuple[RankIdle, ...]:
-    from profilectl.analysis.timeline import combine
+    from profilectl.model.timeline import combine
     timelines = [t for t in combine(parts) if not t.empty]
     timelines.sort(key=lambda t: (int(t.rank) if t.rank.isdigit() else 1 << 30, t.rank, t.host or ""))
     return tuple(analyse_rank(t) for t in timelines)

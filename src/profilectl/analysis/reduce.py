@@ -15,8 +15,8 @@ from profilectl.analysis import idle as idle_module
 from profilectl.analysis import stragglers as stragglers_module
 from profilectl.analysis.idle import RankIdle
 from profilectl.analysis.stragglers import RankWaits, StragglerAnalysis
-from profilectl.analysis.timeline import RankPiece, RankTimeline, TimelineAnalysis, analyse_pieces, combine, \
-    rank_order, rank_piece
+from profilectl.model.timeline import RankTimeline, TimelineAnalysis, combine
+from profilectl.analysis.timeline import RankPiece, analyse_pieces, rank_order, rank_piece
 
 
 @dataclass(frozen=True)

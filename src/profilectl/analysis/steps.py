@@ -33,7 +33,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
 if TYPE_CHECKING:
-    from profilectl.analysis.timeline import Marker, RankTimeline
+    from profilectl.model.timeline import Marker, RankTimeline
+    from profilectl.formats.tables import HookSteps
 
 HOST_SIDE = "host-side step ranges"
 LOOP_ITERATIONS = "DataLoader iterations (the trace marks no steps)"
@@ -143,7 +144,7 @@ def rank_steps(t: "RankTimeline", warmup_limit: int | None = None) -> Steps:
     if found or host is None or not len(host.start) or t.empty:
         return found
     import numpy as np
-    from profilectl.analysis.timeline import HOST_ANNOTATION
+    from profilectl.model.timeline import HOST_ANNOTATION
     ids = [i for i, name in enumerate(host.names) if LOOP_MARK.match(name)]
     if not ids:
         return found
@@ -156,3 +157,45 @@ def rank_steps(t: "RankTimeline", warmup_limit: int | None = None) -> Steps:
     windows = tuple(StepWindow(i, f"iteration#{i}", a, b) for i, (a, b) in enumerate(zip(bounds, bounds[1:])))
     limit = warmup_steps() if warmup_limit is None else warmup_limit
     return Steps(windows=windows, source=LOOP_ITERATIONS, warmup=warmup_count(len(windows), limit))
+
+
+@dataclass(frozen=True)
+class ProfilerCost:
+    """What the profiler itself adds to a step: the steps it recorded against the other steps of the
+    same run (profilectl's start-up hook marks every step, inside the window and outside it), the
+    median over every rank's steps."""
+    profiled_ns: int
+    unprofiled_ns: int
+    profiled_steps: int
+    unprofiled_steps: int
+
+    @property
+    def added_ns(self) -> int:
+        return self.profiled_ns - self.unprofiled_ns
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * self.added_ns / self.unprofiled_ns if self.unprofiled_ns else 0.0
+
+
+def profiler_cost(ranks: "Sequence[HookSteps]", warmup_limit: int | None = None) -> ProfilerCost | None:
+    """The profiler's cost per step, from the hook's step ends (None: fewer than two steps on either
+    side). A step lasts from the previous step's end to its own; the warm-up steps are left out, and
+    so are the steps at the window's edges (the one before it, which runs the profiler's warm-up,
+    its first and last, and the one after, which may pay its stop)."""
+    limit = warmup_steps() if warmup_limit is None else warmup_limit
+    inside: list[int] = []
+    outside: list[int] = []
+    for rank in ranks:
+        ends = rank.step_ends_ns
+        first, end = rank.profiled
+        edges = {first - 1, first, end - 1, end}
+        warm = max(warmup_count(len(ends), limit), 1)
+        for step in range(warm, len(ends)):
+            if step in edges:
+                continue
+            (inside if first <= step < end else outside).append(ends[step] - ends[step - 1])
+    if len(inside) < 2 or len(outside) < 2:
+        return None
+    return ProfilerCost(profiled_ns=int(statistics.median(inside)), unprofiled_ns=int(statistics.median(outside)),
+                        profiled_steps=len(inside), unprofiled_steps=len(outside))

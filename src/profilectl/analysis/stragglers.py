@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Sequence
 
 from profilectl.analysis.idle import RankIdle, rules
 from profilectl.analysis.collectives import collective_names, host_collective_names
-from profilectl.analysis.timeline import KERNEL, RankTimeline, _Blocks, _union, combine
+from profilectl.analysis.intervals import Blocks, union
+from profilectl.model.timeline import KERNEL, RankTimeline, combine
 
 if TYPE_CHECKING:
     import numpy as np
@@ -54,6 +55,7 @@ class StragglerAnalysis:
     straggler: Straggler | None
     noise_ns: int  # the threshold a lead had to pass
     why_none: str | None = None  # when no straggler is named: why
+    unit: str = "step"  # what `steps` counts: steady steps, or collective calls where no rank marks steps
 
 
 def _collective_blocks(t: RankTimeline) -> tuple[tuple["NDArray[np.int64]", "NDArray[np.int64]"], str]:
@@ -62,12 +64,12 @@ def _collective_blocks(t: RankTimeline) -> tuple[tuple["NDArray[np.int64]", "NDA
     names = collective_names(t.names)
     gpu = (t.kind == KERNEL) & names[t.name] if len(t.name) else np.zeros(0, dtype=bool)
     if gpu.any():
-        return _union(t.start[gpu], t.end[gpu]), "NCCL/RCCL kernels"
+        return union(t.start[gpu], t.end[gpu]), "NCCL/RCCL kernels"
     host = t.host_activity
     if host is not None and len(host.start):
         chosen = host_collective_names(host.names)[host.name]
         if chosen.any():
-            return _union(host.start[chosen], host.end[chosen]), "host collectives (gloo/MPI)"
+            return union(host.start[chosen], host.end[chosen]), "host collectives (gloo/MPI)"
     empty = np.zeros(0, dtype=np.int64)
     return (empty, empty), ""
 
@@ -80,14 +82,22 @@ class RankWaits:
     host: str | None
     basis: str  # "NCCL/RCCL kernels", "host collectives (gloo/MPI)" or "" (none)
     steps: tuple[tuple[int, int, int, int], ...]  # (step, start, end, collective ns), steady steps only
+    unit: str = "step"  # "collective": the trace marks no steps, each collective call is a unit
+
+
+def collective_units(blocks: tuple["NDArray[np.int64]", "NDArray[np.int64]"]) -> tuple[tuple[int, int, int, int], ...]:
+    """A rank that marks no steps: its k-th collective call is the k-th unit, and all of it is waiting
+    or moving data (the last rank to arrive spends least in it)."""
+    return tuple((k, int(s), int(e), int(e - s)) for k, (s, e) in enumerate(zip(blocks[0].tolist(), blocks[1].tolist())))
 
 
 def rank_waits(t: RankTimeline, rank_idle: RankIdle) -> RankWaits | None:
-    """None for a rank with no step marks."""
-    if not rank_idle.step_ranges:
-        return None
+    """None for a rank with neither step marks nor collectives."""
     blocks, basis = _collective_blocks(t)
-    within = _Blocks(blocks)
+    if not rank_idle.step_ranges:
+        return RankWaits(rank=t.rank, host=t.host, basis=basis, steps=collective_units(blocks), unit="collective") \
+            if len(blocks[0]) else None
+    within = Blocks(blocks)
     steady = {s.step for s in rank_idle.steps if s.phase == "steady"}
     rows = tuple((int(step), int(start), int(end), int(within.within(start, end)) if len(blocks[0]) else 0)
                  for step, start, end in rank_idle.step_ranges if step in steady)
@@ -112,6 +122,10 @@ def judge(ranks: Sequence[RankWaits | None]) -> StragglerAnalysis | None:
         return None
     r = rules()
     noise = int(r["straggler_min_ns"])
+    present = [one for one in ranks if one is not None]
+    units = {one.unit for one in present}
+    unit = "step" if "step" in units else "collective"
+    ranks = [one for one in present if one.unit == unit]  # ranks that mark steps are judged by them
     per_rank: dict[str, dict[int, RankStep]] = {}
     bases = set()
     hosts: dict[str, str | None] = {}
@@ -142,13 +156,13 @@ def judge(ranks: Sequence[RankWaits | None]) -> StragglerAnalysis | None:
             all_steps.append(RankStep(row.rank, row.step, row.wall_ns, row.collective_ns, row.own_ns, skew))
     observations = len(common) * (len(per_rank) - 1)
     if observations < int(r["straggler_min_comparisons"]):
-        return StragglerAnalysis(steps=tuple(all_steps), basis=basis, straggler=None, noise_ns=noise,
+        return StragglerAnalysis(steps=tuple(all_steps), basis=basis, straggler=None, noise_ns=noise, unit=unit,
                                  why_none=f"{len(per_rank)} ranks share {len(common) or 'no'} steady step(s): "
                                           f"{observations} observation(s) of a rank waiting for another, fewer than "
                                           f"{int(r['straggler_min_comparisons'])}, cannot tell a straggler from one "
                                           "slow step")
     if not bases:
-        return StragglerAnalysis(steps=tuple(all_steps), basis=basis, straggler=None, noise_ns=noise,
+        return StragglerAnalysis(steps=tuple(all_steps), basis=basis, straggler=None, noise_ns=noise, unit=unit,
                                  why_none="no collective in the steady steps: no rank waits for another")
     leads: dict[str, list[int]] = {rank: [] for rank in per_rank}
     led: dict[str, int] = {rank: 0 for rank in per_rank}
@@ -167,11 +181,11 @@ def judge(ranks: Sequence[RankWaits | None]) -> StragglerAnalysis | None:
     own = {rank: statistics.median(rows[s].own_ns for s in common) for rank, rows in per_rank.items()}
     fastest = min(own.values())
     if led[candidate] < float(r["straggler_consistency"]) * steps or lead_per_step < noise:
-        return StragglerAnalysis(steps=tuple(all_steps), basis=basis, straggler=None, noise_ns=noise,
+        return StragglerAnalysis(steps=tuple(all_steps), basis=basis, straggler=None, noise_ns=noise, unit=unit,
                                  why_none=f"no rank is waited for beyond noise: the largest lead is "
                                           f"{lead_per_step / 1e6:.2f} ms per step (rank {candidate}, {led[candidate]} "
                                           f"of {steps} steady steps), below {noise / 1e6:.1f} ms")
     straggler = Straggler(rank=candidate, host=hosts[candidate], lead_ns=float(lead_per_step), steps=steps,
                           steps_led=led[candidate], basis=basis, fastest_own_ns=float(fastest),
                           percent=100.0 * (own[candidate] - fastest) / fastest if fastest else 0.0)
-    return StragglerAnalysis(steps=tuple(all_steps), basis=basis, straggler=straggler, noise_ns=noise)
+    return StragglerAnalysis(steps=tuple(all_steps), basis=basis, straggler=straggler, noise_ns=noise, unit=unit)

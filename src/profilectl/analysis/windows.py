@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
-    from profilectl.analysis.timeline import RankTimeline
+    from profilectl.model.timeline import RankTimeline
     from profilectl.formats.tables import StatsByName, Tables
 
 Windows = list[tuple[int, int]]
@@ -72,7 +72,7 @@ def timeline_windows(t: "RankTimeline", request: WindowRequest) -> Windows:
     """The rank's windows from its own timeline: its steps (analysis/steps.py: the host side's
     ranges, not the GPU side's markers), and the host's annotation ranges."""
     from profilectl.analysis.steps import rank_steps
-    from profilectl.analysis.timeline import HOST_ANNOTATION
+    from profilectl.model.timeline import HOST_ANNOTATION
     steps = rank_steps(t)
     if request.steps is not None:
         first, end = request.steps
@@ -100,7 +100,8 @@ def _inside(times: "NDArray[np.int64]", windows: Windows) -> tuple["NDArray[np.b
 def restrict_timeline(t: "RankTimeline", windows: Windows) -> "RankTimeline":
     """The rank's activity launched inside the windows, the windows laid end to end."""
     import numpy as np
-    from profilectl.analysis.timeline import HostActivity, Marker, launch_times, rank_timeline
+    from profilectl.model.timeline import HostActivity, Marker, rank_timeline
+    from profilectl.analysis.timeline import launch_times
     lengths = np.asarray([b - a for a, b in windows], dtype=np.int64)
     # each window moves back to where the one before it ended
     shift = np.asarray([a for a, _ in windows], dtype=np.int64) - windows[0][0] - \
@@ -134,7 +135,7 @@ def with_step_marks(tables: "Tables", name: str, extra: dict[str, Windows] | Non
     """The ranges named `name` (outermost ones, in time order) as the steps of each rank:
     `<name>#0`, `<name>#1` ... replace the trace's own step marks, for the per-step rows, the
     diagnosis and `--steps A:B`."""
-    from profilectl.analysis.timeline import Marker
+    from profilectl.model.timeline import Marker
     timelines = []
     found = 0
     for t in tables.timelines:
@@ -152,7 +153,7 @@ def stats_by_kind(t: "RankTimeline") -> dict[int, StatsByName]:
     """A timeline's kernels (KERNEL) and copies and memsets (COPY), per name: the tables of those
     events alone (a window's, a rank's)."""
     import numpy as np
-    from profilectl.analysis.timeline import COPY, KERNEL
+    from profilectl.model.timeline import COPY, KERNEL
     from profilectl.formats.tables import KernelStats
     durations = t.end - t.start
     per_kind: dict[int, StatsByName] = {}
@@ -170,7 +171,7 @@ def stats_by_kind(t: "RankTimeline") -> dict[int, StatsByName]:
 def restrict(tables: "Tables", request: WindowRequest, extra: dict[str, Windows] | None = None) -> "Tables":
     """Tables whose kernels, copies, ranks and timelines are those of the windows; `extra`: windows
     per rank that the timelines do not carry (ROCTx ranges of a marker trace)."""
-    from profilectl.analysis.timeline import COPY, KERNEL
+    from profilectl.model.timeline import COPY, KERNEL
     from profilectl.formats import ranks
     from profilectl.formats.tables import merge_stats
     if not tables.timelines:
@@ -211,7 +212,7 @@ def _what_there_is(tables: "Tables") -> str:
     """What the traces do have to select: their steps and their most frequent range names."""
     from collections import Counter
     from profilectl.analysis.steps import rank_steps
-    from profilectl.analysis.timeline import HOST_ANNOTATION
+    from profilectl.model.timeline import HOST_ANNOTATION
     said = []
     for t in tables.timelines[:1]:  # the first rank speaks for the others
         steps = rank_steps(t)

@@ -5,7 +5,9 @@ from __future__ import annotations
 from profilectl.backends.base import Backend, Job, Step, StepResult
 from profilectl.backends.ncu import NsightCompute
 from profilectl.backends.nsys import NsightSystems
+from profilectl.backends.rocprof_compute import RocprofCompute
 from profilectl.backends.rocprof_legacy import LegacyRocprof
+from profilectl.backends.rocprof_sys import RocprofSys
 from profilectl.backends.rocprofv3 import Rocprofv3
 from profilectl.backends.timing import Timing
 from profilectl.backends.torch_profiler import TorchProfiler
@@ -13,14 +15,18 @@ from profilectl.formats.jax_trace import XlaTraceReader
 from profilectl.formats.reader import Reader
 
 BACKENDS: dict[str, Backend] = {b.name: b for b in
-                                (Rocprofv3(), LegacyRocprof(), NsightCompute(), TorchProfiler(), NsightSystems(),
+                                (Rocprofv3(), RocprofCompute(), RocprofSys(), LegacyRocprof(), NsightCompute(), TorchProfiler(), NsightSystems(),
                                  Timing())}
 
 # Best first. The plan takes the first available backend and records why each earlier one was not.
 SERVICE_ORDER: dict[str, tuple[str, ...]] = {
-    "counters": ("rocprofv3", "rocprof", "ncu"),
+    # rocprof-compute after rocprofv3: it runs the application once per panel's counter pass, whatever the
+    # set asks for; ahead of legacy rocprof, for its speed-of-light and measured roofline
+    "counters": ("rocprofv3", "rocprof-compute", "rocprof", "ncu"),
     # nsys after torch: a PyTorch process gets torch.profiler's operators; any other CUDA program nsys
-    "trace": ("rocprofv3", "rocprof", "torch", "nsys", "timing"),
+    # rocprof-sys after rocprofv3 (which traces the GPU and HIP API at less cost), ahead of legacy
+    # rocprof: it samples the host's call stacks beside them (rocpd output: 1.2.0 and later)
+    "trace": ("rocprofv3", "rocprof-sys", "rocprof", "torch", "nsys", "timing"),
     "profile": ("timing",),
 }
 

@@ -53,7 +53,7 @@ from profilectl.formats.torch_host import RUNTIME_PREFIXES
 from profilectl.formats.tables import PER_DISPATCH, AnnotationRow, KernelStats, StatsByName, Tables, merge_all
 
 if TYPE_CHECKING:
-    from profilectl.analysis.timeline import HostActivity, RankTimeline
+    from profilectl.model.timeline import HostActivity, RankTimeline
 
 DEVICE_PREFIX = "/device:"
 API_PROCESS = "/host:CUPTI"
@@ -136,7 +136,7 @@ def line_of(thread: str) -> str:
 
 
 def read(path: Path) -> Tables:
-    from profilectl.analysis.timeline import HOST_ANNOTATION, HOST_OPERATOR, HOST_PYTHON, HOST_RUNTIME
+    from profilectl.model.timeline import HOST_ANNOTATION, HOST_OPERATOR, HOST_PYTHON, HOST_RUNTIME
     data = _load(path)
     events = data.get("traceEvents") if isinstance(data, dict) else data
     if not isinstance(events, list):
@@ -260,7 +260,7 @@ def _device_timeline(rank: str, host: str, device: _Device, launches: tuple[list
                      ) -> "RankTimeline":
     """One device's timeline: its GPU activity, the launch calls of its own kernels (by correlation
     id), its Steps line (else the host's step annotations), the process's host activity."""
-    from profilectl.analysis.timeline import Marker, rank_timeline
+    from profilectl.model.timeline import Marker, rank_timeline
     mine = set(device.correlation)
     starts, ends, correlations = launches
     picked = [i for i, c in enumerate(correlations) if c >= 0 and c in mine]
@@ -283,7 +283,7 @@ def _host_activity(events: list[tuple[Any, int, int, str, int]], threads: dict[t
         return None
     import numpy as np
 
-    from profilectl.analysis.timeline import HostActivity
+    from profilectl.model.timeline import HostActivity
     names: dict[str, int] = {}
     tids: dict[Any, int] = {}
     host_pid = next((pid for pid, name in processes.items() if name == HOST_PROCESS), None)

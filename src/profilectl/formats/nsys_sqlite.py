@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
-    from profilectl.analysis.timeline import HostActivity, RankTimeline
+    from profilectl.model.timeline import HostActivity, RankTimeline
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 EXPORT_TIMEOUT_S = 1800.0  # a report of millions of events takes minutes to export
@@ -367,7 +367,7 @@ def _host_activity(api: "NDArray[np.int64]", osrt: "NDArray[np.int64]",
     (analysis/timeline.py HostActivity): its CUDA API calls (runtime), its OS runtime calls (host
     work: the program's own blocking and I/O), its NVTX ranges (annotations)."""
     import numpy as np
-    from profilectl.analysis.timeline import HOST_ANNOTATION, HOST_OPERATOR, HOST_RUNTIME, HostActivity
+    from profilectl.model.timeline import HOST_ANNOTATION, HOST_OPERATOR, HOST_RUNTIME, HostActivity
     if not len(api) and not len(osrt) and not ranges:
         return None
     suffix = re.compile(schema()["api_version_suffix"])
@@ -451,7 +451,7 @@ def _timeline(rank: str, host: str | None, gpu: "NDArray[np.int64]", names: dict
     """One process's kernels, copies and memsets (numpy columns, no Python object per row), its
     launch calls and its step ranges (ProfilerStep#N and the like, from NVTX)."""
     import numpy as np
-    from profilectl.analysis.timeline import Marker, rank_timeline
+    from profilectl.model.timeline import Marker, rank_timeline
     from profilectl.formats.rocprofv3 import STEP_NAME
     if not len(gpu):
         return None

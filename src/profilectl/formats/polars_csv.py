@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     import polars as pl
     from numpy.typing import NDArray
 
-    from profilectl.analysis.timeline import StartOrderFeed
+    from profilectl.analysis.rank_stream import StartOrderFeed
 
 FAST_PATH_MIN_BYTES = 8 * 2**20  # below this the csv module is as fast and starts quicker
 

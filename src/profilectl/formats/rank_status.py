@@ -10,7 +10,7 @@ from pathlib import Path
 from profilectl.errors import FormatError
 from profilectl.files import read_json
 from profilectl.formats.reader import Reader
-from profilectl.formats.tables import RankRow, Tables
+from profilectl.formats.tables import HookSteps, RankRow, Tables
 
 NAME = re.compile(r"^rank-(?P<rank>[^-]+)-(?P<host>.+)-(?P<pid>\d+)\.status\.json$")
 TIMED_RUN = re.compile(r"^run-\d+$")  # raw/steps/run-<N>/: the timing backend's timed runs (warmup-<N>: not)
@@ -47,6 +47,11 @@ class RankStatusReader(Reader):
                       error=str(doc["error"]) if doc.get("error") else None, signal=_integer(doc.get("signal")))
         ends = doc.get("step_ends_ns") or []
         timed = TIMED_RUN.match(path.parent.name) is not None  # a warm-up run's steps are not measured
-        if not timed or not isinstance(ends, list) or not all(isinstance(t, int) for t in ends):
+        if not isinstance(ends, list) or not all(isinstance(t, int) for t in ends):
             return Tables(ranks=(row,))
-        return Tables(ranks=(row,), step_ends_ns=(tuple(ends),))
+        if timed:
+            return Tables(ranks=(row,), step_ends_ns=(tuple(ends),))
+        window = doc.get("profiled_steps")  # a trace's hook: which steps ran under the profiler
+        if isinstance(window, list) and len(window) == 2 and all(isinstance(v, int) for v in window):
+            return Tables(ranks=(row,), hook_steps=(HookSteps(row.rank, row.host, tuple(ends), (window[0], window[1])),))
+        return Tables(ranks=(row,))

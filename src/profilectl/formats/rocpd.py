@@ -18,6 +18,7 @@ SQLite's own sorter threads (PRAGMA threads) gain less on two cores and cost mem
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import sqlite3
 from concurrent.futures import ThreadPoolExecutor
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
-    from profilectl.analysis.timeline import RankTimeline
+    from profilectl.model.timeline import HostActivity, RankTimeline
     from profilectl.formats.polars_csv import TraceColumns
 
 PARALLEL_MIN_ROWS = 200_000  # below this one query is as fast
@@ -191,10 +192,10 @@ def rocpd_kernels(path: Path) -> dict[str, KernelStats]:
     return stats
 
 
-def _named_intervals(path: Path, table: str, leave_out: str | None = None) -> dict[str, KernelStats]:
+def _named_intervals(path: Path, table: str, leave_out: tuple[str, ...] = ()) -> dict[str, KernelStats]:
     """Statistics per name (rocpd_string) of an interval table: API regions, memory copies. Grouped
     by string id (and guid), then named from rocpd_string; equal strings of several guids merge.
-    `leave_out`: a category prefix (of the row's event) whose rows are not counted."""
+    `leave_out`: category prefixes (of the row's event) whose rows are not counted."""
     db = _connect(path)
     try:
         if not _columns(db, table):
@@ -234,8 +235,9 @@ def rocpd_memory_copies(path: Path) -> dict[str, KernelStats]:
 def rocpd_regions(path: Path) -> dict[str, KernelStats]:
     """Host API calls (HIP, HSA, RCCL ...) recorded as regions. ROCTx ranges (category
     MARKER_CORE_RANGE_API) are regions too, but they are the user's annotations (formats/roctx.py),
-    not API calls: they are left out here, as the CSV reader's API table leaves out marker traces."""
-    return _named_intervals(path, "rocpd_region", leave_out="MARKER")
+    not API calls: they are left out here, as the CSV reader's API table leaves out marker traces;
+    so are rocprof-sys's sampled call-stack frames (sampling_categories), the host's functions."""
+    return _named_intervals(path, "rocpd_region", leave_out=("MARKER", *sampling_categories()))
 
 
 def rocpd_counters(path: Path) -> tuple[CounterValue, ...]:
@@ -462,11 +464,12 @@ def _name_ids(out: _KernelColumns, first: int, guid: Any, symbols: dict[tuple[An
 
 
 def _interval_rows(db: sqlite3.Connection, table: str, alias: str, fields: tuple[str, ...],
-                   stream: tuple[str, ...]) -> list[Any]:
+                   stream: tuple[str, ...], skip_categories: tuple[tuple[Any, int], ...] = ()) -> list[Any]:
     """(start, end, *fields, stream key, launch link, ROCTx message) of every row of a small interval
     table (copies, regions): the link is the row's event's stack_id, the message its event's
     extdata `$.message` (where rocprofv3 keeps a ROCTx range's text; the region's own name is the
-    operation, roctxThreadRangeA)."""
+    operation, roctxThreadRangeA). `skip_categories`: (guid, category string id) of events whose rows
+    are left out."""
     columns = _columns(db, table)
     if not columns:
         return []  # an optional table this database does not have
@@ -477,15 +480,20 @@ def _interval_rows(db: sqlite3.Connection, table: str, alias: str, fields: tuple
     if join and "extdata" in _columns(db, "rocpd_event"):
         message = "CASE WHEN json_valid(EV.extdata) THEN json_extract(EV.extdata, '$.message') END"
     selected = ", ".join(f"{alias}.{f}" for f in fields)
+    where, values = "", tuple[Any, ...]()
+    if join and skip_categories:
+        where = (f" WHERE EV.category_id IS NULL OR (EV.guid, EV.category_id) NOT IN "
+                 f"(VALUES {', '.join('(?, ?)' for _ in skip_categories)})")
+        values = tuple(v for pair in skip_categories for v in pair)
     return db.execute(f'SELECT {alias}.start, {alias}."end", {selected}, {keys}, {link}, {message} '
-                      f"FROM {source}{join}").fetchall()
+                      f"FROM {source}{join}{where}", values).fetchall()
 
 
 def rocpd_read(path: Path, rank: str, host: str | None) -> tuple[dict[str, KernelStats], "RankTimeline | None"]:
     """The kernel table and the timeline from one scan of the dispatches (numpy columns, never a
     Python object per dispatch), with the copies, launch calls and step regions."""
     import numpy as np
-    from profilectl.analysis.timeline import Marker, rank_timeline
+    from profilectl.model.timeline import Marker, rank_timeline
     from profilectl.formats.rocprofv3 import STEP_NAME
     before = _state(path)
     db = _connect(path)
@@ -495,7 +503,9 @@ def rocpd_read(path: Path, rank: str, host: str | None) -> tuple[dict[str, Kerne
         strings = {(guid, sid): text for sid, guid, text in db.execute("SELECT id, guid, string FROM rocpd_string")} \
             if _columns(db, "rocpd_string") else {}
         copies = _interval_rows(db, "rocpd_memory_copy", "M", ("guid", "name_id"), ("stream_id",))
-        regions = _interval_rows(db, "rocpd_region", "R", ("guid", "name_id"), ())
+        sampling = tuple(key for key, text in strings.items() if text in sampling_categories())
+        regions = _interval_rows(db, "rocpd_region", "R", ("guid", "name_id"), (), skip_categories=sampling)
+        samples = _sampled_frames(db, sampling)
         kernels, linked, filled = _kernel_columns(path, db, symbols, extra=len(copies))
     except (sqlite3.DatabaseError, FormatError) as exc:
         raise _unreadable(path, exc) from None
@@ -553,8 +563,64 @@ def rocpd_read(path: Path, rank: str, host: str | None) -> tuple[dict[str, Kerne
         rank, host, start=filled.start[:total], end=filled.end[:total], stream=stream, kind=kind,
         name=filled.kernel[:total], correlation=correlation,
         names=names, streams=streams, api_start=[a[0] for a in api], api_end=[a[1] for a in api],
-        api_correlation=[a[2] for a in api], markers=markers)
+        api_correlation=[a[2] for a in api], markers=markers,
+        host_activity=_host_activity(samples, regions, strings) if samples else None,
+        program="native" if samples else "")
     return stats, timeline
+
+
+@functools.lru_cache(maxsize=1)
+def _rocprof_sys() -> dict[str, Any]:
+    from profilectl import data
+    return data.load_mapping("tools/rocprof-sys.yaml")
+
+
+def sampling_categories() -> tuple[str, ...]:
+    """The event categories of rocprof-sys's sampled call-stack frames (profiling/tools/rocprof-sys.yaml)."""
+    return tuple(_rocprof_sys()["sampling_categories"])
+
+
+def _sampled_frames(db: sqlite3.Connection, sampling: tuple[tuple[Any, int], ...]) -> list[tuple[Any, ...]]:
+    """(tid, start, end, function, file) of every sampled frame, in the order rocprof-sys wrote them
+    (per sample interval: outermost frame first), its per-thread span region left out."""
+    if not sampling or "call_stack" not in _columns(db, "rocpd_event"):
+        return []
+    span = _rocprof_sys()["sampling_span_region"]
+    marks = ", ".join("(?, ?)" for _ in sampling)
+    rows = db.execute(
+        f'SELECT R.tid, R.start, R."end", S.string, CASE WHEN json_valid(EV.call_stack) '
+        f"THEN json_extract(EV.call_stack, '$.file') END FROM rocpd_region R "
+        f"JOIN rocpd_event EV ON EV.id = R.event_id AND EV.guid = R.guid "
+        f"JOIN rocpd_string S ON S.id = R.name_id AND S.guid = R.guid "
+        f"WHERE (EV.guid, EV.category_id) IN (VALUES {marks}) ORDER BY R.id",
+        tuple(v for pair in sampling for v in pair)).fetchall()
+    return [row for row in rows if row[3] != span]
+
+
+def _host_activity(samples: list[tuple[Any, ...]], regions: list[Any], strings: dict[tuple[Any, int], str]
+                   ) -> "HostActivity":
+    """What the host did: each sample interval named by its innermost frame outside the system's and
+    ROCm's libraries (the program's function that held the thread; the innermost frame where every
+    frame is in them), as CPU work (HOST_OPERATOR: the idle diagnosis's `host` rule names it), and
+    the traced API calls (HIP ...) as runtime calls, so synchronisation and copies are seen too."""
+    import numpy as np
+    from profilectl.model.timeline import HOST_OPERATOR, HOST_RUNTIME, HostActivity
+    system = tuple(_rocprof_sys()["system_library_prefixes"])
+    chosen: dict[tuple[Any, int, int], tuple[str, bool]] = {}
+    for tid, start, end, function, where in samples:
+        key, library = (tid, start, end), str(where or "").startswith(system)
+        if key not in chosen or not library or chosen[key][1]:
+            chosen[key] = function, library  # later frames are deeper: the last outside the libraries wins
+    events = [(tid, start, end, HOST_OPERATOR, function) for (tid, start, end), (function, _) in chosen.items()]
+    events += [(None, a, b, HOST_RUNTIME, strings.get((g, n), "")) for a, b, g, n, *_ in regions if b > a]
+    names: dict[str, int] = {}
+    threads: dict[Any, int] = {}
+    return HostActivity(
+        start=np.array([e[1] for e in events], dtype=np.int64), end=np.array([e[2] for e in events], dtype=np.int64),
+        category=np.array([e[3] for e in events], dtype=np.int8),
+        name=np.array([names.setdefault(e[4], len(names)) for e in events], dtype=np.int64),
+        thread=np.array([threads.setdefault(e[0], len(threads)) for e in events], dtype=np.int64),
+        names=tuple(names), threads=tuple("API calls" if t is None else f"thread {t}" for t in threads))
 
 
 class RocpdReader(Reader):

@@ -24,8 +24,8 @@ from profilectl.formats.tables import (PER_DISPATCH, AnnotationRow, CounterValue
 
 if TYPE_CHECKING:
     from profilectl.analysis.reduce import RankReduction
-    from profilectl.analysis.timeline import StartOrderFeed
-    from profilectl.analysis.timeline import RankTimeline
+    from profilectl.analysis.rank_stream import StartOrderFeed
+    from profilectl.model.timeline import RankTimeline
 
 KINDS = ("kernel_trace", "counter_collection", "hip_api_trace", "hip_runtime_api_trace", "memory_copy_trace",
          "marker_api_trace")
@@ -176,7 +176,8 @@ def rank_timeline_of(rank: str, host: str | None, files: dict[str, list[Path]]
     columns (its tables come from the same pass): numpy columns throughout, never a list per row."""
     import numpy as np
     from profilectl.analysis.idle import HtaStream
-    from profilectl.analysis.timeline import KERNEL, Marker, RankStream, StartOrderFeed, rank_timeline
+    from profilectl.model.timeline import KERNEL, Marker, rank_timeline
+    from profilectl.analysis.rank_stream import RankStream, StartOrderFeed
     linked = any(files.get(kind) for kind in API_KINDS)  # correlation ids matter only with launch calls
     api = [_columns(p, (), ("Start_Timestamp", "End_Timestamp", "Correlation_Id"))
            for kind in API_KINDS for p in files.get(kind, [])]

@@ -20,7 +20,7 @@ from profilectl.formats.reader import Reader, first_bytes
 from profilectl.formats.tables import PER_DISPATCH, KernelStats, Tables
 
 if TYPE_CHECKING:
-    from profilectl.analysis.timeline import RankTimeline
+    from profilectl.model.timeline import RankTimeline
 
 TOOL_KEY = "rocprofiler-sdk-tool"
 
@@ -89,7 +89,7 @@ def _correlation(record: dict[str, Any]) -> int:
 
 def timeline(path: Path, tools: list[dict[str, Any]] | None = None) -> tuple["RankTimeline", ...]:
     """Each process's dispatches, copies, API calls and step markers, for the timeline analysis."""
-    from profilectl.analysis.timeline import COPY, KERNEL, Marker, rank_timeline
+    from profilectl.model.timeline import COPY, KERNEL, Marker, rank_timeline
     from profilectl.formats import ranks
     from profilectl.formats.rocprofv3 import STEP_NAME
     found = []

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Iterable, TypeVar
 
 if TYPE_CHECKING:  # numpy arrays inside: imported where a trace with timestamps is read
     from profilectl.analysis.reduce import RankReduction
-    from profilectl.analysis.timeline import RankTimeline
+    from profilectl.model.timeline import RankTimeline
 
 # How a kernel's time was measured, best first. When several readers of one folder report kernels,
 # the most detailed measurement wins (a per-dispatch trace beats ncu's duration metric, which beats
@@ -180,6 +180,16 @@ class AnnotationRow:
 
 
 @dataclass(frozen=True)
+class HookSteps:
+    """When each step of a traced rank ended (profilectl's start-up hook marks every step, also those
+    outside the profiler's window) and which steps ran under the profiler: [first, end)."""
+    rank: str
+    host: str | None
+    step_ends_ns: tuple[int, ...]
+    profiled: tuple[int, int]
+
+
+@dataclass(frozen=True)
 class RankRow:
     """One process (rank) of a multi-process run: its GPU time (kernels), the part of it in
     collectives (NCCL/RCCL kernels), its heaviest kernel; for a rank with no GPU kernels, its
@@ -274,6 +284,7 @@ class Tables:
     stall_reasons: dict[str, int] = field(default_factory=dict)
     collectives: tuple[CollectiveCall, ...] = ()  # per rank, in each rank's order
     clocks: tuple[TraceClock, ...] = ()
+    hook_steps: tuple[HookSteps, ...] = ()  # a traced job's step ends per rank, inside and outside the window
 
     @property
     def has_data(self) -> bool:
@@ -300,7 +311,8 @@ class Tables:
                       stall_reasons=_add_counts(self.stall_reasons, other.stall_reasons),
                       kernel_timing=self.kernel_timing or other.kernel_timing,
                       sources=self.sources + other.sources, notes=self.notes + other.notes,
-                      collectives=self.collectives + other.collectives, clocks=self.clocks + other.clocks)
+                      collectives=self.collectives + other.collectives, clocks=self.clocks + other.clocks,
+                      hook_steps=self.hook_steps + other.hook_steps)
 
 
 K = TypeVar("K")

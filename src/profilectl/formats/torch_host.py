@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from profilectl.analysis.timeline import HostActivity
+    from profilectl.model.timeline import HostActivity
     from profilectl.formats.chrome_stream import Partial
 
 RUNTIME_PREFIXES = ("cuda", "cu", "hip", "hsa")
@@ -23,7 +23,7 @@ RUNTIME_PREFIXES = ("cuda", "cu", "hip", "hsa")
 def host_activity(partial: "Partial") -> "HostActivity | None":
     import numpy as np
 
-    from profilectl.analysis.timeline import HOST_ANNOTATION, HOST_OPERATOR, HOST_RUNTIME, HostActivity
+    from profilectl.model.timeline import HOST_ANNOTATION, HOST_OPERATOR, HOST_RUNTIME, HostActivity
     from profilectl.formats.chrome_stream import TREE_OPERATOR
     if not partial.threads:
         return None

@@ -14,7 +14,7 @@ from profilectl.formats.tables import (PER_DISPATCH, AnnotationRow, CollectiveCa
                                        TraceClock, merge_all)
 
 if TYPE_CHECKING:
-    from profilectl.analysis.timeline import RankTimeline
+    from profilectl.model.timeline import RankTimeline
     from profilectl.formats.chrome_stream import Partial, SumsByName, TimelineEvents
 
 
@@ -101,7 +101,7 @@ def _timeline(rank: str, host: str | None, events: "TimelineEvents", partial: "P
               ) -> tuple["RankTimeline", ...]:
     if not len(events.start):
         return ()
-    from profilectl.analysis.timeline import Marker, rank_timeline
+    from profilectl.model.timeline import Marker, rank_timeline
     from profilectl.formats.torch_host import host_activity
     return (rank_timeline(rank, host, start=events.start, end=events.end, stream=events.stream, kind=events.kind,
                           name=events.name, correlation=events.correlation, names=events.names,

@@ -272,11 +272,18 @@ def files_metadata(summary: Summary) -> RunMetadata:
     hosts = sorted({r.host for r in summary.ranks if r.host})
     metadata = RunMetadata(host=", ".join(hosts) or None, tool=summary.source.kind,
                            source="the files' kinds" + (" and names" if hosts else "") + " (no manifest.json)")
+    systems = [Path(f) for f in summary.source.files if Path(f).name == "sysinfo.csv"]
+    if systems:  # a rocprof-compute workload says which GPU and host it ran on
+        from profilectl.formats.rocprof_compute import gpu_of, system_info
+        info = system_info(systems[0])
+        return dataclasses.replace(metadata, gpu=gpu_of(info), host=info.get("hostname") or metadata.host,
+                                   tool="rocprof-compute", source=f"{systems[0].name} (rocprof-compute)")
     traces = [Path(f) for f in summary.source.files if f.endswith((".json", ".json.gz"))]
     for trace in traces[:HEADERS_READ]:
         header = trace_header(trace)
         if header:
-            return dataclasses.replace(metadata, source=f"{trace.name} (torch.profiler header)", tool="torch.profiler",
+            return dataclasses.replace(metadata, source=f"{trace.name} (torch.profiler header)",
+                                       tool=header.get("tool", "torch.profiler"), rocm=header.get("rocm"),
                                        gpu=header.get("gpu"), cuda=header.get("cuda"), driver=header.get("driver"),
                                        started_at=header.get("started_at"))
     return metadata
@@ -314,6 +321,18 @@ def trace_header(path: Path) -> dict[str, str]:
             number = int(float(version.group(1)))  # CUDA's encoding: 1000 * major + 10 * minor
             text = f"{number // 1000}.{number % 1000 // 10}"
             found[field] = text if field == "cuda" else f"CUDA driver API {text}"
+    # A ROCm build of PyTorch says which library collected the GPU activity: roctracer (to ROCm 7.x's
+    # PyTorch builds) or rocprofiler-sdk (libkineto RocmActivityProfiler::logGpuVersions writes
+    # "rocprofiler-sdk_version" in its place); the events themselves are logged alike by both.
+    for key, tracer in (("rocprofiler-sdk_version", "rocprofiler-sdk"), ("roctracer_version", "roctracer")):
+        version = re.search(rf'"{key}"\s*:\s*"?([\d.]+)', header)
+        if version:
+            found["tool"] = f"torch.profiler (Kineto through {tracer} {version.group(1)})"
+            break
+    hip = re.search(r'"hip_runtime_version"\s*:\s*"?(\d+)', header)
+    if hip and int(hip.group(1)) > 0:  # HIP_VERSION: major * 10,000,000 + minor * 100,000 + patch
+        number = int(hip.group(1))
+        found["rocm"] = f"HIP runtime {number // 10_000_000}.{number // 100_000 % 100}.{number % 100_000}"
     base = re.search(_NUMBER.format("baseTimeNanoseconds"), head)
     first = re.search(_NUMBER.format("ts"), head[events_at:]) if events_at >= 0 else None
     if base and first:  # kineto: an event's epoch time is baseTimeNanoseconds + its ts (µs)

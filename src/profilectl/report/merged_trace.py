@@ -23,7 +23,7 @@ clamped into the interval causality allows (no rank leaves a collective before e
 entered it: offset <= reference end - host start and >= reference start - host end, over all
 pairs). A host with no collective in common with the reference is placed by kineto's wall-clock
 base (baseTimeNanoseconds, NTP accuracy), or left unshifted, and says so. The output is on the
-clock of the straggler's host (the rank that reached the collectives last most often), in µs since
+clock of the straggler's host (the report's straggler: analysis/stragglers.py), in µs since
 the window's earliest event. Offsets only: no drift over the window is modelled.
 
 Size. The cap (default 100 MB of JSON, which Perfetto UI opens comfortably) is met by dropping
@@ -222,7 +222,7 @@ def timeline_events(files: Sequence[Path]) -> list[_Event]:
     """A process's rocprofv3 (or rocpd) files as trace events, through profilectl's own readers:
     kernels and copies per queue/stream on the GPU, runtime calls and ProfilerStep markers on the
     CPU (timestamps in ns, written as exact µs text)."""
-    from profilectl.analysis.timeline import COPY
+    from profilectl.model.timeline import COPY
     from profilectl.backends import READERS
     from profilectl.formats.reader import claim, read_groups
     events = [_Event(ph="M", name="process_labels", pid=pid, tid=0, args=msgspec.Raw(b'{"labels":"%s"}' % pid.encode()))
@@ -465,7 +465,7 @@ class HostOffset:
 def _keyed(scan_: RankScan) -> dict[tuple[bool, int, str, int], Collective]:
     """The rank's collectives by (on the GPU, step, name, k-th of that name within the step):
     n log n in the rank's steps and collectives (each step found by bisection)."""
-    gpu_steps = scan_.steps_gpu if len(scan_.steps_gpu) >= len(scan_.steps_cpu) else scan_.steps_cpu
+    gpu_steps = scan_.steps_gpu if _gpu_steps_are_spans(scan_) else scan_.steps_cpu
     step_of = {True: _step_finder(gpu_steps), False: _step_finder(scan_.steps_cpu)}
     keyed: dict[tuple[bool, int, str, int], Collective] = {}
     counts: dict[tuple[bool, int, str], int] = {}
@@ -540,36 +540,60 @@ def estimate_offsets(scans: Sequence[RankScan]) -> dict[str, HostOffset]:
     return offsets
 
 
+def _gpu_steps_are_spans(scan_: RankScan) -> bool:
+    """The GPU side's step ranges are the step (analysis/steps.py's rule: real spans, and more of them)."""
+    from profilectl.analysis.steps import GPU_SIDE, steps_of
+    return bool(scan_.steps_gpu) and steps_of(_markers(scan_)).source.startswith(GPU_SIDE.split(" (")[0])
+
+
+def _markers(scan_: RankScan) -> list[Any]:
+    from profilectl.model.timeline import Marker
+    return [Marker(f"ProfilerStep#{n}", a, b, False) for n, (a, b) in scan_.steps_cpu.items()] + \
+        [Marker(f"ProfilerStep#{n}", a, b, True) for n, (a, b) in scan_.steps_gpu.items()]
+
+
 @dataclass(frozen=True)
 class Straggler:
+    """The report's straggler (analysis/stragglers.py judge: the rank the others wait for in
+    collectives, per steady step), as the merge names it and puts the trace on its host's clock."""
     rank: int
     host: str
-    last_at: int  # collectives it reached last
-    collectives: int  # collectives seen on two or more ranks
-    median_late_ns: int  # its arrival after the other ranks' median arrival, at those collectives (median)
+    lead_ns: int  # per steady step (median): the other ranks' time in collectives less its own
+    steps_led: int  # steady steps (or collective calls) in which it was the one waited for
+    steps: int  # steady steps judged (or collective calls, where the traces mark no steps)
+    unit: str = "step"
 
 
-def find_straggler(scans: Sequence[RankScan], offsets: dict[str, HostOffset]) -> Straggler | None:
-    """The rank that reached the collectives last most often, on the aligned clock."""
-    arrivals: dict[tuple[bool, int, str, int], list[tuple[int, int]]] = {}
-    for s in scans:
-        shift = offsets[s.rank.host].offset_ns
-        for key, c in _keyed(s).items():
-            arrivals.setdefault(key, []).append((c.start + shift, s.rank.rank))
-    last: dict[int, list[int]] = {}
-    shared = 0
-    for starts in arrivals.values():
-        if len(starts) < 2:
-            continue
-        shared += 1
-        latest, who = max(starts)
-        others = sorted(starts)[:-1]  # the other ranks' arrivals: what they waited for is the gap to theirs
-        last.setdefault(who, []).append(latest - int(statistics.median(t for t, _ in others)))
-    if not last:
+def _waits(scan_: RankScan) -> Any:
+    """The rank's steady steps and its time in collectives in each (stragglers.RankWaits)."""
+    import numpy as np
+    from profilectl.analysis.steps import steps_of
+    from profilectl.analysis.stragglers import RankWaits, collective_units
+    from profilectl.analysis.intervals import Blocks, union
+    gpu = [c for c in scan_.collectives if c.on_gpu]
+    chosen = gpu or [c for c in scan_.collectives if not c.on_gpu]  # as stragglers.py: NCCL/RCCL kernels first
+    basis = "NCCL/RCCL kernels" if gpu else "host collectives (gloo/MPI)" if chosen else ""
+    blocks = Blocks(union(np.array([c.start for c in chosen], dtype=np.int64),
+                            np.array([c.end for c in chosen], dtype=np.int64)))
+    steps = steps_of(_markers(scan_))
+    if not steps:  # no step marks: each collective call is a unit, as the report judges it
+        return RankWaits(rank=str(scan_.rank.rank), host=scan_.rank.host, basis=basis,
+                         steps=collective_units((blocks.start, blocks.end)), unit="collective")
+    return RankWaits(rank=str(scan_.rank.rank), host=scan_.rank.host, basis=basis,
+                     steps=tuple((w.step, w.start, w.end, blocks.within(w.start, w.end) if chosen else 0)
+                                 for w in steps.steady))
+
+
+def find_straggler(scans: Sequence[RankScan]) -> Straggler | None:
+    """The straggler by the report's one rule, from every rank's steps (not only the window's)."""
+    from profilectl.analysis.stragglers import judge
+    found = judge([_waits(s) for s in scans])
+    if found is None or found.straggler is None:
         return None
-    who = max(last, key=lambda r: (len(last[r]), statistics.median(last[r])))
-    host = next(s.rank.host for s in scans if s.rank.rank == who)
-    return Straggler(who, host, len(last[who]), shared, int(statistics.median(last[who])))
+    s = found.straggler
+    host = next(scan.rank.host for scan in scans if str(scan.rank.rank) == s.rank)
+    return Straggler(int(s.rank), host, int(s.lead_ns), s.steps_led, s.steps,
+                     "collective call" if found.unit == "collective" else "step")
 
 
 # ---------------------------------------------------------------- the size cap
@@ -704,7 +728,7 @@ def merge(path: Path, output: Path, steps: tuple[int, int] | None = None, max_mb
                              f"{_spans(sorted(seen)) or 'none'})")
         raise FormatError(f"{path}: no rank could be read: " + "; ".join(f"rank {x.rank}: {x.reason}" for x in left[:3]))
     offsets = estimate_offsets(scans)
-    straggler = find_straggler(scans, offsets)
+    straggler = find_straggler(scans)
     clock_host = straggler.host if straggler else scans[0].rank.host
     rebase = offsets[clock_host].offset_ns
     reference = scans[0].rank.host
@@ -944,8 +968,8 @@ def lines(result: MergedTrace) -> list[str]:
         out.append(f"offset {o.host}: {o.offset_ns / 1e3:+.1f} µs ({o.basis}{spread}{bounds})")
     if result.straggler:
         st = result.straggler
-        out.append(f"straggler: rank {st.rank} ({st.host}) reached {st.last_at} of {st.collectives} collectives last, "
-                   f"a median {st.median_late_ns / 1e3:.1f} µs after the others")
+        out.append(f"straggler: rank {st.rank} ({st.host}): the others wait for it {st.lead_ns / 1e6:.2f} ms per {st.unit} "
+                   f"in collectives ({st.steps_led} of {st.steps}; the report's rule)")
     out.append(f"events: {result.events_written} of {result.events_in_window} in the window; {result.cut}"
                + (" (" + ", ".join(f"{n} {what}" for what, n in result.dropped.items()) + ")" if result.dropped else ""))
     if result.bytes_written > result.cap_bytes:

@@ -48,14 +48,15 @@ from profilectl import __version__
 from profilectl.analysis.idle import RankIdle
 from profilectl.analysis.reduce import RankReduction
 from profilectl.analysis.stragglers import RankWaits
-from profilectl.analysis.timeline import Gap, RankPiece, StepRow, TimelineRow
-from profilectl.formats.tables import (AnnotationRow, CollectiveCall, CounterValue, KernelStats, RankRow, Source,
+from profilectl.model.timeline import Gap, StepRow, TimelineRow
+from profilectl.analysis.timeline import RankPiece
+from profilectl.formats.tables import (AnnotationRow, CollectiveCall, CounterValue, HookSteps, KernelStats, RankRow, Source,
                                        StatsByName, Tables, TraceClock)
 
 if TYPE_CHECKING:
     from profilectl.jobs import JobRank
 
-SCHEMA = 3  # bumped whenever the layout below changes: an older partial is rebuilt, never misread
+SCHEMA = 4  # bumped whenever the layout below changes: an older partial is rebuilt, never misread
 # (2: collectives, clocks; 3: the content hash of each raw file)
 FILE = "partial.json"
 MAX_BYTES = 4 << 30  # $PROFILECTL_MAX_PARTIAL_BYTES: a partial.json larger than this is not read
@@ -205,6 +206,7 @@ class Partial:
     bare: BareRank | None = None  # a rank of a bare folder, not of a job
     collectives: tuple[CollectiveCall, ...] = ()
     clocks: tuple[TraceClock, ...] = ()
+    hook_steps: tuple[HookSteps, ...] = ()
 
     def tables(self) -> Tables:
         """The rank's Tables as the raw read gave them, less the timelines (they are `reductions`)."""
@@ -214,7 +216,8 @@ class Partial:
                       timing_s=self.timing_s, step_ends_ns=self.step_ends_ns, ranks=self.ranks,
                       trace_files=self.trace_files, sources=self.sources, notes=self.notes,
                       kernel_timing=self.kernel_timing, pc_samples={(k, i, s): n for k, i, s, n in self.pc_samples},
-                      stall_reasons=dict(self.stall_reasons), collectives=self.collectives, clocks=self.clocks)
+                      stall_reasons=dict(self.stall_reasons), collectives=self.collectives, clocks=self.clocks,
+                      hook_steps=self.hook_steps)
 
     def rank_reductions(self) -> tuple[RankReduction, ...]:
         import numpy as np
@@ -340,7 +343,7 @@ def of_tables(tables: Tables, folder: Path, files: tuple[FileIdentity, ...], ran
         notes=tables.notes, kernel_timing=tables.kernel_timing,
         pc_samples=tuple((k, i, s, n) for (k, i, s), n in tables.pc_samples.items()),
         stall_reasons=dict(tables.stall_reasons), had_timelines=bool(tables.timelines),
-        collectives=tables.collectives, clocks=tables.clocks,
+        collectives=tables.collectives, clocks=tables.clocks, hook_steps=tables.hook_steps,
         reductions=tuple(ReductionColumns(piece=PieceColumns(row=r.piece.row, gaps=r.piece.gaps,
                                                              block_start=_int64s(r.piece.blocks[0]),
                                                              block_end=_int64s(r.piece.blocks[1]),

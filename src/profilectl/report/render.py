@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from profilectl.report import units
+from profilectl.screen import assemble, text
 from profilectl.report.summary import Summary
 
 if TYPE_CHECKING:  # annotations only: `report` and `ls` need not import the planner
@@ -30,8 +31,8 @@ def _ns(value: float | None) -> str:
     return units.duration_ns(value, missing="-")
 
 
-def _mark(ok: bool) -> str:
-    return "[green]yes[/]" if ok else "[red]no[/]"
+def _mark(ok: bool) -> Text:
+    return text("yes", "green") if ok else text("no", "red")
 
 
 def _short(name: str, width: int = 80) -> str:
@@ -43,17 +44,18 @@ def env_report(console: Console, report: EnvReport) -> None:
     host = facts.host
     where = f"container ({host.container_evidence})" if host.in_container else "host"
     caps = ", ".join(c for c in host.effective_capabilities if c in ("SYS_ADMIN", "PERFMON", "SYS_PTRACE"))
-    console.print(f"[bold]profilectl env-check[/]  {host.hostname} · {where} · uid {host.uid} · "
-                  f"caps: {caps or 'none of SYS_ADMIN/PERFMON/SYS_PTRACE'}"
-                  f" · perf_event_paranoid {host.perf_event_paranoid if host.perf_event_paranoid is not None else '?'}"
-                  f" · probed in {facts.probe_seconds:.2f} s")
+    console.print(assemble(("profilectl env-check", "bold"),
+                           f"  {host.hostname} · {where} · uid {host.uid} · "
+                           f"caps: {caps or 'none of SYS_ADMIN/PERFMON/SYS_PTRACE'}"
+                           f" · perf_event_paranoid {host.perf_event_paranoid if host.perf_event_paranoid is not None else '?'}"
+                           f" · probed in {facts.probe_seconds:.2f} s"))
     gpus = Table(title="GPUs", title_justify="left")
     for column in ("#", "vendor", "arch", "family", "name", "memory", "source"):
         gpus.add_column(column)
     for g in facts.gpus:
         gpus.add_row(str(g.index), g.vendor, g.arch or "?", g.family or "-", g.name or "-", _bytes(g.memory_bytes), g.source)
     if not facts.gpus:
-        gpus.add_row("-", "-", "-", "-", "[yellow]no GPU found[/]", "-", "-")
+        gpus.add_row("-", "-", "-", "-", text("no GPU found", "yellow"), "-", "-")
     console.print(gpus)
 
     torch = facts.torch
@@ -65,7 +67,7 @@ def env_report(console: Console, report: EnvReport) -> None:
     for tool in facts.tools.values():
         tools.add_row(tool.name, tool.version or "-", tool.path)
     if not facts.tools:
-        tools.add_row("[yellow]no profiler found[/]", "-", "-")
+        tools.add_row(text("no profiler found", "yellow"), "-", "-")
     console.print(tools)
 
     capabilities = Table(title="Capabilities", title_justify="left")
@@ -84,21 +86,22 @@ def env_report(console: Console, report: EnvReport) -> None:
         fell = "; ".join(f"{f.backend}: {f.reason}" for f in choice.fallbacks if f.cause not in OTHER_MACHINE_CAUSES)
         other = [f.backend for f in choice.fallbacks if f.cause in OTHER_MACHINE_CAUSES]
         fell += ("; " if fell and other else "") + (f"not considered here: {', '.join(other)}" if other else "")
-        services.add_row(name, choice.backend or Text("none", style="red"), choice.reason, fell)
+        services.add_row(text(name), text(choice.backend) if choice.backend else text("none", "red"),
+                         text(choice.reason), text(fell))
     console.print(services)
     for note in facts.notes:
-        console.print(f"[yellow]note:[/] {note}")
+        console.print(assemble(("note:", "yellow"), f" {note}"))
 
 
 def plan(console: Console, planned: Plan) -> None:
-    console.print(f"[bold]plan[/] {planned.service} → backend [bold]{planned.backend}[/]: {planned.reason}",
-                  highlight=False)
+    console.print(assemble(("plan", "bold"), f" {planned.service} → backend ", (planned.backend, "bold"),
+                           f": {planned.reason}"))
     for fallback in planned.fallbacks:
         console.print(f"  fell back from {fallback.backend}: {fallback.reason}", markup=False)
     console.print(f"  run directory: {planned.run_dir} (not created: dry run)", markup=False)
     for phase in planned.phases:
         env = " ".join(f"{k}={v}" for k, v in phase.environment.items())
-        console.print(f"  [bold]{phase.backend}[/] writes {phase.raw_dir}/  env: {env or '-'}")
+        console.print(assemble("  ", (phase.backend, "bold"), f" writes {phase.raw_dir}/  env: {env or '-'}"))
         for path, text in phase.input_files.items():
             console.print(f"    {path}:", markup=False)
             for line in text.splitlines():
@@ -130,10 +133,10 @@ def outcome(console: Console, manifest: Manifest, summary: Summary, run_dir: str
     if not brief:
         report(console, summary, header=False)  # the closing line names the run
     colour = "green" if manifest.status == "ok" else "red"
-    console.print(Text.assemble(brief, (manifest.status, colour), f" {manifest.service} via {manifest.backend} in "
+    console.print(assemble(brief, (manifest.status, colour), f" {manifest.service} via {manifest.backend} in "
                                 f"{units.duration_s(manifest.wall_seconds or 0)} → {run_dir}"))
     if summary.perfetto_trace and not brief:  # in the run directory just named: said once
-        console.print(Text(f"  its Perfetto trace: {summary.perfetto_trace} (open in ui.perfetto.dev)"))
+        console.print(text(f"  its Perfetto trace: {summary.perfetto_trace} (open in ui.perfetto.dev)"))
 
 
 def runs_table(console: Console, listed: list[ListedRun], root: str) -> None:
@@ -141,14 +144,14 @@ def runs_table(console: Console, listed: list[ListedRun], root: str) -> None:
     narrow terminal the workload gives way first (cut with an ellipsis), then the columns the id
     already says (its date and service), then the backend."""
     colours = {"ok": "green", "running": "yellow"}
-    rows = [{"run": Text(run.run), "when (UTC)": Text(run.started_at.replace("T", " ")[:19] or "-"),
-             "service": Text(run.service), "backend": Text(run.backend),
-             "status": Text(run.status, style=colours.get(run.status, "red")),
-             "wall": Text(units.duration_s(run.wall_seconds, missing="-")),
-             "workload": Text(run.workload if not run.problem else run.problem)} for run in listed]
+    rows = [{"run": text(run.run), "when (UTC)": text(run.started_at.replace("T", " ")[:19] or "-"),
+             "service": text(run.service), "backend": text(run.backend),
+             "status": text(run.status, colours.get(run.status, "red")),
+             "wall": text(units.duration_s(run.wall_seconds, missing="-")),
+             "workload": text(run.workload if not run.problem else run.problem)} for run in listed]
     if not rows:
-        rows = [{"run": Text("-"), "when (UTC)": Text("-"), "service": Text("-"), "backend": Text("-"),
-                 "status": Text("no runs yet"), "wall": Text("-"), "workload": Text("-")}]
+        rows = [{"run": text("-"), "when (UTC)": text("-"), "service": text("-"), "backend": text("-"),
+                 "status": text("no runs yet"), "wall": text("-"), "workload": text("-")}]
     widths = {column: max(len(column), *(len(row[column]) for row in rows)) for column in rows[0]}
     shown = list(widths)
     workload_min = 12
@@ -179,7 +182,7 @@ def _matched_table(what: str, rows: Sequence[Any], top: int, time: str = "total"
     for column in ("calls A", "calls B", f"{time} A", f"{time} B", "speedup"):
         table.add_column(column, justify="right", no_wrap=True)
     for row in rows[:top]:
-        table.add_row(Text(_short(row.name)), units.number(row.calls_a), units.number(row.calls_b),
+        table.add_row(text(_short(row.name)), units.number(row.calls_a), units.number(row.calls_b),
                       _ns(getattr(row, f"{time}_ns_a")), _ns(getattr(row, f"{time}_ns_b")), units.speedup(row.speedup))
     return table
 
@@ -191,7 +194,8 @@ def comparison(console: Console, result: Comparison, top: int = 15) -> None:
         console.print(gate_line(result.gate), style=colour, markup=False, highlight=False, soft_wrap=True)
         for note in result.gate.notes:
             console.print(f"  {note}", markup=False, highlight=False)
-    console.print(f"[bold]A[/] {result.a}\n[bold]B[/] {result.b}", highlight=False)
+    console.print(assemble(("A", "bold"), f" {result.a}"))
+    console.print(assemble(("B", "bold"), f" {result.b}"))
     if result.warning:
         console.print(f"warning: {result.warning}", style="yellow", markup=False, highlight=False)
     if result.timing:
@@ -220,7 +224,7 @@ def comparison(console: Console, result: Comparison, top: int = 15) -> None:
         for column in ("rank", "GPU time A", "GPU time B", "speedup"):
             per_rank.add_column(column, justify="left" if column == "rank" else "right")
         for delta in result.ranks:
-            per_rank.add_row(delta.rank, _ns(delta.total_ns_a), _ns(delta.total_ns_b), units.speedup(delta.speedup))
+            per_rank.add_row(text(delta.rank), _ns(delta.total_ns_a), _ns(delta.total_ns_b), units.speedup(delta.speedup))
         console.print(per_rank)
     for label, only_rows in (("Only in A", result.only_in_a), ("Only in B", result.only_in_b)):
         if only_rows:
@@ -229,5 +233,5 @@ def comparison(console: Console, result: Comparison, top: int = 15) -> None:
             only.add_column("calls", justify="right")
             only.add_column("total", justify="right")
             for item in only_rows[:top]:
-                only.add_row(_short(item.name), f"{item.calls}", _ns(item.total_ns))
+                only.add_row(text(_short(item.name)), str(item.calls), _ns(item.total_ns))
             console.print(only)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from profilectl.analysis.diagnosis import Diagnosis
 from profilectl.analysis.roofline import RooflineResult
-from profilectl.analysis.timeline import TimelineAnalysis
+from profilectl.model.timeline import TimelineAnalysis
 from profilectl.countersets import aggregation, evaluate
 from profilectl.envreport import Fallback
 from profilectl.errors import FormatError
@@ -27,6 +27,7 @@ from profilectl.telemetry.model import PowerSummary
 
 if TYPE_CHECKING:
     from profilectl.analysis.reduce import RankReduction
+    from profilectl.analysis.steps import ProfilerCost
 
 # 2: totals.gpu_time_ns counts copies and memsets (kernel_time_ns and copy_time_ns apart); `imbalance`
 # is `kernel_time_spread` (most/least, not slowest/fastest); steps are host-side windows (docs/definitions.md)
@@ -482,7 +483,8 @@ def diagnosis_of(tables: Tables, timeline: TimelineAnalysis | None,
     """The diagnosis, and the timeline with its one-line verdict taken from the top finding (the
     `verdict` fields stay for readers of summary.json)."""
     from profilectl.analysis.diagnosis import diagnose
-    found = diagnose(tables.timelines, timeline, ranks, largest_copies(tables))
+    from profilectl.analysis.steps import profiler_cost
+    found = diagnose(tables.timelines, timeline, ranks, largest_copies(tables), profiler_cost(tables.hook_steps))
     return _with_verdicts(found, timeline)
 
 
@@ -507,12 +509,13 @@ def largest_copies(tables: Tables, count: int = 3) -> tuple[tuple[str, float], .
 
 
 def reduced_diagnosis(reduced: "Sequence[RankReduction]", ranks: tuple[RankSummary, ...],
-                      copies: tuple[tuple[str, float], ...] = ()) -> tuple[Diagnosis | None, TimelineAnalysis | None]:
+                      copies: tuple[tuple[str, float], ...] = (), cost: "ProfilerCost | None" = None
+                      ) -> tuple[Diagnosis | None, TimelineAnalysis | None]:
     """diagnosis_of, from the ranks' reductions instead of their events."""
     from profilectl.analysis.diagnosis import diagnose_reduced
     from profilectl.analysis.reduce import merge
     timeline, idle, stragglers = merge(reduced)
-    found = diagnose_reduced(idle, stragglers, timeline, ranks, copies)
+    found = diagnose_reduced(idle, stragglers, timeline, ranks, copies, cost)
     return _with_verdicts(found, timeline)
 
 
@@ -593,7 +596,8 @@ def build(tables: Tables, source: SourceInfo, derived: dict[str, str] | None = N
     if reduced is None:
         diagnosis, timeline = diagnosis_of(tables, timeline_of(tables), ranked)
     else:
-        diagnosis, timeline = reduced_diagnosis(reduced, ranked, largest_copies(tables))
+        from profilectl.analysis.steps import profiler_cost
+        diagnosis, timeline = reduced_diagnosis(reduced, ranked, largest_copies(tables), profiler_cost(tables.hook_steps))
     return Summary(
         source=source,
         totals=totals_of(kernels, copies),

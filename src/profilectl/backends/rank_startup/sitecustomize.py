@@ -301,6 +301,15 @@ class _RankProfiler:
             sys.stderr.write(f"profilectl: rank {self.rank}: could not stop its torch.profiler for the workload's: "
                              f"{exc}\n")
 
+    def _profiled_steps(self):
+        """[first, end) of the steps our torch.profiler recorded (None: not ours, or not known)."""
+        if not self.mine:
+            return None
+        if self.window.bounded:
+            return [self.window.first, self.window.last if self.window.last is not None else self.window.step]
+        first_steps = self.options.get("first_steps")
+        return [0, min(int(first_steps), self.window.step)] if first_steps else [0, self.window.step]
+
     def finish(self):
         if not self.started and not self.step_ends_ns:
             return  # a process of the job that neither imported torch nor marked a step: nothing to say
@@ -321,7 +330,8 @@ class _RankProfiler:
                       "steps": self.window.step, "step_ends_ns": self.step_ends_ns,
                       "ended_unix_ns": time.time_ns(), "failed_unix_ns": self.failed_unix_ns, "signal": self.signal,
                       "own_profiler_step": self.own_profiler_step, "own_traces": self.own_traces,
-                      "profiler_costs_s": {k: round(v, 6) for k, v in self.costs.items()} if self.mine else None}
+                      "profiler_costs_s": {k: round(v, 6) for k, v in self.costs.items()} if self.mine else None,
+                      "profiled_steps": self._profiled_steps()}
             path = os.path.join(self.status_dir, f"rank-{self.rank}-{self.host}-{self.pid}.status.json")
             # a reader never sees half a file: a new temporary (an unpredictable name, never through a
             # link: files.write_into's rule, with the standard library alone), then renamed
@@ -609,7 +619,8 @@ class _AfterTorchImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 def _main():
     _chain_shadowed_sitecustomize()
     rank = _rank()
-    _debug(f"argv {sys.argv[:2]}: rank {rank}")
+    # the program's name only: its arguments may hold secrets (profilectl redacts what it writes)
+    _debug(f"program {os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else '?'}: rank {rank}")
     if rank is None:
         return
     out_dir = os.environ.get("PROFILECTL_TORCH_OUT")

@@ -11,6 +11,7 @@ from rich.text import Text
 from profilectl.report import units
 from profilectl.report.document import Document, Finding, Section, TableBlock
 from profilectl.report.renderers.common import HEADLINE, cell, human_columns, numeric, row_limit, shown_title
+from profilectl.screen import assemble, text
 
 WIDE_TERMINAL = 120  # below this, "wide" columns (min/max/std) are left out so names stay readable
 NAME_WIDTH = 80
@@ -21,12 +22,12 @@ def render(console: Console, document: Document, top: int = 10, header: bool = T
     """Every section; `header`: the title and metadata first; `skip`: section keys left out (a
     finished run's own report leaves its story to the closing line)."""
     if header:
-        console.print(Text(document.title, style="bold"))
-        for label, text in document.metadata:
-            console.print(indented(Text(f"{label}: {text}"), 2))
+        console.print(text(document.title, "bold"))
+        for label, value in document.metadata:
+            console.print(indented(text(f"{label}: {value}"), 2))
     if document.headline:
-        console.print(Text(HEADLINE, style="bold"))
-        console.print(indented(Text(document.headline), 2))
+        console.print(text(HEADLINE, "bold"))
+        console.print(indented(text(document.headline), 2))
     for section in document.sections:
         if section.key not in skip:
             _section(console, section, top)
@@ -37,7 +38,7 @@ def _section(console: Console, section: Section, top: int) -> None:
     # a section whose first table carries its title: the table heads it, its lines follow (a legend)
     titled = bool(tables) and (tables[0].title or section.title) == section.title
     if not titled and (section.notes or section.findings):
-        console.print(Text(section.title, style="bold"))
+        console.print(text(section.title, "bold"))
         _lines(console, section)
     for table in tables:
         console.print(rich_table(table, section.title, top, console.width))
@@ -49,21 +50,21 @@ def _lines(console: Console, section: Section) -> None:
     for finding in section.findings:
         _finding(console, finding)
     for note in section.notes:
-        console.print(indented(Text(note), 2))
+        console.print(indented(text(note), 2))
 
 
-def indented(text: Text, by: int) -> Padding:
+def indented(line: Text, by: int) -> Padding:
     """A line that keeps its indent when the terminal wraps it (a printed "  note" wraps to column 0)."""
-    return Padding(text, (0, 0, 0, by), expand=False)
+    return Padding(line, (0, 0, 0, by), expand=False)
 
 
 def _finding(console: Console, finding: Finding) -> None:
     scope = f" ({finding.scope})" if finding.scope else ""
-    console.print(Text.assemble(("  ● ", "yellow"), (f"{finding.verdict}{scope}: ", "bold"), finding.sentence))
+    console.print(assemble(("  ● ", "yellow"), (f"{finding.verdict}{scope}: ", "bold"), finding.sentence))
     for line in finding.evidence:
-        console.print(indented(Text(line), 6))
+        console.print(indented(text(line), 6))
     if finding.next_step:
-        console.print(indented(Text(f"next: {finding.next_step}"), 6))
+        console.print(indented(text(f"next: {finding.next_step}"), 6))
 
 
 def rich_table(table: TableBlock, fallback_title: str, top: int, width: int) -> Table:
@@ -76,15 +77,15 @@ def rich_table(table: TableBlock, fallback_title: str, top: int, width: int) -> 
     natural = {i: max([len(table.columns[i].title), *map(len, cells[i])]) for i in shown}
     if sum(natural.values()) + 3 * len(shown) + 1 > width:  # too wide: the wide columns give way first
         shown = [i for i in shown if table.columns[i].show != "wide"]
-    out = Table(title=shown_title(table, fallback_title, top), title_justify="left")
+    out = Table(title=text(shown_title(table, fallback_title, top)), title_justify="left")
     for position, index in enumerate(shown):
         column = table.columns[index]
         if numeric(table, index):
-            out.add_column(column.title, justify="right", no_wrap=True)
+            out.add_column(text(column.title), justify="right", no_wrap=True)
         elif position == 0:
-            out.add_column(column.title, overflow="ellipsis", min_width=min(24, natural[index]), ratio=1)
+            out.add_column(text(column.title), overflow="ellipsis", min_width=min(24, natural[index]), ratio=1)
         else:
-            out.add_column(column.title, overflow="ellipsis")
-    for number in range(len(rows)):
-        out.add_row(*[Text(cells[i][number]) for i in shown])
+            out.add_column(text(column.title), overflow="ellipsis")
+    for number in range(len(rows)):  # every cell is data: never markup, no control character
+        out.add_row(*[text(cells[i][number]) for i in shown])
     return out

@@ -30,6 +30,19 @@ def diagnosis_section(summary: "Summary") -> Section | None:
     if diagnosis is not None:
         findings += diagnosis.findings
         notes.append(f"the steady-state verdict covers {diagnosis.scope}")
+        from profilectl.analysis.diagnosis import figures_of
+        steady_rows = [(rank.rank, rank.scope.split(" (")[0], rank.steady_span_ns, rank.steady_idle_ns, f.busy_percent,
+                        f.exposed_ns, 100.0 * f.exposed_share, f.copy_ns, 100.0 * f.copy_share)
+                       for rank in diagnosis.ranks if rank.steady_span_ns for f in [figures_of(rank)]]
+        if steady_rows:  # what every steady verdict is judged on (a job's: the mean of these rows)
+            tables.append(TableBlock(
+                key="steady_state", title="Steady state per rank (what the verdicts are judged on)",
+                columns=(Column("rank", "Rank"), Column("scope", "Steps"), Column("span_ns", "Span", "ns", "sum"),
+                         Column("idle_ns", "GPU idle", "ns", "sum"), Column("busy_percent", "GPU busy", "percent"),
+                         Column("exposed_ns", "Exposed comm", "ns", "sum"),
+                         Column("exposed_percent", "Exposed % of span", "percent"),
+                         Column("copy_ns", "Copies", "ns", "sum"), Column("copy_percent", "Copies % of busy", "percent")),
+                rows=tuple(steady_rows), shown=16))
         cause_rows = []
         for rank in diagnosis.ranks:
             for scope, causes in (("steady", rank.steady), ("whole run", rank.whole)):

@@ -7,7 +7,7 @@ import dataclasses
 import statistics
 from typing import Any
 
-from profilectl.analysis.timeline import TimelineAnalysis, TimelineRow
+from profilectl.model.timeline import TimelineAnalysis, TimelineRow
 from profilectl.report.document import Chart, Column, Section
 from profilectl.report.sections.common import table_of
 from profilectl.report.summary import Summary
