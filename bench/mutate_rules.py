@@ -62,7 +62,7 @@ FORMULAS = [
      "lead = int(statistics.median(others))", "the straggler's lead is the others' wait less its own"),
     ("analysis/timeline.py", "return np.where(linked, t.api_start[order][at], t.start)", "return t.start",
      "what a window launched is by launch correlation"),
-    ("report/summary.py", "gpu_time_ns=kernel_ns + copy_ns", "gpu_time_ns=kernel_ns", "GPU time counts copies"),
+    ("read/summary.py", "gpu_time_ns=kernel_ns + copy_ns", "gpu_time_ns=kernel_ns", "GPU time counts copies"),
     ("report/compare.py", "ka, kb = _keyed(a.kernels + a.memory_copies, key), _keyed(b.kernels + b.memory_copies, key)",
      "ka, kb = _keyed(a.kernels, key), _keyed(b.kernels, key)", "compare counts copies"),
     ("model/collectives.py", "return GPU_WORDS[0] in lowered or GPU_WORDS[1] in lowered",

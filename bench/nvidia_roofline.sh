@@ -34,7 +34,7 @@ ls -la /tmp/rt-all/*/ /tmp/rt-one/*/ >>"$LOG" 2>&1
 python3 - /tmp/rt-all/*/summary.json "$OUT/roofline.html" >>"$LOG" 2>&1 <<'PY'
 import sys
 from pathlib import Path
-from profilectl.report.summary import Summary
+from profilectl.read.summary import Summary
 from profilectl.report.sections.roofline import roofline_section
 from profilectl.report.roofline_chart import roofline_html
 section = roofline_section(Summary.read(Path(sys.argv[1])))

@@ -3,7 +3,7 @@
 # Debian's package archive, then `docker import`. The image carries Python with the controller's
 # dependencies and the ROCm user-space tools Debian ships (rocminfo, rocm-smi), so building
 # docker/Dockerfile on top of it needs no network at all. Where a registry is reachable, the
-# normal base is a pulled ROCm/PyTorch image instead (README: "Images").
+# normal base is a pulled ROCm/PyTorch image instead (docs/containers.md: "Images").
 #
 # The first way this machine allows, said in one line and kept in the image's label
 # profilectl.builder:
@@ -16,18 +16,26 @@
 # unshare|fakechroot|debootstrap picks one way (its tools still have to be there).
 #
 # usage: docker/offline-base/build.sh [TAG]          build TAG (default profilectl-base:bookworm)
+#        docker/offline-base/build.sh --torch [TAG]  the same with Debian's PyTorch (python3-torch 1.13,
+#                                                    CPU only), so `trace` runs a PyTorch script under
+#                                                    torch.profiler (default profilectl-base:bookworm-torch)
 #        docker/offline-base/build.sh --check [TAG]  exit 0 when TAG is up to date, 1 when it would be built
 #        docker/offline-base/build.sh --needs        print the Debian packages this user lacks to build
 #                                                    (nothing when none), exit 0
 set -euo pipefail
 mode=build
-case "${1:-}" in --check) mode=check; shift ;; --needs) mode=needs; shift ;; esac
-tag="${1:-profilectl-base:bookworm}"
+torch=0
+while [ $# -gt 0 ]; do
+  case "$1" in --check) mode=check; shift ;; --needs) mode=needs; shift ;; --torch) torch=1; shift ;; *) break ;; esac
+done
+default_tag=profilectl-base:bookworm; [ "$torch" = 1 ] && default_tag=profilectl-base:bookworm-torch
+tag="${1:-$default_tag}"
 suite="${SUITE:-bookworm}"
 mirror="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 # The controller's dependencies (profilectl's floors are these Debian versions: rich 13.3.1,
 # PyYAML 6.0, dacite 1.8.0), NumPy for the CPU workload, and Debian's ROCm user-space tools.
 packages="python3,python3-yaml,python3-rich,python3-dacite,python3-numpy,libopenblas0-pthread,procps,ca-certificates,rocminfo,rocm-smi,libcap2-bin"
+[ "$torch" = 0 ] || packages="$packages,python3-torch"
 say() { echo "build.sh: $*" >&2; }
 
 # Debian puts debootstrap and friends in /usr/sbin, which is not on a normal user's PATH.

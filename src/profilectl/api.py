@@ -68,11 +68,20 @@ class Run:
     def table(self, key: str) -> "pl.DataFrame":
         return self.tables.get(key, _polars().DataFrame())
 
+    def _annotations(self) -> "pl.DataFrame":
+        """User ranges and profiler steps together, as API version 1 has them (the report shows them apart)."""
+        parts = [frame for frame in (self.table("annotations"), self.table("profiler_steps")) if frame.height]
+        return _polars().concat(parts, how="diagonal_relaxed") if len(parts) > 1 else parts[0] if parts else \
+            _polars().DataFrame()
+
     kernels = property(lambda self: self.table("kernels"), doc="name, calls, total_ns, mean_ns, min_ns, max_ns, "
                        "std_ns, percent: one row per kernel, heaviest first")
-    operators = property(lambda self: self.table("operators"), doc="torch.profiler's CPU operators (self_ns too)")
-    annotations = property(lambda self: self.table("annotations"), doc="record_function ranges and ProfilerStep#N "
+    operators = property(lambda self: self.table("operators"), doc="torch.profiler's CPU operators, heaviest self "
+                         "time first: self_ns, percent (of the sum of self times), total_ns (inclusive)")
+    annotations = property(lambda self: self._annotations(), doc="record_function ranges and ProfilerStep#N "
                            "per rank: calls, total_ns, self_ns, gpu_ns (GPU time launched inside), min_ns, max_ns")
+    user_ranges = property(lambda self: self.table("annotations"), doc="annotations without the ProfilerStep#N rows")
+    profiler_steps = property(lambda self: self.table("profiler_steps"), doc="the ProfilerStep#N rows alone")
     api_calls = property(lambda self: self.table("api"), doc="runtime API calls (hipLaunchKernel, cudaMalloc, ...)")
     copies = property(lambda self: self.table("memory_copies"), doc="memory copies and sets")
     counters = property(lambda self: self.table("counters"), doc="kernel, then one column per counter/metric")
@@ -168,7 +177,11 @@ def open(path: str | Path, *, range_name: str | None = None, steps: str | None =
          step_mark: str | None = None) -> Run:
     """A run directory, a SLURM job directory, or any folder or file rocprofv3, rocprof, ncu or
     torch.profiler wrote: the same reading as `profilectl report` (profilectl.open, as the issue
-    names it). range_name / steps ("A:B") / step_mark: as `report --range / --steps / --step-mark`."""
+    names it); as there, a run id as `ls` prints it or `latest` is a run of the traces folder.
+    range_name / steps ("A:B") / step_mark: as `report --range / --steps / --step-mark`."""
+    from profilectl.read.listing import find_run
+    from profilectl.runs import default_traces_root
+    path = find_run(str(path), default_traces_root())
     if range_name is not None or steps is not None or step_mark is not None:
         from profilectl.analysis.windows import WindowRequest, parse_steps
         from profilectl.read.load import load_window
@@ -193,8 +206,9 @@ class Compared:
 
     kernels = property(lambda self: self._frame(self.result.kernels, _compare_types()["Matched"]),
                        doc="name, calls_a, calls_b, total_ns_a, total_ns_b, delta_ns, speedup (largest change first)")
-    operators = property(lambda self: self._frame(self.result.operators, _compare_types()["Matched"]),
-                         doc="the same for CPU operators")
+    operators = property(lambda self: self._frame(self.result.operators, _compare_types()["MatchedOperator"]),
+                         doc="CPU operators: calls_a/b, self_ns_a/b, total_ns_a/b (inclusive), delta_ns and "
+                             "speedup of self time")
     ranks = property(lambda self: self._frame(self.result.ranks, _compare_types()["RankDelta"]),
                      doc="rank, total_ns_a, total_ns_b, speedup")
     only_in_a = property(lambda self: self._frame(self.result.only_in_a, _compare_types()["OnlyIn"]))
@@ -207,8 +221,9 @@ class Compared:
 
 
 def _compare_types() -> dict[str, type]:
-    from profilectl.report.compare import Matched, OnlyIn, RankDelta, TimingDelta
-    return {"Matched": Matched, "OnlyIn": OnlyIn, "RankDelta": RankDelta, "TimingDelta": TimingDelta}
+    from profilectl.report.compare import Matched, MatchedOperator, OnlyIn, RankDelta, TimingDelta
+    return {"Matched": Matched, "MatchedOperator": MatchedOperator, "OnlyIn": OnlyIn, "RankDelta": RankDelta,
+            "TimingDelta": TimingDelta}
 
 
 def compare(a: "Run | str | Path", b: "Run | str | Path", match: str = "exact", metric: str | None = None,
@@ -251,6 +266,6 @@ def run(service: str, args: Sequence[str] = (), *, stream_output: bool = True) -
         return prepared.plan.redacted()
     from profilectl.runner import terminal_streams
     streams = terminal_streams(quiet_stdout=False) if stream_output else (None, None)
-    outcome = commands.execute_prepared(prepared, streams)
+    outcome = commands.execute_prepared(prepared, streams, quiet=parsed.quiet)
     return RunResult(exit_code=outcome.exit_code, status=outcome.status, message=outcome.message,
                      run_dir=outcome.run_dir)

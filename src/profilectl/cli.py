@@ -7,7 +7,9 @@ tracebacks are for bugs only.
 from __future__ import annotations
 
 import argparse
+import difflib
 import errno
+import re
 import sys
 from typing import Any, Callable, NoReturn
 
@@ -30,7 +32,31 @@ BACKEND_HELP = "force one backend (rocprofv3, rocprof, ncu, torch, nsys, timing)
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # one line, exit 2 (argparse prints the whole usage)
-        self.exit(errors.USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        self.exit(errors.USAGE, f"{self.prog}: error: {message}{_did_you_mean(message)} (see {self.prog} --help)\n")
+
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
+        """argparse's, with "did you mean" for a mistyped option (`--fromat`: `--format`), named
+        against the options of the command it was given to."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            command = getattr(parsed, "command", None)
+            chosen = _subparser(self, command) if command else self
+            options = [o for action in chosen._actions for o in action.option_strings]
+            hints = [f"{close[0]} for {word.split('=', 1)[0]}" for word in extras if word.startswith("-")
+                     for close in [difflib.get_close_matches(word.split("=", 1)[0], options, n=1, cutoff=0.6)] if close]
+            chosen.error(f"unrecognized arguments: {' '.join(extras)}" + (f"; did you mean {', '.join(hints)}?"
+                                                                           if hints else ""))
+        return parsed
+
+
+def _did_you_mean(message: str) -> str:
+    """argparse's "invalid choice: 'htm' (choose from 'table', 'html', ...)": the closest choice."""
+    found = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+    if not found:
+        return ""
+    choices = re.findall(r"'([^']*)'", found.group(2))
+    close = difflib.get_close_matches(found.group(1), choices, n=1, cutoff=0.5)
+    return f"; did you mean {close[0]}?" if close else ""
 
 
 def _repeat(text: str) -> int | None:
@@ -72,6 +98,9 @@ def _measuring(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
                         "as that user and never hands it root's capabilities; docs/threat-model.md)")
     p.add_argument("--no-sample", action="store_true",
                    help="do not sample GPU power, memory, clocks, temperature, utilisation (telemetry.csv)")
+    p.add_argument("--quiet", "-q", action="store_true",
+                   help="do not echo the workload's output (it is kept in the run's stdout.log and stderr.log; a "
+                        "failed run shows the last lines of stderr.log)")
     p.add_argument("workload", nargs=argparse.REMAINDER,
                    help="the program to profile, after -- (default: $PROFILECTL_WORKLOAD or the built-in matmul)")
     return p
@@ -179,7 +208,7 @@ def _merge_trace_options(merge: argparse.ArgumentParser) -> None:
 
 
 def _env_check_options(env: argparse.ArgumentParser) -> None:
-    env.add_argument("--json", action="store_true", help="the EnvReport as JSON (stable keys, see README)")
+    env.add_argument("--json", action="store_true", help="the EnvReport as JSON (stable keys: docs/contracts.md)")
     env.add_argument("--deep", action="store_true", help="also run the real profiler once to test counters live")
     env.add_argument("--require", choices=sorted(commands.REQUIRE_CHOICES), help="exit 3 if this capability is unavailable")
     env.add_argument("--root", metavar="DIR", help="probe this root file system instead of / (tests, chroots)")
@@ -398,7 +427,7 @@ def main(argv: list[str] | None = None) -> int:
             return commands.env_check(args.json, args.deep, args.require, args.root, args.path)
         if args.command in ("profile", "counters", "trace"):
             return commands.measure(args.command, args.workload, dry_run=args.dry_run, as_json=args.json,
-                                    **measure_options(args))
+                                    quiet=args.quiet, **measure_options(args))
         if args.command == "ls":
             return commands.ls(args.traces_dir, args.json)
         if args.command == "report":

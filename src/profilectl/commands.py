@@ -71,6 +71,12 @@ def _print_json(payload: Any) -> None:
     sys.stdout.write(json.dumps(payload, indent=2, default=str) + "\n")
 
 
+def run_path(text: str) -> str:
+    """A run as the user gave it: a path, a run id as `ls` prints it, or `latest` (listing.find_run)."""
+    from profilectl.read.listing import find_run
+    return str(find_run(text, _runs().default_traces_root()))
+
+
 def shown_path(run_dir: Path) -> str:
     """In a container the run directory is under /workspace/traces; say where it is on the host."""
     on_host = os.environ.get("PROFILECTL_TRACES_ON_HOST")
@@ -165,7 +171,7 @@ def measure(service: str, workload: list[str], *, backend: str | None, dry_run: 
             preset: str = "lightweight", clock_control: str = "base", bounds: dict[str, Any] | None = None,
             include_collectives: bool = False, sample: bool = True, attach: int | None = None,
             duration: float | None = None, ranks: str | None = None, redact: bool = True,
-            torch_pass: str = "auto", as_root: bool = False) -> int:
+            torch_pass: str = "auto", as_root: bool = False, quiet: bool = False) -> int:
     prepared = prepare(service, workload, backend=backend, timeout=timeout, traces_dir=traces_dir,
                        env_items=env_items, serialize=serialize, repeat=repeat, warmup=warmup, torch_pass=torch_pass,
                        counter_set=counter_set, fallback=fallback, preset=preset, clock_control=clock_control,
@@ -185,7 +191,7 @@ def measure(service: str, workload: list[str], *, backend: str | None, dry_run: 
     # From here a signal stops the run (the runner's handlers) or cuts the printing of its result
     # short, never profilectl itself: the exit code is always the one the final manifest holds.
     with held_signals() as held:
-        outcome = execute_prepared(prepared, terminal_streams(quiet_stdout=as_json))
+        outcome = execute_prepared(prepared, terminal_streams(quiet_stdout=as_json), quiet=quiet)
         if as_json:
             text = json.dumps({"exit_code": outcome.exit_code, "status": outcome.status, "message": outcome.message,
                                "run_dir": str(outcome.run_dir), "manifest": outcome.manifest.to_dict(),
@@ -199,6 +205,8 @@ def measure(service: str, workload: list[str], *, backend: str | None, dry_run: 
         # Bounded: a reader that stopped reading gets the result for a while, then profilectl ends anyway.
         printed = deliver(1, text, held)
         if outcome.exit_code != errors.OK:
+            if quiet:  # the workload's last words, which --quiet kept off the terminal
+                deliver(2, _log_tail(outcome.run_dir / "stderr.log"), held)
             deliver(2, f"profilectl: {outcome.status}: {outcome.message}\n", held)
         if not printed and not writer(1).broken:  # a reader that left (`| head`) chose to; one that stalled is told
             deliver(2, f"profilectl: stdout did not take the result (the run is complete: {outcome.run_dir})\n",
@@ -270,11 +278,23 @@ def prepare(service: str, workload: list[str], *, backend: str | None, timeout: 
     return Prepared(plan, facts, task, job_dir)
 
 
-def execute_prepared(prepared: Prepared, streams: Any, update_job: bool = True) -> "Outcome":
+def _log_tail(path: Path, lines: int = 10) -> str:
+    """The last lines of a run's log, for a failed --quiet run (empty when there are none)."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(max(0, fh.seek(0, os.SEEK_END) - 64 * 1024))
+            tail = fh.read().decode(errors="replace").splitlines()[-lines:]
+    except OSError:
+        return ""
+    return "".join(f"  {line}\n" for line in tail) if tail else ""
+
+
+def execute_prepared(prepared: Prepared, streams: Any, update_job: bool = True, quiet: bool = False) -> "Outcome":
     """Run a prepared plan (the run directory, the processes, the summary); a SLURM task's job
-    manifest is updated after it unless the caller does that itself."""
+    manifest is updated after it unless the caller does that itself. `quiet`: the workload's output
+    to its logs only."""
     from profilectl import execute
-    outcome = execute.run(prepared.plan, _env_report(prepared.facts), streams)
+    outcome = execute.run(prepared.plan, _env_report(prepared.facts), streams, quiet=quiet)
     if prepared.task and prepared.job_dir:
         _write_partial(outcome, prepared.task)
     if update_job and prepared.task and prepared.job_dir:
@@ -365,6 +385,7 @@ def report(path: str, fmt: str, output: str | None, top: int, force: bool = Fals
            on_cluster: bool = False, nodes: str | None = None, dry_run: bool = False, reduce_here: bool = False) -> int:
     if top < 1:
         raise errors.UsageError("--top must be at least 1")
+    path = run_path(path)
     how = report_job_options(path, raw, on_cluster, nodes, dry_run, reduce_here, output=output)
     if isinstance(how, int):
         return how
@@ -382,7 +403,8 @@ def _report_with(path: str, fmt: str, output: str | None, top: int, force: bool,
         return report_csv_files(Path(path), output, force)
     if fmt in ("parquet", "sqlite"):
         return report_files(Path(path), fmt, output, force)
-    if not output and cached:  # printed before from the same files, code and settings: printed again as it was
+    page_to_file = fmt == "html" and sys.stdout.isatty()  # written to a file (_report), nothing printed to keep
+    if not output and cached and not page_to_file:  # printed before from the same files, code and settings: again
         from profilectl.report import render_cache
         cache_key = render_cache.key(path, fmt, top)
         if cache_key is not None:
@@ -416,7 +438,7 @@ def report_window(path: str, fmt: str, output: str | None, top: int, force: bool
                                 step_mark=step_mark)
     except errors.FormatError as exc:
         raise errors.UsageError(str(exc)) from None
-    _report(path, fmt, output, top, force, window=request)
+    _report(run_path(path), fmt, output, top, force, window=request)
     return errors.OK
 
 
@@ -441,12 +463,26 @@ def _report(path: str, fmt: str, output: str | None, top: int, force: bool, wind
     text = {"json": lambda: export.to_json(summary),
             "md": lambda: export.to_markdown(summary, top), "html": lambda: html.to_html(summary, max(top, 15)),
             "table": lambda: export.to_markdown(summary, top)}[fmt]()
+    if fmt == "html" and not output and sys.stdout.isatty():  # a page, not text to read: a file, said where
+        page = _new_name(Path(f"{Path(path).resolve().name or 'report'}.report.html"))
+        write_output(page, text, False, inputs=[Path(path), *map(Path, summary.source.files)])
+        say(f"wrote {page}: a self-contained page, open it in a browser (-o FILE names it; piped, the HTML is printed)")
+        return summary
     if output:
         write_output(Path(output), text, force, inputs=[Path(path), *map(Path, summary.source.files)])
         say(f"wrote {output}")
     else:
         screen.write(text)  # on a terminal, the trace's names cannot drive it
     return summary
+
+
+def _new_name(wanted: Path) -> Path:
+    """`wanted`, or NAME-2.html, NAME-3.html ... where it exists: a file never written over unasked."""
+    candidate, number = wanted, 1
+    while candidate.exists() or candidate.is_symlink():
+        number += 1
+        candidate = wanted.with_name(f"{wanted.name.removesuffix('.html')}-{number}.html")
+    return candidate
 
 
 def csv_targets(output: str, names: list[str]) -> dict[str, Path]:
@@ -562,7 +598,7 @@ def query(path: str, sql: str, fmt: str, timeout_s: float | None = None, memory_
     from profilectl.report.query import Budget, opened
     from profilectl.report.sections import build_document
     budget = Budget.of(timeout_s, memory_mb)  # a bad value is one line before anything is read
-    with opened(build_document(load.load(Path(path))), sql, budget) as result:
+    with opened(build_document(load.load(Path(run_path(path)))), sql, budget) as result:
         {"json": _query_json, "csv": _query_csv}.get(fmt, _query_table)(result)
     return errors.OK
 
@@ -603,8 +639,8 @@ def _query_table(result: Any) -> None:
         count += 1
         if count <= QUERY_TABLE_ROWS:
             shown.append(row)
-    title = f"{count:,} row(s)" if count <= QUERY_TABLE_ROWS else \
-        f"the first {QUERY_TABLE_ROWS:,} of {count:,} rows (--format csv or json prints every row)"
+    title = f"{count} row(s)" if count <= QUERY_TABLE_ROWS else \
+        f"the first {QUERY_TABLE_ROWS} of {count} rows (--format csv or json prints every row)"
     table = Table(title=title, title_justify="left")
     for index, column in enumerate(result.columns):
         numbers = any(isinstance(r[index], (int, float)) for r in shown)
@@ -675,6 +711,7 @@ def compare(path_a: str, path_b: str, fmt: str, top: int, match: str = "exact", 
     threshold = parse_threshold(fail_if_slower) if fail_if_slower is not None else None  # before any reading
     if metric is not None:
         parse_metric(metric)
+    path_a, path_b = run_path(path_a), run_path(path_b)
     base, new = _load(Path(path_a), quiet=fmt == "json"), _load(Path(path_b), quiet=fmt == "json")
     result = compare_summaries(base, new, match)
     if threshold is not None or metric is not None:
@@ -712,7 +749,7 @@ def merge_trace(path: str, output: str | None, steps: str | None, max_mb: float,
     from profilectl.request import parse_bounds
     merged_trace.check_max_mb(max_mb)  # before anything is read
     window = parse_bounds(steps=steps).steps if steps is not None else None
-    source = Path(path)
+    source = Path(run_path(path))
     target = Path(output) if output else Path(f"{source.resolve().name}.merged.trace.json.gz")
     check_output(target, force)
     from profilectl.files import NotARegularFile

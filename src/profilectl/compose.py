@@ -168,6 +168,8 @@ def run_service(service: str, service_args: list[str], vendor: str | None, build
     _, DockerException = _whales()
     traces = prepare_host_folders(repo)
     os.environ.update(compose_environment())
+    # the service names its run directory by this host path (PROFILECTL_TRACES_ON_HOST): the real one
+    os.environ.setdefault("PROFILECTL_TRACES_HOST_DIR", str(traces))
     os.environ.setdefault("BUILDX_BUILDER", "default")  # a locally tagged base needs the default builder
     docker = client(repo, vendor)
     try:
@@ -175,8 +177,12 @@ def run_service(service: str, service_args: list[str], vendor: str | None, build
             raise DockerProblem("Docker Compose v2 is missing: install the compose plugin (tools/install-host-deps does)")
         config = docker.compose.config()
         image = config.services[service].image
+        wanted = os.environ.get("PROFILECTL_BASE_IMAGE")
         if build or not docker.image.exists(image):
-            echo(f"building {image} (base {os.environ.get('PROFILECTL_BASE_IMAGE') or 'default ROCm image'})")
+            echo(f"building {image} (base {wanted or 'default ROCm image'})")
+            _build(docker, service, image)
+        elif wanted and (built_on := base_of(docker, image)) != wanted:  # else the old image ran, silently
+            echo(f"rebuilding {image}: it was built on {built_on or 'another base'}, PROFILECTL_BASE_IMAGE is {wanted}")
             _build(docker, service, image)
         before = set(p.name for p in traces.iterdir())
         code = run_one_shot([*docker.compose.docker_compose_cmd], service, service_args, vendor)
@@ -185,10 +191,22 @@ def run_service(service: str, service_args: list[str], vendor: str | None, build
                             f"{last_line(exc.stderr or '') or 'no message'}") from None
     except FileNotFoundError:
         raise DockerProblem("the docker command is not installed") from None
-    new = sorted(set(p.name for p in traces.iterdir()) - before)
-    for name in new:
-        echo(f"run directory {traces / name}")
+    if code not in (0, 1):  # the service's own closing line names its run; one stopped early may not have
+        for name in sorted(set(p.name for p in traces.iterdir()) - before):
+            echo(f"run directory {traces / name}")
     return code
+
+
+BASE_LABEL = "profilectl.base-image"  # docker/Dockerfile: the base the image was built on
+
+
+def base_of(docker: Any, image: str) -> str | None:
+    """The base image `image` was built on (its label), None when it does not say."""
+    try:
+        labels = docker.image.inspect(image).config.labels or {}
+    except Exception:  # an engine that answers oddly: treat the base as unknown
+        return None
+    return labels.get(BASE_LABEL) or None
 
 
 def last_line(text: str) -> str:

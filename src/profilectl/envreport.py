@@ -1,7 +1,7 @@
 """EnvReport: the machine's Facts and what each capability and service would do with them.
 
 This is `env-check --json` and every run's env.json. The key layout is a stable contract
-(README.md); bump facts.SCHEMA_VERSION when a key is removed or renamed.
+(docs/contracts.md); bump facts.SCHEMA_VERSION when a key is removed or renamed.
 """
 
 from __future__ import annotations

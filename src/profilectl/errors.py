@@ -1,4 +1,4 @@
-"""Exit codes (the contract in README.md) and the errors that carry them.
+"""Exit codes (the contract in docs/contracts.md) and the errors that carry them.
 
 Every failure a user can cause or meet ends as one line on stderr and one of these codes; the CLI
 catches ProfilectlError at the top, so nothing below it prints tracebacks for expected failures.

@@ -11,6 +11,7 @@ import csv
 import dataclasses
 import errno
 import os
+import re
 import signal
 import socket
 import sys
@@ -81,7 +82,10 @@ def start_manifest(plan: Plan, report: EnvReport, started: str) -> Manifest:
         notes=plan.notes)
 
 
-def run(plan: Plan, report: EnvReport, echo: tuple[BinaryIO | None, BinaryIO | None] = (None, None)) -> Outcome:
+def run(plan: Plan, report: EnvReport, echo: tuple[BinaryIO | None, BinaryIO | None] = (None, None),
+        quiet: bool = False) -> Outcome:
+    """`echo`: where the workload's output and profilectl's own lines go; `quiet`: the workload's
+    output to its logs only (stdout.log, stderr.log)."""
     proposed = Path(plan.run_dir)
     became, became_note = _become_owner(plan, proposed.parent)
     run_dir = runs.create_run_dir(proposed.parent, plan.service, first=proposed)
@@ -116,7 +120,8 @@ def run(plan: Plan, report: EnvReport, echo: tuple[BinaryIO | None, BinaryIO | N
             os.close(run_fd)
         raise
     try:
-        with Runner(run_dir, *echo, timeout_s=plan.request.timeout_s, redact=plan.request.redact) as runner:
+        with Runner(run_dir, *echo, timeout_s=plan.request.timeout_s, redact=plan.request.redact,
+                    quiet=quiet) as runner:
             sampler = Sampler.start(plan.sampling, run_dir)  # GPU power and memory while the steps run
             try:
                 ending = _run_and_read(plan, report.facts, run_dir, runner, sampler)
@@ -186,6 +191,7 @@ class _Ending:
     results: list[StepResult]
     notes: tuple[str, ...] = ()
     error: BaseException | None = None  # re-raised after the final manifest is written
+    replaced: tuple[str, ...] = ()  # plan notes that `notes` say again with the outcome (said once)
 
 
 def _run_and_read(plan: Plan, facts: Facts, run_dir: Path, runner: Runner, sampler: Sampler) -> _Ending:
@@ -194,6 +200,7 @@ def _run_and_read(plan: Plan, facts: Facts, run_dir: Path, runner: Runner, sampl
     phases: list[PhaseOutcome] = []
     results: list[StepResult] = []
     sizing_notes: list[str] = []  # how the repeats were sized, and a `when: cheap` phase left out
+    replaced: list[str] = []  # the plan's notes that the sizing notes say again, with the outcome
     empty = Summary(source=SourceInfo(kind="profilectl-run", path=str(run_dir)))
     writing = "the run's files"  # what a full disk interrupted, for the message
     try:
@@ -213,6 +220,7 @@ def _run_and_read(plan: Plan, facts: Facts, run_dir: Path, runner: Runner, sampl
                 if all(r.returncode == 0 for r in phase_results) and \
                         (sized := sized_steps(plan, phase, facts, phase_results)) is not None:
                     sizing_notes.append(sized.note)
+                    replaced.append(sized.replaces)
                     if sized.first_is_run:  # a long job: its one run was the measurement, not a warm-up
                         last = dataclasses.replace(phase_results[-1], timed=True, warmup=False,
                                                    label="run 1/1 (the first run; no warm-up)")
@@ -248,7 +256,8 @@ def _run_and_read(plan: Plan, facts: Facts, run_dir: Path, runner: Runner, sampl
             if runner.write_error:
                 path, write_error = runner.write_error
                 notes += (f"{path.name} is incomplete: {write_error.strerror or write_error}",)
-            return _Ending(status, exit_code, message, dataclasses.replace(summary, status=status), results, notes)
+            return _Ending(status, exit_code, message, dataclasses.replace(summary, status=status), results, notes,
+                           replaced=tuple(replaced))
     except Interrupted as exc:
         name = signal.Signals(exc.signum).name
         return _Ending("interrupted", errors.INTERRUPTED, f"interrupted by {name} while reading the outputs; "
@@ -312,7 +321,7 @@ def _finish(run_dir: Path, guard: runs.RunGuard, manifest: Manifest, started: An
         steps=tuple(StepRecord(label=r.label, exit_code=r.returncode, seconds=round(r.seconds, 6))
                     for r in ending.results),
         perfetto_trace=ending.summary.perfetto_trace,
-        notes=manifest.notes + ending.notes + ending.summary.notes)
+        notes=tuple(n for n in manifest.notes if n not in ending.replaced) + ending.notes + ending.summary.notes)
     guard.release_reserve()  # the space set aside at the start is for this manifest
     try:
         for _ in range(2):  # twice, so the manifest lists itself with its final size
@@ -363,8 +372,8 @@ def _verdict(plan: Plan, facts: Facts, phases: list[PhaseOutcome], interrupted: 
             return "failed", errors.PROFILER_FAILED, f"{failed.backend} failed: {found.reason}. Fix: {found.fix}"
         if is_profiler and rc is not None and rc < 0:
             return "failed", errors.PROFILER_FAILED, f"{failed.backend} was killed by signal {-rc}"
-        return "failed", errors.WORKLOAD_FAILED, _with_collision(_workload_failure(plan, failed, rc or 0, stderr_text),
-                                                                 failed.backend, stderr_text)
+        message = _with_collision(_workload_failure(plan, failed, rc or 0, stderr_text), failed.backend, stderr_text)
+        return "failed", errors.WORKLOAD_FAILED, _with_missing_module(message, stderr_text, facts)
     main = phases[0] if phases else None
     if main is None or not main.tables.has_data:
         why = main.read_error if main and main.read_error else "no kernels or records were written"
@@ -397,6 +406,28 @@ def _with_collision(message: str, backend: str, stderr_text: str) -> str:
         return message
     return f"{message}; the workload runs torch.profiler itself and the two profilers collided " \
            f"(\"{torch_profiler.COLLISION}\"): {torch_profiler.WAYS_OUT}"
+
+
+MISSING_MODULE = re.compile(r"ModuleNotFoundError: No module named '([^'.]+)")
+
+
+def _with_missing_module(message: str, stderr_text: str, facts: Facts) -> str:
+    """A workload that died for want of a Python module: in a container, the image lacks it, and the
+    way out is an image that has it (compose builds on $PROFILECTL_BASE_IMAGE); on a host, the
+    workload's Python lacks it."""
+    found = MISSING_MODULE.findall(stderr_text[-65536:])
+    if not found:
+        return message
+    module = found[-1]
+    if not facts.host.in_container:
+        return f"{message}; the workload's Python has no module {module!r}: install it for that Python"
+    if module == "torch":
+        base = ("PROFILECTL_BASE_IMAGE=profilectl-base:bookworm-torch (CPU; docker/offline-base/build.sh --torch "
+                "builds it offline) or a ROCm or CUDA PyTorch image (rocm/pytorch:…, nvcr.io/nvidia/pytorch:…)")
+    else:
+        base = "PROFILECTL_BASE_IMAGE=IMAGE"
+    return (f"{message}; the workload needs the Python module {module!r}, which this image lacks: build on a base "
+            f"that has it, {base}, then run `tools/profilectl docker` again (it rebuilds on the new base)")
 
 
 def _workload_failure(plan: Plan, failed: PhaseOutcome, rc: int, stderr_text: str) -> str:
@@ -488,9 +519,10 @@ def _write_tables_and_summary(run_dir: Path, plan: Plan, phases: list[PhaseOutco
     timing = BACKENDS[plan.backend].kernel_timing(plan.request) if tables.kernel_timing else None
     if timing is not None:  # the plan knows more than the files (ncu: the clock control its CSV does not say)
         summary = dataclasses.replace(summary, kernel_timing=timing)
-    if len(traces) > 1:
+    if len(traces) > 1:  # the first is the run's Perfetto trace (manifest.perfetto_trace), named where the run is
+        others = ", ".join(traces[1:4]) + (f" and {len(traces) - 4} more" if len(traces) > 4 else "")
         summary = dataclasses.replace(summary, notes=summary.notes + (
-            f"{len(traces)} Perfetto traces (one per process or phase); the first is {traces[0]}",))
+            f"{len(traces) - 1} more Perfetto trace(s), one per process or phase: {others}",))
     if power is not None and summary.step_time is not None:
         power = _with_step_energy(run_dir / power.file, power, tables.step_ends_ns, summary.step_time.warmup_steps)
     summary = dataclasses.replace(summary, status=status, power=power, notes=summary.notes + notes)

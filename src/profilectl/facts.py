@@ -1,6 +1,6 @@
 """Facts: what the machine is (the probe's output), never what a service would choose.
 
-Frozen values. The JSON layout is part of the EnvReport contract (README.md); `Facts.to_dict` and
+Frozen values. The JSON layout is part of the EnvReport contract (docs/contracts.md); `Facts.to_dict` and
 `load_typed(Facts, ...)` are its only writer and reader.
 """
 

@@ -251,12 +251,12 @@ def read_regular(path: Path, limit: int, limit_name: str | None = None) -> bytes
             raise FormatError(f"{path}: {kind or 'a symbolic link'}, not a regular file: not read")
         setting = f" (PROFILECTL_{limit_name})" if limit_name else ""
         if st.st_size > limit:
-            raise FormatError(f"{path}: {st.st_size:,} bytes, more than the {limit:,} read{setting}")
+            raise FormatError(f"{path}: {st.st_size} bytes, more than the {limit} read{setting}")
         chunks, size = [], 0
         while chunk := os.read(fd, 1 << 22):
             size += len(chunk)
             if size > limit:
-                raise FormatError(f"{path}: grew past {limit:,} bytes while read{setting}")
+                raise FormatError(f"{path}: grew past {limit} bytes while read{setting}")
             chunks.append(chunk)
         return b"".join(chunks)
     except OSError as exc:

@@ -152,7 +152,7 @@ def _most_relevant(fallbacks: list[Fallback] | tuple[Fallback, ...], facts: Fact
             return Verdict(False, entry.reason, entry.fix, cause=entry.cause)
     if not facts.gpus:
         return Verdict(False, "no GPU found: hardware counters need an AMD or NVIDIA GPU and its profiler",
-                       "run on a GPU host with the device grants (see README), or use `profile`")
+                       "on this machine, `profile` times the workload (and gives PyTorch's operator tables)")
     return Verdict(False, fallbacks[0].reason if fallbacks else "no backend")
 
 
@@ -237,6 +237,7 @@ def make_plan(request: Request, facts: Facts, run_dir: Path, list_counters: List
         notes += counter_notes
     notes += chosen.plan_notes(request, facts)
     notes += _program_tracer_note(request, chosen, fallbacks)
+    notes += _image_note(request, facts, fallbacks)
     extras = []
     for extra in SERVICE_EXTRAS.get(request.service, ()):
         extra_backend = BACKENDS[extra]
@@ -246,16 +247,17 @@ def make_plan(request: Request, facts: Facts, run_dir: Path, list_counters: List
         elif extra_verdict.available and extra_backend is not chosen:
             extras.append(extra_backend)
             when = "" if request.torch_pass == "always" else \
-                f" (when cheap: one more run at most {CHEAP_SHARE:.0%} of the timed runs' time; --torch-pass always)"
+                f" (when cheap: one more run at most {CHEAP_SHARE * 100:.0f} % of the timed runs' time; --torch-pass always)"
             notes.append(f"also {extra}{when}: {extra_verdict.reason}")
         else:
             notes.append(f"no {extra} phase: {extra_verdict.reason}")
     sampling, sampling_note = plan_sampling(request.sample, facts, {**os.environ, **request.env_overrides})
-    notes.append(sampling_note)
+    notes += [sampling_note] if sampling_note else []
     tool = chosen.tool(facts)
     decided = privilege_of(chosen, facts, request)
     assert isinstance(decided, Privilege)  # a refusal made the backend unavailable above
-    notes.append(decided.note())
+    if decided.run_as != privilege.INVOKER:  # profilectl's own rights are the default: said (plan.privilege) only in JSON
+        notes.append(decided.note())
     plan = Plan(service=request.service, backend=chosen.name, reason=reason, fallbacks=fallbacks, phases=(),
                 workload=request.workload, workload_source=request.workload_source, run_dir=str(run_dir),
                 request=request, tool=tool, counter_set=counters, notes=tuple(notes), ran_as=request.service,
@@ -301,7 +303,7 @@ def cheap_enough(phase: Phase, done: list[StepResult]) -> tuple[bool, str]:
     one_run = timed[len(timed) // 2] if timed else spent
     if timed and one_run <= CHEAP_SHARE * spent:
         return True, ""
-    return False, (f"no {phase.backend} pass: one more run (~{one_run:.1f} s) would add more than {CHEAP_SHARE:.0%} "
+    return False, (f"no {phase.backend} pass: one more run (~{one_run:.1f} s) would add more than {CHEAP_SHARE * 100:.0f} % "
                    f"to the {spent:.1f} s of timed runs; --torch-pass always runs it")
 
 
@@ -385,6 +387,20 @@ def _program_tracer_note(request: Request, chosen: Backend, fallbacks: tuple[Fal
     return [NSYS_MISSING.format(backend=chosen.name) + (f". Fix: {missing.fix}" if missing.fix else "")]
 
 
+IMAGE_WITHOUT_TORCH = ("this image has no PyTorch: trace times the script instead, and a PyTorch script stops at "
+                       "`import torch`; build on a base that has it: PROFILECTL_BASE_IMAGE=profilectl-base:bookworm-torch "
+                       "(CPU; docker/offline-base/build.sh --torch builds it offline) or a ROCm or CUDA PyTorch image")
+
+
+def _image_note(request: Request, facts: Facts, fallbacks: tuple[Fallback, ...]) -> list[str]:
+    """In a container whose Python has no PyTorch, a Python workload's trace cannot use torch.profiler:
+    say which image has it, before the run (the compose route builds on $PROFILECTL_BASE_IMAGE)."""
+    from profilectl.backends.torch_profiler import TORCH_MISSING
+    if not facts.host.in_container or request.service != "trace":
+        return []
+    return [IMAGE_WITHOUT_TORCH] if any(f.backend == "torch" and f.cause == TORCH_MISSING for f in fallbacks) else []
+
+
 def _program_tracing(facts: Facts) -> Verdict:
     """Could `trace` follow a program that is not a PyTorch Python process (a CUDA C++ binary, JAX,
     Julia)? rocprofv3 on AMD, Nsight Systems on NVIDIA."""
@@ -396,6 +412,10 @@ def _program_tracing(facts: Facts) -> Verdict:
     if facts.first_gpu("nvidia") is not None and nsys is not None and nsys.cause == "nsys-missing":
         return Verdict(False, NSYS_MISSING.format(backend=backend.name if backend else "nothing"), nsys.fix,
                        backend=backend.name if backend else None, cause=nsys.cause)
+    if not facts.gpus:
+        return Verdict(False, "no GPU found: a program that is not a PyTorch process (CUDA or HIP C++, JAX) is "
+                       "traced by rocprofv3 or Nsight Systems on a GPU; here trace times it", "",
+                       backend=backend.name if backend else None)
     return Verdict(False, f"{_most_relevant(fallbacks, facts).reason}; trace falls back to "
                    f"{backend.name if backend else 'nothing'}", backend=backend.name if backend else None)
 
@@ -410,13 +430,31 @@ def _counters_available(facts: Facts, choice: ServiceChoice) -> Verdict:
     return Verdict(True, f"{choice.reason}{detail}", backend=choice.backend)
 
 
+# What `trace` still records when it cannot trace a GPU, in the words the services table uses
+WITHOUT_GPU_TRACE = {"torch": "torch.profiler records the CPU side of a PyTorch script (operators, record_function "
+                              "ranges, steps)",
+                     "timing": "it times the workload's runs (a wall-clock timeline)"}
+# The fix for a missing GPU tracer, by the GPU this machine has: never another vendor's tool
+TRACER_FIX = {"amd": "install ROCm's rocprofiler-sdk (rocprofv3), or PyTorch built for ROCm",
+              "nvidia": "install Nsight Systems (nsys), or PyTorch built for CUDA"}
+
+
 def _tracing(facts: Facts, trace: ServiceChoice) -> Verdict:
+    """GPU tracing (kernels, copies, a GPU timeline): what the trace service does where it can. Where
+    it cannot, the verdict says what `trace` does instead, as the services table does, and the fix
+    fits the machine: a tracer for the GPU it has; on a machine without a GPU nothing to install
+    (PyTorch, where the workload's Python has none, for the CPU side of PyTorch scripts)."""
     if trace.backend and BACKENDS[trace.backend].traces_gpu(facts):
         return Verdict(True, trace.reason, backend=trace.backend)
-    why = "no GPU found" if not facts.gpus else "no GPU tracer (rocprofv3, rocprof, PyTorch with GPU support, or nsys) found"
-    return Verdict(False, f"{why}; trace falls back to {trace.backend}",
-                   "install ROCm's rocprofiler-sdk, PyTorch built for your GPU, or on NVIDIA Nsight Systems (nsys)",
-                   backend=trace.backend)
+    instead = WITHOUT_GPU_TRACE.get(trace.backend or "", f"trace runs {trace.backend}")
+    if not facts.gpus:
+        python = f" {facts.torch.python}" if facts.torch.python else ""
+        fix = "" if facts.torch.version else (f"for the CPU side of PyTorch scripts, install PyTorch for the workload's "
+                                              f"Python{python}; Debian's is apt-get install python3-torch")
+        return Verdict(False, f"no GPU to trace here; trace still works: {instead}", fix, backend=trace.backend)
+    vendor = facts.vendor or ""
+    return Verdict(False, f"no GPU tracer found for this {vendor.upper()} GPU; trace still works: {instead}",
+                   TRACER_FIX.get(vendor, "install your GPU vendor's tracer"), backend=trace.backend)
 
 
 def _attach(facts: Facts) -> Verdict:
@@ -449,6 +487,8 @@ def _pc_sampling(facts: Facts) -> Verdict:
     verdict = backend.available(facts, request)
     if verdict.available:
         return Verdict(True, verdict.reason, backend=backend.name)
-    fix = verdict.fix or ("PC sampling needs rocprofv3 (ROCm 6.4+) on an AMD Instinct GPU: host trap on gfx90a, "
-                          "gfx94x, gfx950; stochastic on gfx94x and gfx950 from ROCm 7.0")
-    return Verdict(False, verdict.reason, fix, cause=verdict.cause)
+    needs = ("PC sampling needs rocprofv3 (ROCm 6.4+) on an AMD Instinct GPU: host trap on gfx90a, gfx94x, gfx950; "
+             "stochastic on gfx94x and gfx950 from ROCm 7.0")
+    if facts.first_gpu("amd") is None:  # nothing to install on this machine: say what it needs, fix nothing
+        return Verdict(False, f"{verdict.reason}: {needs}", "", cause=verdict.cause)
+    return Verdict(False, verdict.reason, verdict.fix or needs, cause=verdict.cause)

@@ -204,11 +204,13 @@ class _Pump(threading.Thread):
 
 class Runner:
     def __init__(self, run_dir: Path, echo_stdout: BinaryIO | None, echo_stderr: BinaryIO | None,
-                 timeout_s: float | None = None, kill_grace_s: float = KILL_GRACE_S, redact: bool = True):
+                 timeout_s: float | None = None, kill_grace_s: float = KILL_GRACE_S, redact: bool = True,
+                 quiet: bool = False):
         from profilectl.redaction import redactor
         self.shown = redactor(redact)  # how a step's command line is written (stderr.log, the records)
         self.run_dir = run_dir
         self.echo = (_bounded(echo_stdout), _bounded(echo_stderr))
+        self.quiet = quiet  # --quiet: the workload's output goes to the logs only; profilectl's own lines still show
         self.deadline = time.monotonic() + timeout_s if timeout_s else None
         self.kill_grace_s = kill_grace_s
         self.interrupted: int | None = None  # the signal number received
@@ -403,7 +405,8 @@ class Runner:
             os.close(control_r)
             os.close(status_w)
         assert process.stdout is not None and process.stderr is not None
-        pumps = [_Pump(process.stdout, logs, OUT, self.echo[0]), _Pump(process.stderr, logs, ERR, self.echo[1])]
+        out_echo, err_echo = (None, None) if self.quiet else self.echo
+        pumps = [_Pump(process.stdout, logs, OUT, out_echo), _Pump(process.stderr, logs, ERR, err_echo)]
         for pump in pumps:
             pump.start()
         self._control = control_w

@@ -108,17 +108,22 @@ def test_the_annotations_section_and_the_api_table(tmp_path):
     summary = build(torch_trace.read(path), SourceInfo(kind="trace", path=str(path)))
     section = annotation_section.build(summary)
     assert section is not None and section.key == "annotations"
-    table, = section.tables
-    names = [c.name for c in table.columns]
+    ranges, steps = section.tables  # user ranges and the profiler's steps, each in a table of its own
+    assert (ranges.key, steps.key) == ("annotations", "profiler_steps")
+    names = [c.name for c in ranges.columns]
     assert names[:6] == ["rank", "name", "calls", "total_ns", "self_ns", "gpu_ns"]
-    first = dict(zip(names, table.rows[0]))
-    assert first["name"].startswith("ProfilerStep#")  # heaviest first
+    range_names = [dict(zip(names, row))["name"] for row in ranges.rows]
+    step_names = [dict(zip(names, row))["name"] for row in steps.rows]
+    assert "## forward ##" in range_names and not any(n.startswith("ProfilerStep#") for n in range_names)
+    assert step_names and all(n.startswith("ProfilerStep#") for n in step_names)
+    assert step_names == sorted(step_names, key=lambda n: int(n.split("#")[1]))  # in step order
     pytest.importorskip("polars")
     import profilectl
     run = profilectl.open(path)
-    frame = run.annotations
-    assert frame.height == len(summary.annotations)
+    frame = run.annotations  # API version 1: both together
+    assert frame.height == len(summary.annotations) == len(ranges.rows) + len(steps.rows)
     assert set(frame.columns) >= {"name", "calls", "total_ns", "self_ns", "gpu_ns"}
+    assert run.profiler_steps.height == len(steps.rows) and run.user_ranges.height == len(ranges.rows)
 
 
 def test_annotations_per_rank_and_through_the_stored_summary(tmp_path):

@@ -157,7 +157,7 @@ def test_compare_of_cpu_only_traces_says_what_it_compares(tmp_path):
     table = cli("compare", *map(str, traces))
     assert table.returncode == 0, table.stderr
     lines = table.stdout.splitlines()
-    assert len(lines) > 2 and "CPU operators in both compared by total time" in table.stdout
+    assert len(lines) > 2 and "CPU operators in both, compared by self time" in table.stdout
     assert "aten::mm" in table.stdout and "Operators in both" in table.stdout
     result = json.loads(cli("compare", *map(str, traces), "--format", "json").stdout)
     mm = next(r for r in result["operators"] if r["name"] == "aten::mm")
@@ -217,7 +217,7 @@ def test_a_real_torchrun_job_per_rank_operators_that_grew_equal_compare(machine)
     base, new = runs
     assert list(base.rank_runs) == list(new.rank_runs) == ["0", "1"]
     grown = (base.operators_by_rank.join(new.operators_by_rank, on=["rank", "name"], suffix="_new")
-             .with_columns(grew_ns=pl.col("total_ns_new") - pl.col("total_ns"))
+             .with_columns(grew_ns=pl.col("self_ns_new") - pl.col("self_ns"))  # operators nest: self time
              .sort(["rank", "grew_ns"], descending=[False, True])
              .group_by("rank", maintain_order=True).head(5))
     for rank in ("0", "1"):
@@ -226,7 +226,11 @@ def test_a_real_torchrun_job_per_rank_operators_that_grew_equal_compare(machine)
         mine = grown.filter(pl.col("rank") == rank)
         assert mine["name"].to_list() == expected["name"].to_list()
         assert mine["grew_ns"].to_list() == expected["delta_ns"].to_list()
-        step = new.operators_by_rank.filter((pl.col("rank") == rank) & (pl.col("name") == "Optimizer.step#SGD.step"))
+        # the optimizer's range is a user range, not an operator (Debian's torch has no Kineto: the
+        # start-up hook writes the range's category)
+        assert new.operators_by_rank.filter(pl.col("name") == "Optimizer.step#SGD.step").height == 0
+        step = new.rank(rank).annotations.filter(pl.col("name") == "Optimizer.step#SGD.step")
         assert step["calls"].to_list() == [6]  # the known answer: 6 steps in this rank
-    merged = profilectl.compare(base, new).operators.filter(pl.col("name") == "Optimizer.step#SGD.step").row(0, named=True)
-    assert (merged["calls_a"], merged["calls_b"]) == (2 * 2, 2 * 6)  # both ranks together
+    for run, steps in ((base, 2), (new, 6)):
+        optimizer = run.annotations.filter(pl.col("name") == "Optimizer.step#SGD.step")
+        assert optimizer["calls"].sum() == 2 * steps  # both ranks together

@@ -1,4 +1,4 @@
-"""Partials of a bare profiler output (report/bare_partials.py): `report FOLDER --reduce-here` writes
+"""Partials of a bare profiler output (read/bare_partials.py): `report FOLDER --reduce-here` writes
 one partial per rank, `report FOLDER` merges them with the numbers of the raw read (every kernel,
 API, copy, operator and annotation figure, and the per-rank rows), rebuilds a stale one, names a
 rank whose files are gone; bad inputs are one line and an exit code.

@@ -25,7 +25,8 @@ FAKE_DOCKER = textwrap.dedent('''\
     if args[:2] == ["compose", "--help"]:
         print("Usage:  docker compose [OPTIONS] COMMAND")
     elif args[:2] == ["image", "inspect"]:
-        print(json.dumps([{"Id": "sha256:" + "0" * 64, "RepoTags": [args[2]]}]))
+        labels = {"profilectl.base-image": os.environ["FAKE_IMAGE_BASE"]} if "FAKE_IMAGE_BASE" in os.environ else {}
+        print(json.dumps([{"Id": "sha256:" + "0" * 64, "RepoTags": [args[2]], "Config": {"Labels": labels}}]))
     elif "config" in args:
         services = {name: {"image": "profilectl:fake", "command": [name]}
                     for name in ("env-check", "profile", "counters", "trace")}
@@ -57,6 +58,11 @@ FAKE_DOCKER = textwrap.dedent('''\
             print("started", flush=True)
             time.sleep(60)
             sys.exit(0)
+        if mode == "made-run":  # the service's own closing line names the run it made
+            run = os.path.join(os.environ["PROFILECTL_TRACES_HOST_DIR"], "20261127T120000Z-profile-abcdef")
+            os.makedirs(run)
+            print("ok profile via timing in 1.000 s → " + run)
+            sys.exit(0)
         if mode == "workload-failed":
             print("matmul output")
             sys.stderr.write("profilectl: failed: the workload exited with code 1 (under timing)\\n")
@@ -79,10 +85,10 @@ def docker_double(tmp_path, monkeypatch):
     env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", FAKE_DOCKER_LOG=str(log),
                PROFILECTL_REPO=str(REPO), PROFILECTL_TRACES_HOST_DIR=str(tmp_path / "traces"))
 
-    def run(*args, fake_run="ok"):
+    def run(*args, fake_run="ok", **more_env):
         done = subprocess.run([sys.executable, str(REPO / "tools/profilectl"), "docker", *args], text=True,
-                              capture_output=True, env=dict(env, FAKE_RUN=fake_run), stdin=subprocess.DEVNULL,
-                              timeout=60)
+                              capture_output=True, env=dict(env, FAKE_RUN=fake_run, **more_env),
+                              stdin=subprocess.DEVNULL, timeout=60)
         calls = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
         log.unlink(missing_ok=True)
         return done, calls
@@ -191,3 +197,24 @@ def test_ctrl_c_waits_for_compose_to_stop_the_container_and_exits_130(docker_dou
     compose_pid = int(stopped.read_text())
     assert not os.path.exists(f"/proc/{compose_pid}") or "zombie" in open(f"/proc/{compose_pid}/status").read().lower()
     assert "interrupted" in process.stderr.read()
+
+
+def test_another_base_image_rebuilds_the_image_and_says_why(docker_double):
+    """PROFILECTL_BASE_IMAGE names the base to build on: an image built on another one (its
+    profilectl.base-image label) is rebuilt, said in one line, never run silently as it was."""
+    wanted = "profilectl-base:bookworm-torch"
+    done, calls = docker_double("--vendor", "none", "trace", "--", "python3", "train.py",
+                                PROFILECTL_BASE_IMAGE=wanted, FAKE_IMAGE_BASE="profilectl-base:bookworm")
+    assert done.returncode == 0, done.stderr
+    assert any("build" in call and "run" not in call for call in calls)
+    assert f"rebuilding profilectl:fake: it was built on profilectl-base:bookworm, PROFILECTL_BASE_IMAGE is {wanted}" \
+        in done.stderr
+    done, calls = docker_double("--vendor", "none", "trace", PROFILECTL_BASE_IMAGE=wanted, FAKE_IMAGE_BASE=wanted)
+    assert done.returncode == 0 and not any("build" in call and "run" not in call for call in calls)
+
+
+def test_the_run_directory_is_named_once(docker_double, tmp_path):
+    """The service's closing line names its run directory by its host path: the driver does not name it again."""
+    done, calls = docker_double("--vendor", "none", "profile", fake_run="made-run")
+    assert done.returncode == 0, done.stderr
+    assert (done.stdout + done.stderr).count("20261127T120000Z-profile-abcdef") == 1, done.stdout + done.stderr

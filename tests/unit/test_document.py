@@ -40,7 +40,7 @@ def test_one_builder_reaches_every_format(tmp_path):
     texts = {"terminal": console.export_text(), "md": markdown.render(document), "html": html.render(document)}
     for fmt, text in texts.items():
         for expected in ("Bottlenecks", "memory-bound", "gemm waits on memory", "91 % of peak bandwidth",
-                         "fuse the epilogue", "2 ms"):
+                         "fuse the epilogue", "2.000 ms"):
             assert expected in text, (fmt, expected)
     tables = machine.csv_tables(document)
     assert tables["bottleneck"][1] == [{"kernel": "gemm", "total_ns": 2_000_000.0, "share_of_peak": 0.25}]

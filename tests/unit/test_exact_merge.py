@@ -1,4 +1,4 @@
-"""The exact merge of running statistics (formats/tables.py KernelStats): any split of the same
+"""The exact merge of running statistics (model/tables.py KernelStats): any split of the same
 durations into files, ranks or passes merges to the figures of the whole, as Python's statistics
 module computes them from every value (the variance's cross-term included: two parts of different
 means spread more than either)."""

@@ -53,5 +53,5 @@ def test_no_event_boundary_within_the_limit_is_refused(tmp_path, monkeypatch):
     text = json.dumps({"traceEvents": events})
     head, rest = text.split("[", 1)
     path.write_text(head + "[" + " " * (24 << 20) + rest)  # a hole with no boundary, past the first chunk
-    with pytest.raises(FormatError, match="no boundary between events within 2,097,152 bytes"):
+    with pytest.raises(FormatError, match="no boundary between events within 2097152 bytes"):
         chrome_stream.read_trace(path, chunk=4 << 20, workers=1)

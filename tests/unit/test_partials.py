@@ -1,4 +1,4 @@
-"""A SLURM job's report from its ranks' partials (report/partials.py): the same numbers as reading
+"""A SLURM job's report from its ranks' partials (read/partials.py): the same numbers as reading
 every rank's raw files, a stale, foreign-version or damaged partial rebuilt, a rank whose files are
 gone named. The job is two real ranks of a gloo DDP run whose rank 1 is the straggler
 (tests/fixtures/diagnosis/straggler: torch.profiler traces and status files from an H100 run)."""

@@ -105,8 +105,10 @@ def test_human_units_where_people_read_raw_numbers_where_programs_do(fixtures, t
     assert float(rows[0]["total_ns"]) == kernel["total_ns"]
 
 
-@pytest.mark.parametrize("value, text", [(51821441.0, "51.82 ms"), (999960.0, "1 ms"), (0, "0 ns"), (512.5, "512.5 ns"),
-                                         (4740.0, "4.74 µs"), (12345e9, "12,345 s"), (None, "–")])
+# One style (units.py): four significant digits with trailing zeros kept, whole nanoseconds, no separators
+@pytest.mark.parametrize("value, text", [(51821441.0, "51.82 ms"), (999960.0, "1.000 ms"), (0, "0 ns"), (512.5, "512 ns"),
+                                         (4740.0, "4.740 µs"), (191e6, "191.0 ms"), (190.64e6, "190.6 ms"),
+                                         (12345e9, "12345 s"), (None, "–")])
 def test_duration_units(value, text):
     assert units.duration_ns(value) == text
 

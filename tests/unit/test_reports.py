@@ -171,7 +171,7 @@ def test_html_report_is_self_contained(tmp_path, fixtures):
 
 def test_markdown_and_csv_formats(fixtures):
     md = cli("report", str(fixtures / "rocprofv3-docs"), "--format", "md").stdout
-    assert md.startswith("# rocprofv3-csv") and "| name | calls |" in md
+    assert md.startswith("# profilectl — rocprofv3-csv") and "| name | calls |" in md
     csv_text = cli("report", str(fixtures / "rocprofv3-docs"), "--format", "csv").stdout
     assert csv_text.splitlines()[0] == "name,calls,total_ns,mean_ns,min_ns,max_ns,std_ns,percent"
 

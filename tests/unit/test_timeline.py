@@ -269,7 +269,7 @@ def test_statistics_only_output_says_why_there_is_no_timeline(tmp_path):
 
 def test_report_formats_show_the_timeline(tmp_path):
     trace = torch_trace(tmp_path / "trace.json")
-    for fmt, expected in (("table", "GPU busy 83.4 % of 422 µs"), ("md", "## Timeline"),
+    for fmt, expected in (("table", "GPU busy 83.4 % of 422.0 µs"), ("md", "## Timeline"),
                           ("html", 'aria-label="GPU busy over time"')):
         done = subprocess.run([sys.executable, str(REPO / "tools/profilectl"), "report", str(trace), "--format", fmt],
                               capture_output=True, text=True, timeout=60, env={"COLUMNS": "200", "PATH": "/usr/bin"})

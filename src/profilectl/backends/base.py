@@ -64,6 +64,7 @@ class SizedRuns:
     steps: tuple[Step, ...]
     first_is_run: bool = False  # the last run done (a warm-up) counts as the one timed run
     note: str = ""
+    replaces: str = ""  # the plan's note that `note` makes redundant (how runs would be sized: now they were)
 
 
 @dataclass(frozen=True)

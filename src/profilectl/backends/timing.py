@@ -141,12 +141,13 @@ class Timing(Backend):
             warm, run = Path(job.raw_dir) / STEPS_DIR / "warmup-1", Path(job.raw_dir) / STEPS_DIR / "run-1"
             if warm.is_dir() and not run.exists():
                 os.rename(warm, run)
-            return SizedRuns((), first_is_run=True, note=(
+            return SizedRuns((), first_is_run=True, replaces=sizing.describe(), note=(
                 f"one run: the first took {first_s:.1f} s, over {sizing.long_run_s:.1f} s, so it is the "
                 f"measurement (warm-up steps apart in the step times); --repeat N runs more"))
         total = max(runs, 1)
         steps = tuple(self._run(job, i, f"run {i}/{total}") for i in range(timed + 1, total + 1))
-        return SizedRuns(steps, note=f"{total} timed run(s): the first run took {first_s:.2f} s; about "
+        return SizedRuns(steps, replaces=sizing.describe(),
+                         note=f"{total} timed run(s): the first run took {first_s:.2f} s; about "
                                      f"{sizing.budget_s:g} s of timed runs ({sizing.min_runs} to "
                                      f"{sizing.max_runs}); --repeat N to choose")
 

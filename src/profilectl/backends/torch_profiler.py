@@ -73,6 +73,9 @@ def workload_torch(facts: Facts, request: Request) -> Torch:
     return sources.torch(Machine(), python)
 
 
+TORCH_MISSING = "torch-missing"  # the workload's Python has no PyTorch (plan.py says which image has it)
+
+
 class TorchProfiler(Backend):
     name = "torch"
     services = frozenset({"trace", "profile"})
@@ -87,7 +90,7 @@ class TorchProfiler(Backend):
         torch = workload_torch(facts, request)
         if not torch.version:
             return Verdict(False, f"PyTorch is not installed for the workload's Python ({torch.python or 'python3'})",
-                           "pip install torch")
+                           "pip install torch", cause=TORCH_MISSING)
         where = {"rocm": "ROCm GPU", "cuda": "CUDA GPU", "cpu": "CPU only"}.get(torch.backend or "", "?")
         ranks = f", every rank {request.launch.launcher} starts" if request.launch.multi_rank else ""
         return Verdict(True, f"torch.profiler (PyTorch {torch.version}, {where}{ranks})")

@@ -379,8 +379,11 @@ _ROLE["Operator"] |= 64  # torch 1.8/1.9 wrote record_function ranges (ProfilerS
 TREE_OTHER, TREE_OPERATOR, TREE_ANNOTATION = 0, 1, 2
 _TREE_KIND = [TREE_OPERATOR if role & 4 else TREE_ANNOTATION if role & 32 else TREE_OTHER for role in range(128)]
 # The legacy autograd profiler's export (torch builds without Kineto, e.g. Debian's 1.13) has no
-# "cat": CPU operators and CUDA kernels are told apart by their pid.
-_LEGACY_ROLE = {"CPU functions": 4 | 8, "CUDA functions": 1}
+# "cat": CPU operators and CUDA kernels are told apart by their pid, and the ranges torch opens itself
+# (ProfilerStep#N ...) by their names, as torch 1.8/1.9's "Operator" (role 64); a user's own
+# record_function range cannot be told from an operator there (profilectl's start-up hook writes
+# such a profile with categories: backends/rank_startup/sitecustomize.py).
+_LEGACY_ROLE = {"CPU functions": 4 | 8 | 64, "CUDA functions": 1}
 
 
 def _collective_values(args: Any) -> tuple[Any, ...]:
@@ -1340,8 +1343,8 @@ def _bounded_gzip(path: Path) -> IO[bytes]:
         def read(self, size: int | None = -1) -> bytes:
             data = super().read(size)
             if self.tell() > limit:
-                why = (f"more than {most:,} bytes (PROFILECTL_MAX_INFLATED_BYTES)" if limit == most else
-                       f"more than {ratio}x its {packed:,} bytes (PROFILECTL_MAX_INFLATE_RATIO)")
+                why = (f"more than {most} bytes (PROFILECTL_MAX_INFLATED_BYTES)" if limit == most else
+                       f"more than {ratio}x its {packed} bytes (PROFILECTL_MAX_INFLATE_RATIO)")
                 raise FormatError(f"{path}: refused: it inflates to {why}; raise the limit to read it")
             return data
     return Bounded(path, "rb")  # type: ignore[no-any-return,unused-ignore]  # Any where isal is untyped
@@ -1524,7 +1527,7 @@ class _Values:
             except RecursionError:  # args nested thousands deep: Python's decoder recurses per level
                 self.position = position
                 raise fail(f"an event nested deeper than Python's JSON decoder follows "
-                           f"(about {sys.getrecursionlimit():,} levels)") from None
+                           f"(about {sys.getrecursionlimit()} levels)") from None
             self.position, self.expect_value = end, False
             self.values += 1
             if isinstance(value, dict):
@@ -1809,7 +1812,7 @@ def _bracketed(buffer: bytearray, end: int) -> bytearray:
 
 def _bound_event(path: Path, searched: int, longest: int) -> None:
     if searched > longest:
-        raise FormatError(f"{path}: refused: no boundary between events within {longest:,} bytes (an event that "
+        raise FormatError(f"{path}: refused: no boundary between events within {longest} bytes (an event that "
                           "large, or not a trace); raise PROFILECTL_MAX_EVENT_BYTES to read it")
 
 

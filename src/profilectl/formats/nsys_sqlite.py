@@ -514,9 +514,9 @@ def read_export(path: Path, rank_hint: str | None = None, host: str | None = Non
         notes.append(f"{path.name} holds no CUDA kernel ({why}); no GPU timeline")
     if os_calls:
         notes.append(f"{path.name} holds no CUDA API call: its API table is the OS runtime calls it holds (-t osrt, "
-                     f"{sum(s.calls for by_name in os_calls.values() for s in by_name.values()):,} calls)")
+                     f"{sum(s.calls for by_name in os_calls.values() for s in by_name.values())} calls)")
     if samples:
-        notes.append(f"{path.name} holds {samples:,} CPU samples (--sample): not read (no CPU profile here; "
+        notes.append(f"{path.name} holds {samples} CPU samples (--sample): not read (no CPU profile here; "
                      "nsys stats --report cpu_samples or the Nsight Systems GUI shows them)")
     return tables.merge(Tables(notes=tuple(notes))) if notes else tables
 

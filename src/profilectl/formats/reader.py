@@ -104,13 +104,20 @@ def candidate_files(path: Path) -> list[Path]:
 Groups = list[tuple[Reader, list[Path]]]
 
 
+# What `report` reads, as a user names the files (docs/usage.md's list): said when nothing is recognised.
+READ_KINDS = ("a profilectl run (`profilectl ls` lists them) or SLURM job folder; rocprofv3's CSV, JSON, rocpd .db "
+              "or .pftrace; rocprof's results*.csv; Nsight Compute CSV; Nsight Systems .nsys-rep or its SQLite "
+              "export; torch.profiler, JAX or TensorFlow traces (.json, .json.gz)")
+
+
 def recognised(path: Path, readers: Sequence[Reader]) -> Groups:
     """The files under path that `readers` recognise, grouped by reader; FormatError when none."""
-    groups = claim(candidate_files(path), readers)
+    files = candidate_files(path)
+    groups = claim(files, readers)
     if not groups:
-        what = "file" if path.is_file() else "directory"
-        kinds = ", ".join(dict.fromkeys(r.kind for r in readers))
-        raise FormatError(f"{path}: no profiler output recognised in this {what} (readers: {kinds})")
+        what = ("in this file" if path.is_file() else ": the folder is empty" if not files else
+                f"among the folder's {len(files)} file(s)")
+        raise FormatError(f"{path}: no profiler output recognised {what}; report reads {READ_KINDS}".replace(" :", ":"))
     return groups
 
 

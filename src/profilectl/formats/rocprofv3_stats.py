@@ -71,7 +71,7 @@ class Rocprofv3StatsReader(Reader):
         if table == "domains":
             domains = read_stats(path)
             busiest = sorted(domains.items(), key=lambda item: -item[1].total)[:4]
-            return Tables(notes=(f"{path.name}: " + ", ".join(f"{name} {s.calls:,} calls {s.total / 1e6:,.3f} ms"
+            return Tables(notes=(f"{path.name}: " + ", ".join(f"{name} {s.calls} calls {s.total / 1e6:.3f} ms"
                                                              for name, s in busiest),))
         stats = read_stats(path)
         if table == "kernels":

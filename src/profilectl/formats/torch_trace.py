@@ -21,6 +21,9 @@ if TYPE_CHECKING:
 BASE_TIME = "baseTimeNanoseconds"  # Kineto's: the epoch time (ns) the trace's timestamps count from
 
 
+
+NO_GPU_ACTIVITY = "the trace holds no GPU activity"  # a CPU-only trace's note (the report's headline says it once)
+
 def _stats(sums: "SumsByName") -> StatsByName:
     return {name: KernelStats.from_integer_sums(*values) for name, values in sums.items()}
 
@@ -85,10 +88,10 @@ def _clocks(rank: str, host: str | None, partial: "Partial") -> tuple[TraceClock
 
 def _notes(path: Path, partial: "Partial") -> tuple[str, ...]:
     if partial.untimed:
-        return (f"no timeline analysis for {path.name}: {partial.untimed:,} events have no timestamp (\"ts\"); the "
+        return (f"no timeline analysis for {path.name}: {partial.untimed} events have no timestamp (\"ts\"); the "
                 "tables are complete",)
     if not len(partial.timeline.start) and partial.threads:
-        return (f"no GPU timeline for {path.name}: the trace holds no GPU activity (no kernel, copy or memset "
+        return (f"no GPU timeline for {path.name}: {NO_GPU_ACTIVITY} (no kernel, copy or memset "
                 "event: a CPU-only job, or a profile of ProfilerActivity.CPU only); its operator and annotation "
                 "tables are complete",)
     return ()

@@ -85,3 +85,4 @@ class Document:
     metadata: tuple[tuple[str, str], ...]  # (label, value): date, host, GPU, versions, command
     sections: tuple[Section, ...]
     schema_version: int = 2
+    headline: str | None = None  # where the time goes, in one line: what every format says first

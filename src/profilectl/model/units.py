@@ -1,8 +1,11 @@
 """Human units, one formatter for every report read by people (terminal table, Markdown, HTML).
 
-Durations get the unit that suits each value (ns, µs, ms, s) and four significant digits, so a
-timing's std of 3 ms reads "3.012 ms", never "0.0". JSON and CSV keep raw numbers in columns named
-by their unit (`total_ns`, `median_s`): this module decides how a column named so is shown.
+One number style everywhere: durations get the unit that suits each value (ns, µs, ms, s) and four
+significant digits, trailing zeros kept so a column reads alike ("191.0 ms" beside "190.6 ms", a
+timing's std of 3 ms "3.012 ms", never "0.0"); whole nanoseconds and counts are plain digits; a
+space before every unit ("12.3 %", "4.2 GiB"); no thousands separators anywhere, so a number copies
+as it is (the rule docs/usage.md states). JSON and CSV keep raw numbers in columns named by their unit
+(`total_ns`, `median_s`): this module decides how a column named so is shown.
 """
 
 from __future__ import annotations
@@ -16,13 +19,17 @@ _UNITS = (("ns", 1.0), ("µs", 1e3), ("ms", 1e6), ("s", 1e9))  # smallest first
 
 
 def _digits(value: float) -> str:
-    """Four significant digits without an exponent; thousands separators from 1,000 up."""
+    """Four significant digits, trailing zeros kept, without an exponent or separators: 190.64 ->
+    '190.6', 191 -> '191.0', 3.0121 -> '3.012', 1234.5 -> '1234' (1000 and up: whole)."""
     if abs(value) >= 1000:
-        return f"{value:,.0f}"
+        return f"{value:.0f}"
     if value == 0:
         return "0"
-    text = f"{value:.{SIGNIFICANT}g}"
-    return text if "e" not in text else f"{value:.3f}"
+    decimals = SIGNIFICANT - 1 - math.floor(math.log10(abs(value)))
+    text = f"{value:.{max(decimals, 0)}f}"
+    if abs(float(text)) >= 10 ** (SIGNIFICANT - decimals) and decimals > 0:  # 9.9996 rounds to 10.000
+        text = f"{value:.{decimals - 1}f}"
+    return text if decimals <= 6 else f"{value:.3g}"
 
 
 def duration_ns(value: float | None, missing: str = MISSING) -> str:
@@ -34,12 +41,16 @@ def duration_ns(value: float | None, missing: str = MISSING) -> str:
     while index + 1 < len(_UNITS) and magnitude >= _UNITS[index + 1][1]:
         index += 1
     unit, scale = _UNITS[index]
-    text = _digits(value / scale)
-    # 999.96 µs rounds to "1000 µs": say "1 ms" instead
-    if index + 1 < len(_UNITS) and abs(float(text.replace(",", ""))) >= 1000:
+    text = _whole(value) if index == 0 else _digits(value / scale)  # a nanosecond is the finest grain
+    # 999.96 µs rounds to "1000 µs": say "1.000 ms" instead
+    if index + 1 < len(_UNITS) and abs(float(text)) >= 1000:
         unit, scale = _UNITS[index + 1]
         text = _digits(value / scale)
     return f"{text} {unit}"
+
+
+def _whole(value: float) -> str:
+    return f"{value:.0f}" if abs(value) >= 1 or value == 0 else _digits(value)
 
 
 def duration_s(value: float | None, missing: str = MISSING) -> str:
@@ -55,7 +66,7 @@ def shorten(name: str, width: int) -> str:
 
 
 def number(value: Any, missing: str = MISSING) -> str:
-    """A count or a counter value: integers with separators, fractions to four digits."""
+    """A count or a counter value: integers as plain digits, fractions to four significant digits."""
     if value is None or value == "":
         return missing
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -63,7 +74,7 @@ def number(value: Any, missing: str = MISSING) -> str:
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)
     if isinstance(value, int) or value == int(value):
-        return f"{int(value):,}"
+        return str(int(value))
     return _digits(value)
 
 
@@ -87,7 +98,7 @@ def si(value: float, unit: str) -> str:
 
 
 def watts(value: float | None, missing: str = MISSING) -> str:
-    return missing if value is None else f"{value:,.1f} W"
+    return missing if value is None else f"{value:.1f} W"
 
 
 def joules(value: float | None, missing: str = MISSING) -> str:
@@ -95,8 +106,8 @@ def joules(value: float | None, missing: str = MISSING) -> str:
         return missing
     for unit, scale in (("MJ", 1e6), ("kJ", 1e3)):
         if abs(value) >= scale:
-            return f"{value / scale:,.3g} {unit}" if value / scale < 100 else f"{value / scale:,.1f} {unit}"
-    return f"{value:,.1f} J"
+            return f"{value / scale:.3g} {unit}" if value / scale < 100 else f"{value / scale:.1f} {unit}"
+    return f"{value:.1f} J"
 
 
 def size(value: int | float | None, missing: str = MISSING) -> str:
@@ -104,14 +115,14 @@ def size(value: int | float | None, missing: str = MISSING) -> str:
         return missing
     for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if value >= scale:
-            return f"{value / scale:,.1f} {unit}"
+            return f"{value / scale:.1f} {unit}"
     return f"{int(value)} B"
 
 
 # How a document column's unit (model/document.py) is shown to people; numbers without one: number().
 _BY_UNIT = {"ns": duration_ns, "s": duration_s, "percent": percent, "W": watts, "J": joules, "bytes": size,
             "celsius": lambda v, missing=MISSING: f"{v:.0f} °C",
-            "MHz": lambda v, missing=MISSING: f"{v:,.0f} MHz"}
+            "MHz": lambda v, missing=MISSING: f"{v:.0f} MHz"}
 
 
 def human(unit: str | None, value: Any, missing: str = MISSING) -> str:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from profilectl import jobs
-from profilectl.errors import FormatError
+from profilectl.errors import FormatError, UsageError
 from profilectl.manifest import Manifest
 from profilectl.runstate import ABANDONED, controller_gone, run_state, what_it_left  # noqa: F401  (their home)
 
@@ -76,3 +76,24 @@ def list_runs(traces_root: Path) -> list[ListedRun]:
                                 wall_seconds=manifest.wall_seconds, workload=" ".join(manifest.workload),
                                 problem=note if status == ABANDONED else None))
     return sorted(listed, key=lambda r: (r.started_at, r.run), reverse=True)
+
+
+LATEST = "latest"  # the newest run of the traces folder, wherever a run is taken
+
+
+def find_run(text: str, traces_root: Path) -> Path:
+    """What `report`, `compare`, `query` and `merge-trace` take as a run: a path as it is; else a run
+    id as `ls` prints it (a run or job folder of the traces folder); else `latest`, the newest run
+    `ls` lists. A path that exists always wins over an id of the same name."""
+    given = Path(text)
+    if given.exists():
+        return given
+    if text == LATEST:
+        listed = list_runs(traces_root) if traces_root.is_dir() else []
+        if not listed:
+            raise UsageError(f"latest: no run in {traces_root} yet (run `profilectl profile` first, or give a path)")
+        return Path(listed[0].path)
+    if text and "/" not in text and (traces_root / text).is_dir():
+        return traces_root / text
+    run = f", nor a run of {traces_root}" if "/" not in text else ""
+    raise UsageError(f"{text} does not exist{run} (`profilectl ls` lists the runs; `latest` is the newest)")

@@ -32,7 +32,8 @@ if TYPE_CHECKING:
 
 # 2: totals.gpu_time_ns counts copies and memsets (kernel_time_ns and copy_time_ns apart); `imbalance`
 # is `kernel_time_spread` (most/least, not slowest/fastest); steps are host-side windows (docs/definitions.md)
-SUMMARY_SCHEMA = 2
+# 3: operators ranked by self time, their `percent` the share of the sum of self times
+SUMMARY_SCHEMA = 3
 AGGREGATION_WORDS = {"sum": "sum over dispatches", "mean": "mean weighted by dispatch duration",
                      "mean per dispatch": "mean over dispatches (no durations known)", "max": "max over dispatches",
                      "min": "min over dispatches", "derived": "derived from the aggregated counters"}
@@ -367,6 +368,8 @@ def aggregation_legend(summary: "Summary") -> list[str]:
 
 
 def kernel_rows(stats: StatsByName) -> tuple[KernelRow, ...]:
+    """Kernels, API calls, copies: heaviest total first, `percent` the share of the sum of totals
+    (these never nest, so the totals add up)."""
     grand = sum(s.total for s in stats.values()) or 1.0
     rows = [KernelRow(name=name, calls=s.calls, total_ns=s.total, mean_ns=s.mean, percent=100.0 * s.total / grand,
                       min_ns=s.minimum if s.spread_known else None, max_ns=s.maximum if s.spread_known else None,
@@ -374,6 +377,20 @@ def kernel_rows(stats: StatsByName) -> tuple[KernelRow, ...]:
             for name, s in stats.items()]
     rows.sort(key=lambda r: r.total_ns, reverse=True)
     return tuple(rows)
+
+
+def operator_rows(stats: StatsByName) -> tuple[KernelRow, ...]:
+    """CPU operators: they nest (aten::linear holds aten::addmm), so inclusive totals count the same
+    time several times and add up to more than the run. Where every self time is known (torch's
+    "Self CPU"), rows are ranked by it and `percent` is the share of the sum of self times, which adds
+    up to 100 %; operators without nesting (XLA's HLO ops) keep their totals (docs/definitions.md)."""
+    rows = kernel_rows(stats)
+    if not rows or any(r.self_ns is None for r in rows):
+        return rows
+    grand = sum(r.self_ns or 0.0 for r in rows) or 1.0
+    ranked = [dataclasses.replace(r, percent=100.0 * (r.self_ns or 0.0) / grand) for r in rows]
+    ranked.sort(key=lambda r: (-(r.self_ns or 0.0), -r.total_ns, r.name))
+    return tuple(ranked)
 
 
 MAX_HOTSPOTS = 1000
@@ -569,7 +586,7 @@ def build(tables: Tables, source: SourceInfo, derived: dict[str, str] | None = N
         source=source,
         totals=totals_of(kernels, copies),
         kernels=kernels, api=kernel_rows(tables.api), memory_copies=copies,
-        operators=kernel_rows(tables.operators),
+        operators=operator_rows(tables.operators),
         annotations=tuple(sorted(tables.annotations, key=lambda row: (row.rank, -row.total_ns, row.name))),
         counters_by_kernel=by_kernel, counter_aggregation=legend,
         derived=tuple(sorted((derived or {}).keys())),

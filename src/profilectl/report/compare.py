@@ -53,6 +53,23 @@ class Matched:
 
 
 @dataclass(frozen=True)
+class MatchedOperator:
+    """A CPU operator in both runs. Operators nest, so they are compared by self time (the time in
+    the operator itself, which adds up across operators); the inclusive totals are kept beside it.
+    delta_ns and speedup are of self time. Tools that report no self time (XLA's ops, which do not
+    nest): self_ns_* are their totals."""
+    name: str
+    calls_a: int
+    calls_b: int
+    self_ns_a: float
+    self_ns_b: float
+    total_ns_a: float
+    total_ns_b: float
+    delta_ns: float
+    speedup: float | None
+
+
+@dataclass(frozen=True)
 class OnlyIn:
     name: str
     calls: int
@@ -111,8 +128,8 @@ class Comparison:
     timing_runs_a: int = 0
     timing_runs_b: int = 0
     gate: Gate | None = None
-    # CPU operators (torch.profiler) matched by name, by total time: what two CPU-only traces compare
-    operators: tuple[Matched, ...] = ()
+    # CPU operators (torch.profiler) matched by name, by self time: what two CPU-only traces compare
+    operators: tuple[MatchedOperator, ...] = ()
 
     @property
     def warning(self) -> str | None:
@@ -169,16 +186,37 @@ def compare(a: Summary, b: Summary, match: str = "exact") -> Comparison:
         kernel_timing_a=a.kernel_timing, kernel_timing_b=b.kernel_timing, ranks=rank_deltas(a, b),
         timing=timing_deltas(a, b), timing_runs_a=a.timing.runs if a.timing else 0,
         timing_runs_b=b.timing.runs if b.timing else 0,
-        operators=tuple(matched(_keyed(a.operators, canonical), _keyed(b.operators, canonical))))
+        operators=matched_operators(a.operators, b.operators))
+
+
+def matched_operators(a: tuple[KernelRow, ...], b: tuple[KernelRow, ...]) -> tuple[MatchedOperator, ...]:
+    """Operators in both runs by canonical name, largest change of self time first."""
+    def keyed(rows: tuple[KernelRow, ...]) -> dict[str, list[float]]:
+        out: dict[str, list[float]] = {}
+        for row in rows:
+            sums = out.setdefault(canonical(row.name), [0, 0.0, 0.0])
+            sums[0] += row.calls
+            sums[1] += row.self_ns if row.self_ns is not None else row.total_ns
+            sums[2] += row.total_ns
+        return out
+    ka, kb = keyed(a), keyed(b)
+    both = [MatchedOperator(name=n, calls_a=int(ka[n][0]), calls_b=int(kb[n][0]), self_ns_a=ka[n][1],
+                            self_ns_b=kb[n][1], total_ns_a=ka[n][2], total_ns_b=kb[n][2],
+                            delta_ns=kb[n][1] - ka[n][1], speedup=ka[n][1] / kb[n][1] if kb[n][1] else None)
+            for n in ka.keys() & kb.keys()]
+    both.sort(key=lambda r: (-abs(r.delta_ns), r.name))
+    return tuple(both)
 
 
 def operators_line(result: Comparison) -> str:
-    total_a = sum(r.total_ns_a for r in result.operators)
-    total_b = sum(r.total_ns_b for r in result.operators)
+    """The operators' self time in A and B: each operator's own time once, so the sums mean CPU time
+    spent in operators (inclusive totals would count nested operators again)."""
+    self_a = sum(r.self_ns_a for r in result.operators)
+    self_b = sum(r.self_ns_b for r in result.operators)
     from profilectl.model.units import duration_ns
-    return (f"no GPU kernels in either run: {len(result.operators)} CPU operators in both compared by total time, "
-            f"{duration_ns(total_a)} → {duration_ns(total_b)}"
-            + (f" (speedup {total_a / total_b:.2f}×)" if total_b else ""))
+    return (f"no GPU kernels in either run: {len(result.operators)} CPU operators in both, compared by self time "
+            f"(their own time, nested operators not counted twice): {duration_ns(self_a)} → {duration_ns(self_b)}"
+            + (f" (speedup {units.speedup(self_a / self_b)})" if self_b else ""))
 
 
 def nothing_line() -> str:

@@ -49,6 +49,7 @@ def json_document(summary: "Summary") -> dict[str, Any]:
     document = to_dict(build_document(summary))
     payload = summary.to_dict()
     payload["title"] = document["title"]
+    payload["headline"] = document["headline"]  # where the time goes, in one line
     payload["findings"] = [finding for section in document["sections"] for finding in section["findings"]]
     payload["sections"] = document["sections"]
     return payload
@@ -97,11 +98,11 @@ def timing_markdown(result: Comparison) -> list[str]:
         ("statistic", "A", "B", "speedup"), rows)
 
 
-def _matched_markdown(what: str, rows: Sequence[Any], top: int) -> list[str]:
-    """Names found in both runs (kernels, or operators of CPU-only traces), largest change first."""
-    return md_table((what, "calls A", "calls B", "total A", "total B", "speedup"),
-                    ((r.name, r.calls_a, r.calls_b, units.duration_ns(r.total_ns_a), units.duration_ns(r.total_ns_b),
-                      units.speedup(r.speedup)) for r in rows[:top]))
+def _matched_markdown(what: str, rows: Sequence[Any], top: int, time: str = "total") -> list[str]:
+    """Names found in both runs (kernels, or operators of CPU-only traces: time "self"), largest change first."""
+    return md_table((what, "calls A", "calls B", f"{time} A", f"{time} B", "speedup"),
+                    ((r.name, r.calls_a, r.calls_b, units.duration_ns(getattr(r, f"{time}_ns_a")),
+                      units.duration_ns(getattr(r, f"{time}_ns_b")), units.speedup(r.speedup)) for r in rows[:top]))
 
 
 def comparison_markdown(result: Comparison, top: int = 15) -> str:
@@ -117,7 +118,7 @@ def comparison_markdown(result: Comparison, top: int = 15) -> str:
         from profilectl.report.compare import nothing_line, operators_line
         if result.operators:
             lines += [operators_line(result), ""]
-            lines += _matched_markdown("operator", result.operators, top)
+            lines += _matched_markdown("operator", result.operators, top, time="self")
         else:
             lines += [nothing_line(), ""]
     if result.ranks:

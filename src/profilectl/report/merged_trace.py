@@ -970,8 +970,8 @@ def lines(result: MergedTrace) -> list[str]:
         st = result.straggler
         out.append(f"straggler: rank {st.rank} ({st.host}): the others wait for it {st.lead_ns / 1e6:.2f} ms per {st.unit} "
                    f"in collectives ({st.steps_led} of {st.steps}; the report's rule)")
-    out.append(f"events: {result.events_written:,} of {result.events_in_window:,} in the window; {result.cut}"
-               + (" (" + ", ".join(f"{n:,} {what}" for what, n in result.dropped.items()) + ")" if result.dropped else ""))
+    out.append(f"events: {result.events_written} of {result.events_in_window} in the window; {result.cut}"
+               + (" (" + ", ".join(f"{n} {what}" for what, n in result.dropped.items()) + ")" if result.dropped else ""))
     if result.bytes_written > result.cap_bytes:
         out.append(f"above the cap: the step markers and collectives alone take more; choose fewer steps (--steps) "
                    f"or a larger --max-mb")

@@ -149,14 +149,14 @@ class _Guard:
 
     def interrupted(self, rows: int) -> ProfilectlError:
         name = signal.Signals(self.signal).name if self.signal else "a signal"
-        return ProfilectlError(f"query: interrupted by {name} after {rows:,} row(s)", exit_code=errors.INTERRUPTED)
+        return ProfilectlError(f"query: interrupted by {name} after {rows} row(s)", exit_code=errors.INTERRUPTED)
 
     def timed_out(self, rows: int) -> ProfilectlError:
-        return ProfilectlError(f"query: stopped after its {self.budget.seconds:g} s budget ({rows:,} row(s) given); "
+        return ProfilectlError(f"query: stopped after its {self.budget.seconds:g} s budget ({rows} row(s) given); "
                                f"--timeout S or ${TIMEOUT_ENV} sets it (0: no bound)", exit_code=errors.TIMEOUT)
 
     def out_of_memory(self, rows: int) -> ProfilectlError:
-        return QueryBudgetError(f"query: stopped at its memory budget of {self.budget.memory_mb:g} MiB ({rows:,} "
+        return QueryBudgetError(f"query: stopped at its memory budget of {self.budget.memory_mb:g} MiB ({rows} "
                                 f"row(s) given); --memory-mb MB or ${MEMORY_ENV} sets it (0: no bound)")
 
 

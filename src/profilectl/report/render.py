@@ -80,9 +80,14 @@ def env_report(console: Console, report: EnvReport) -> None:
     services = Table(title="Services", title_justify="left")
     for column in ("service", "backend", "why", "fell back from"):
         services.add_column(column, overflow="fold")
+    from profilectl.read.summary import OTHER_MACHINE_CAUSES
     for name, choice in assessment.services.items():
-        fell = "; ".join(f"{f.backend}: {f.reason}" for f in choice.fallbacks)
-        services.add_row(name, choice.backend or text("none", "red"), choice.reason, fell)
+        # another vendor's profiler is named once, as reports name it: not considered on this machine
+        fell = "; ".join(f"{f.backend}: {f.reason}" for f in choice.fallbacks if f.cause not in OTHER_MACHINE_CAUSES)
+        other = [f.backend for f in choice.fallbacks if f.cause in OTHER_MACHINE_CAUSES]
+        fell += ("; " if fell and other else "") + (f"not considered here: {', '.join(other)}" if other else "")
+        services.add_row(text(name), text(choice.backend) if choice.backend else text("none", "red"),
+                         text(choice.reason), text(fell))
     console.print(services)
     for note in facts.notes:
         console.print(assemble(("note:", "yellow"), f" {note}"))
@@ -128,38 +133,57 @@ def outcome(console: Console, manifest: Manifest, summary: Summary, run_dir: str
     if not brief:
         report(console, summary, header=False)  # the closing line names the run
     colour = "green" if manifest.status == "ok" else "red"
-    console.print(assemble(brief, (manifest.status, colour), f" {manifest.service} via {manifest.backend} "
-                           f"in {manifest.wall_seconds or 0:.2f} s → {run_dir}"))
-    if summary.perfetto_trace and not brief:
-        console.print(f"  Perfetto trace: {run_dir}/{summary.perfetto_trace} (open in ui.perfetto.dev)",
-                      highlight=False)
+    console.print(assemble(brief, (manifest.status, colour), f" {manifest.service} via {manifest.backend} in "
+                                f"{units.duration_s(manifest.wall_seconds or 0)} → {run_dir}"))
+    if summary.perfetto_trace and not brief:  # in the run directory just named: said once
+        console.print(text(f"  its Perfetto trace: {summary.perfetto_trace} (open in ui.perfetto.dev)"))
 
 
 def runs_table(console: Console, listed: list[ListedRun], root: str) -> None:
-    table = Table(title=f"Runs in {root} (newest first)", title_justify="left")
-    for column in ("when (UTC)", "service", "backend", "status", "wall", "workload", "run"):
-        table.add_column(column, overflow="fold")
+    """The run id first and never wrapped (it is what `report`, `compare` and `query` take). On a
+    narrow terminal the workload gives way first (cut with an ellipsis), then the columns the id
+    already says (its date and service), then the backend."""
     colours = {"ok": "green", "running": "yellow"}
-    for run in listed:
-        colour = colours.get(run.status, "red")
-        wall = f"{run.wall_seconds:.2f} s" if run.wall_seconds is not None else "-"
-        status = text(run.status, colour)
-        table.add_row(text(run.started_at.replace("T", " ")[:19] or "-"), text(run.service), text(run.backend), status,
-                      wall, text(_short(run.workload, 50) if not run.problem else _short(run.problem, 80)), text(run.run))
-    if not listed:
-        table.add_row("-", "-", "-", "no runs yet", "-", "-", "-")
+    rows = [{"run": text(run.run), "when (UTC)": text(run.started_at.replace("T", " ")[:19] or "-"),
+             "service": text(run.service), "backend": text(run.backend),
+             "status": text(run.status, colours.get(run.status, "red")),
+             "wall": text(units.duration_s(run.wall_seconds, missing="-")),
+             "workload": text(run.workload if not run.problem else run.problem)} for run in listed]
+    if not rows:
+        rows = [{"run": text("-"), "when (UTC)": text("-"), "service": text("-"), "backend": text("-"),
+                 "status": text("no runs yet"), "wall": text("-"), "workload": text("-")}]
+    widths = {column: max(len(column), *(len(row[column]) for row in rows)) for column in rows[0]}
+    shown = list(widths)
+    workload_min = 12
+
+    def room() -> int:  # what the workload column may take: the width less the other columns and borders
+        return console.width - sum(widths[c] for c in shown if c != "workload") - 3 * len(shown) - 1
+    for dropped in ("when (UTC)", "service", "backend"):
+        if room() >= min(workload_min, widths["workload"]):
+            break
+        shown.remove(dropped)
+    table = Table(title=f"Runs in {root} (newest first; report, compare and query take the run id, or latest)",
+                  title_justify="left")
+    for column in shown:
+        if column == "workload":
+            table.add_column(column, no_wrap=True, overflow="ellipsis", max_width=max(room(), workload_min))
+        else:
+            table.add_column(column, no_wrap=True, justify="right" if column == "wall" else "left",
+                             min_width=widths[column])
+    for row in rows:
+        table.add_row(*(row[column] for column in shown))
     console.print(table)
 
 
-def _matched_table(what: str, rows: Sequence[Any], top: int) -> Table:
-    """Names found in both runs (kernels, or operators of CPU-only traces), largest change first."""
+def _matched_table(what: str, rows: Sequence[Any], top: int, time: str = "total") -> Table:
+    """Names found in both runs (kernels, or operators of CPU-only traces: time "self"), largest change first."""
     table = Table(title=f"{what.capitalize()}s in both (largest change first)", title_justify="left")
     table.add_column(what, overflow="fold", min_width=24, ratio=1)
-    for column in ("calls A", "calls B", "total A", "total B", "speedup"):
+    for column in ("calls A", "calls B", f"{time} A", f"{time} B", "speedup"):
         table.add_column(column, justify="right", no_wrap=True)
     for row in rows[:top]:
-        table.add_row(text(_short(row.name)), f"{row.calls_a:,}", f"{row.calls_b:,}", _ns(row.total_ns_a),
-                      _ns(row.total_ns_b), units.speedup(row.speedup))
+        table.add_row(text(_short(row.name)), units.number(row.calls_a), units.number(row.calls_b),
+                      _ns(getattr(row, f"{time}_ns_a")), _ns(getattr(row, f"{time}_ns_b")), units.speedup(row.speedup))
     return table
 
 
@@ -192,7 +216,7 @@ def comparison(console: Console, result: Comparison, top: int = 15) -> None:
         from profilectl.report.compare import nothing_line, operators_line
         if result.operators:
             console.print(operators_line(result), markup=False, highlight=False)
-            console.print(_matched_table("operator", result.operators, top))
+            console.print(_matched_table("operator", result.operators, top, time="self"))
         else:
             console.print(nothing_line(), markup=False, highlight=False)
     if result.ranks:
@@ -209,5 +233,5 @@ def comparison(console: Console, result: Comparison, top: int = 15) -> None:
             only.add_column("calls", justify="right")
             only.add_column("total", justify="right")
             for item in only_rows[:top]:
-                only.add_row(text(_short(item.name)), f"{item.calls:,}", _ns(item.total_ns))
+                only.add_row(text(_short(item.name)), str(item.calls), _ns(item.total_ns))
             console.print(only)

@@ -61,13 +61,14 @@ def visible_gpus(vendor: str, environment: Mapping[str, str]) -> tuple[int, ...]
     return ()
 
 
-def plan_sampling(enabled: bool, facts: Facts, environment: Mapping[str, str]) -> tuple[SamplingPlan | None, str]:
-    """The sampling plan (None: nothing is sampled) and the plan note that says so."""
+def plan_sampling(enabled: bool, facts: Facts, environment: Mapping[str, str]) -> tuple[SamplingPlan | None, str | None]:
+    """The sampling plan (None: nothing is sampled) and the plan note that says so (None on a machine
+    without a GPU: there is nothing to sample, and saying so adds nothing)."""
     if not enabled:
         return None, "no power sampling (--no-sample)"
     vendor = facts.vendor
     if vendor is None:
-        return None, "no power sampling: no GPU found"
+        return None, None
     order = telemetry_facts()["order"].get(vendor, [])
     specs = tuple(spec for spec in (_available(name, facts) for name in order) if spec is not None)
     if not specs:

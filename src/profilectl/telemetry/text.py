@@ -13,7 +13,7 @@ watts, joules, size = units.watts, units.joules, units.size
 
 
 def seconds(value: float) -> str:
-    return units.duration_s(value) if value < 120 else f"{value / 60:,.1f} min"
+    return units.duration_s(value) if value < 120 else f"{value / 60:.1f} min"
 
 
 def energy_method(method: str | None) -> str:
@@ -29,7 +29,7 @@ def power_line(power: PowerSummary) -> str:
         energy += f" from the {energy_method(power.energy_method)}"
         if power.energy_method != "trapezoid" and power.trapezoid_energy_j is not None:
             energy += f" (power samples: {joules(power.trapezoid_energy_j)})"
-    return (f"GPU power ({power.source}, {gpus}{power.samples:,} samples every {seconds(power.interval_s)} over "
+    return (f"GPU power ({power.source}, {gpus}{power.samples} samples every {seconds(power.interval_s)} over "
             f"{seconds(power.duration_s)}): average {watts(power.avg_power_w)}, peak {watts(power.peak_power_w)}, "
             f"energy {energy}, peak memory {size(power.peak_memory_bytes)}"
             + (f" of {size(power.gpus[0].memory_total_bytes)}" if len(power.gpus) == 1 and

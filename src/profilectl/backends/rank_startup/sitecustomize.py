@@ -282,7 +282,7 @@ class _RankProfiler:
         except Exception:
             pass
         started = time.perf_counter()
-        prof.export_chrome_trace(self.trace_path())
+        _export_chrome_trace(self.torch, prof, self.trace_path())
         self.costs["export_s"] += time.perf_counter() - started
 
     def yield_to_workload(self):
@@ -388,6 +388,34 @@ def _torch_options():
         sys.stderr.write("profilectl: PROFILECTL_TORCH_OPTIONS is not JSON; torch.profiler's defaults used\n")
         return {}
     return options if isinstance(options, dict) else {}
+
+
+USER_SCOPE = 7  # torch's RecordScope of a record_function range (ProfilerStep#N too)
+
+
+def _export_chrome_trace(torch, prof, path):
+    """torch's own export, except where torch has no Kineto (Debian's 1.13): its legacy export has no
+    categories, so a record_function range could not be told from an operator. There the profile's
+    own events are written in Kineto's layout: a USER_SCOPE range as "user_annotation", the rest as
+    "cpu_op" (the same events, times and threads as torch's file)."""
+    kineto = getattr(torch.autograd, "kineto_available", lambda: True)
+    if kineto():
+        prof.export_chrome_trace(path)
+        return
+    import json
+    pid = os.getpid()
+    with open(path, "w") as fh:
+        fh.write('{"schemaVersion": 1, "traceEvents": [')
+        first = True
+        for event in prof.events():
+            if event.trace_name is None:
+                continue
+            category = "user_annotation" if getattr(event, "scope", 0) == USER_SCOPE else "cpu_op"
+            fh.write(("" if first else ",\n") + json.dumps(
+                {"ph": "X", "cat": category, "name": event.trace_name, "pid": pid, "tid": event.thread,
+                 "ts": event.time_range.start, "dur": event.time_range.elapsed_us(), "args": {}}))
+            first = False
+        fh.write("]}\n")
 
 
 def _first_steps(action, count):
@@ -545,7 +573,7 @@ def _range_switch(torch, rank_profiler, state, on):
             prof.stop()
             state["windows"] = state.get("windows", 0) + 1
             base = rank_profiler.trace_path()[:-len(".pt.trace.json")]
-            prof.export_chrome_trace(f"{base}.range{state['windows']}.pt.trace.json")
+            _export_chrome_trace(torch, prof, f"{base}.range{state['windows']}.pt.trace.json")
             _debug(f"range window {state['windows']} exported")
     except Exception as exc:  # the workload goes on without this window
         sys.stderr.write(f"profilectl: rank {rank_profiler.rank}: range window: {exc}\n")

@@ -27,10 +27,12 @@ def column(table: TableBlock, name: str | None) -> list[Any]:
 
 
 def bar(chart: Chart, table: TableBlock, top: int) -> str:
-    """The largest values as horizontal bars, each with its share of the column's total."""
+    """The largest values as horizontal bars, each with its share of the column's total; with extra
+    `shares` False (ranges that nest: their total is no whole), each with its value instead."""
     values, labels = column(table, chart.y), column(table, chart.label)
     if not values:
         return ""
+    shares = dict(chart.extra).get("shares", True)
     total = sum(v or 0 for v in values) or 1.0
     values, labels = values[:top], labels[:top]
     biggest = max(v or 0 for v in values) or 1.0
@@ -42,7 +44,8 @@ def bar(chart: Chart, table: TableBlock, top: int) -> str:
         bars.append(f'<rect x="420" y="{y}" width="{width:.1f}" height="16" fill="{PALETTE[i % len(PALETTE)]}">'
                     f'<title>{escape(str(name))}</title></rect>'
                     f'<text x="414" y="{y + 12}" text-anchor="end">{escape(shorten(str(name), 52))}</text>'
-                    f'<text x="{424 + width:.1f}" y="{y + 12}">{100 * (value or 0) / total:.1f} %</text>')
+                    f'<text x="{424 + width:.1f}" y="{y + 12}">'
+                    f'{f"{100 * (value or 0) / total:.1f} %" if shares else escape(duration_ns(value))}</text>')
     label = "top kernels" if chart.table == "kernels" else chart.title
     return f'<svg role="img" aria-label="{escape(label)}" width="1000" height="{height}">{"".join(bars)}</svg>'
 

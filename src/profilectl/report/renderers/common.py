@@ -8,6 +8,9 @@ from profilectl.model import units
 from profilectl.model.document import Column, TableBlock
 
 
+HEADLINE = "Where the time goes"  # how every human format heads Document.headline
+
+
 def human_columns(table: TableBlock, wide: bool = True) -> list[int]:
     """Indices of the columns people see (every one but machine-only; `wide` ones on wide screens)."""
     keep = ("always", "human", "wide") if wide else ("always", "human")

@@ -60,7 +60,7 @@ def to_csv(tables: dict[str, CsvTable]) -> str:
 
 
 def to_dict(document: Document) -> dict[str, Any]:
-    return {"schema_version": document.schema_version, "title": document.title,
+    return {"schema_version": document.schema_version, "title": document.title, "headline": document.headline,
             "metadata": dict(document.metadata),
             "sections": [{"key": s.key, "title": s.title, "notes": list(s.notes),
                           "findings": [{"verdict": f.verdict, "sentence": f.sentence, "evidence": list(f.evidence),

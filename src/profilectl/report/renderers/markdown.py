@@ -7,7 +7,7 @@ from typing import Any, Iterable, Sequence
 
 from profilectl.model import units
 from profilectl.model.document import Document, Finding, TableBlock
-from profilectl.report.renderers.common import cell, human_columns, row_limit
+from profilectl.report.renderers.common import HEADLINE, cell, human_columns, row_limit
 from profilectl.screen import visible
 
 # What Markdown would read as markup inside a line: a table's cell bar, emphasis, code, links and
@@ -51,15 +51,19 @@ def render(document: Document, top: int = 10, header: bool = True) -> str:
         lines += [f"# {escape(document.title)}", ""]
         lines += [f"- **{label}**: {escape(text)}" for label, text in document.metadata]
         lines += [""] if document.metadata else []
+    if document.headline:
+        lines += [f"**{HEADLINE}:** {escape(document.headline)}", ""]
     for section in document.sections:
-        lines += [f"## {escape(section.title)}", ""]
+        first = next((t.title for t in section.tables if t.title and row_limit(t, top) > 0 and t.rows), None)
+        title = first if first and first.startswith(section.title) else section.title  # never headed twice
+        lines += [f"## {escape(title)}", ""]
         for finding in section.findings:
             lines += finding_lines(finding)
         lines += [f"- {escape(note)}" for note in section.notes]
         lines += [""] if section.notes or section.findings else []
         for table in section.tables:
             if row_limit(table, top) > 0 and table.rows:
-                if table.title and table.title != section.title:
+                if table.title and table.title not in (section.title, title):
                     lines += [f"### {escape(table.title)}", ""]
                 lines += table_lines(table, top)
     return "\n".join(lines)

@@ -17,9 +17,9 @@ Builder = Callable[[Summary], "Section | None"]
 
 # The section modules, in report order; each holds `build(summary) -> Section | None`.
 ORDER = (
-    "run",  # the run's story: wall time, fallbacks, status message
-    "overview",  # totals, how kernel times were measured, the SLURM job
+    "overview",  # the SLURM job; how kernel times were measured (where the time goes: Document.headline)
     "diagnosis",  # what users read first: why the GPU waits, the straggler, what failed first
+    "run",  # the run's story: wall time, fallbacks, status message
     "timing",
     "steps",  # steady-state step time
     "power",
@@ -39,16 +39,21 @@ BUILDERS: list[Builder] = [importlib.import_module(f"{__name__}.{name}").build f
 
 
 def title(summary: Summary) -> str:
+    """The tool and what was read: the run (its id, service, backend, status), the job, or the files."""
+    from pathlib import PurePath
     run_story, job = summary.run, summary.job
     if run_story:
-        return f"{run_story.service} via {run_story.backend} — {run_story.status}"
+        name = PurePath(summary.source.path).name
+        return f"profilectl — {name}: {run_story.service} via {run_story.backend} — {run_story.status}"
     if job:
-        return f"SLURM job {job.job_id}.{job.step_id} — {job.status}"
-    return f"{summary.source.kind}: {summary.source.path}"
+        return f"profilectl — SLURM job {job.job_id}.{job.step_id} — {job.status}"
+    return f"profilectl — {summary.source.kind}: {summary.source.path}"
 
 
 def build_document(summary: Summary, builders: list[Builder] | None = None) -> Document:
     """The Summary as the document every renderer sees; sections with nothing to say are left out."""
+    from profilectl.report.sections.overview import where_time_goes
     built = (builder(summary) for builder in (BUILDERS if builders is None else builders))
     return Document(title=title(summary), metadata=tuple(metadata_items(summary)),
-                    sections=tuple(section for section in built if section is not None))
+                    sections=tuple(section for section in built if section is not None),
+                    headline=where_time_goes(summary))

@@ -19,4 +19,6 @@ def build(summary: Summary) -> Section | None:
         lines.append(f"not considered on this machine: {', '.join(hidden)}")
     if run.status != "ok" and run.message:
         lines.append(run.message)
+    if summary.perfetto_trace:
+        lines.append(f"Perfetto trace: {summary.perfetto_trace} in the run directory (open in ui.perfetto.dev)")
     return Section(key="run", title="Run", notes=tuple(lines))

@@ -43,7 +43,9 @@ def build(summary: Summary) -> Section | None:
                             extra=(("grey", "warmup"),)))
     if analysis.gaps:
         tables.append(table_of("idle_gaps", analysis.gaps, title="Largest idle gaps", shown=0))
-    return Section(key="timeline", title="Timeline", notes=tuple(lines(analysis)), tables=tuple(tables),
+    # the verdict is the diagnosis' top finding (summary._with_verdicts): said there, once
+    said = bool(summary.diagnosis and summary.diagnosis.findings)
+    return Section(key="timeline", title="Timeline", notes=tuple(lines(analysis, verdict=not said)), tables=tuple(tables),
                    charts=tuple(charts))
 
 
@@ -54,8 +56,9 @@ def flat(row: TimelineRow) -> dict[str, Any]:
     return {**values, **{f"launch_{k}" if not k.startswith("launch") else k: v for k, v in launch.items()}}
 
 
-def lines(analysis: TimelineAnalysis) -> list[str]:
-    """What the timeline says, one finding per line (the merged row: all ranks together)."""
+def lines(analysis: TimelineAnalysis, verdict: bool = True) -> list[str]:
+    """What the timeline says, one finding per line (the merged row: all ranks together); `verdict`:
+    its one-line verdict too (left out where the diagnosis says it)."""
     row = analysis.merged
     out = [_busy_line(row, analysis)]
     if row.max_concurrency > 1:
@@ -67,7 +70,7 @@ def lines(analysis: TimelineAnalysis) -> list[str]:
                    f"{row.hidden_communication_percent or 0:.1f} % of it hidden under compute "
                    f"({duration(row.communication_ns - row.hidden_communication_ns)} exposed)")
     launch = row.launch
-    parts = [f"{launch.short_kernel_percent:.1f} % of kernel time in {launch.short_kernels:,} kernels shorter than "
+    parts = [f"{launch.short_kernel_percent:.1f} % of kernel time in {launch.short_kernels} kernels shorter than "
              + ("their launch call" if launch.short_kernel_basis == "launch call" else "5 µs (no launch calls linked)")]
     if launch.launch_call_ns:
         kernel_time = row.compute_ns + row.communication_ns
@@ -78,7 +81,8 @@ def lines(analysis: TimelineAnalysis) -> list[str]:
     if launch.launch_delay_mean_ns is not None:
         parts.append(f"launch call's end to kernel start {duration(launch.launch_delay_mean_ns)} on average")
     out.append("launches: " + "; ".join(parts))
-    out.append(f"verdict: {row.verdict}")
+    if verdict:
+        out.append(f"verdict: {row.verdict}")
     for gap in analysis.gaps[:3]:
         rank = f"rank {gap.rank}, " if analysis.ranks else ""
         out.append(f"idle gap of {duration(gap.duration_ns)} at +{duration(gap.start_ns)} ({rank}after "
@@ -96,7 +100,7 @@ def lines(analysis: TimelineAnalysis) -> list[str]:
 
 
 def _busy_line(row: TimelineRow, analysis: TimelineAnalysis) -> str:
-    gaps = (f"{row.gaps:,} idle gap(s) of 10 µs or more, {duration(row.gap_total_ns)} in all, the largest "
+    gaps = (f"{row.gaps} idle gap(s) of 10 µs or more, {duration(row.gap_total_ns)} in all, the largest "
             f"{duration(row.largest_gap_ns)}") if row.gaps else "no idle gap of 10 µs or more"
     spread = analysis.ranks_busy
     if spread is not None:  # a job: each rank on its own span first, the union under its own name
