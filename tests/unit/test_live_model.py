@@ -1,0 +1,175 @@
+"""The live view's model and its reading (issue 37, the job while it runs): per rank the last steps'
+times and the lag of its step ends behind the earliest rank's, the rank the others wait for, on
+synthetic step ends and on the step ends two H200s wrote under DDP (tests/fixtures/nvidia-h200-ddp);
+and the monitor reading growing files as a run writes them (partial lines left for the next poll)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from profilectl.analysis import live
+from profilectl.analysis.live import GpuNow, RankMarks, StepMark, assess, gpu_of, named_since
+from profilectl.read.live import LineTail, Monitor, StepsFile, TelemetryFile
+from support import REPO
+
+MS = 1_000_000
+FIXTURES = REPO / "tests/fixtures/nvidia-h200-ddp"
+
+
+def ranks_with(lags_ms: dict[str, list[float]], step_ms: float = 30.0) -> list[RankMarks]:
+    """Ranks stepping every `step_ms`; each rank's k-th step ends lags_ms[rank][k] late (its own
+    clock moves with it: a late rank's steps are as long as the others')."""
+    out = []
+    for pid, (rank, lags) in enumerate(lags_ms.items()):
+        out.append(RankMarks(rank, "h", pid + 1, tuple(
+            StepMark(step=k + 1, end_unix_ns=int(((k + 1) * step_ms + lag) * MS),
+                     end_mono_ns=int(((k + 1) * step_ms + lag) * MS)) for k, lag in enumerate(lags))))
+    return out
+
+
+def test_the_late_rank_is_named_with_its_lag_and_its_step():
+    state = assess(ranks_with({"0": [0.0] * 10, "1": [20.0] * 10, "2": [1.0] * 10}), (), 0)
+    assert state.straggler is not None and state.straggler.rank == "1"
+    assert state.straggler.lag_ns == 20 * MS and state.straggler.step_ns == 30 * MS
+    assert (state.straggler.first_step, state.straggler.last_step, state.common_step) == (6, 10, 10)
+    assert state.verdict == ("rank 1 is the one the others wait for: its steps end 20.0 ms after the earliest rank's "
+                             "(median of the last 5 steps, 6 to 10; its step 30.0 ms)")
+    assert [(r.rank, r.lag_ns, r.median_step_ns, r.last_step) for r in state.ranks] == [
+        ("0", 0, 30 * MS, 10), ("1", 20 * MS, 30 * MS, 10), ("2", 1 * MS, 30 * MS, 10)]
+
+
+def test_the_lag_is_behind_the_earliest_rank_whichever_it_is():
+    state = assess(ranks_with({"0": [25.0] * 8, "1": [0.0] * 8}), (), 0)
+    assert state.straggler is not None and state.straggler.rank == "0" and state.straggler.lag_ns == 25 * MS
+    assert [r.lag_ns for r in state.ranks] == [25 * MS, 0]
+
+
+def test_equal_ranks_name_no_one_and_say_why():
+    state = assess(ranks_with({"0": [0.0] * 10, "1": [0.5] * 10}), (), 0)
+    assert state.straggler is None
+    assert "no straggler: the largest lag is rank 1's, 0.5 ms" in state.verdict and "40% of its step 30.0 ms" in state.verdict
+
+
+def test_the_lag_is_judged_on_steps_every_rank_ended():
+    # rank 1 is three steps behind: only steps 1-7 are common, and it is named on those
+    ranks = ranks_with({"0": [0.0] * 10, "1": [20.0] * 7})
+    state = assess(ranks, (), 0)
+    assert state.common_step == 7 and state.straggler is not None and state.straggler.last_step == 7
+    assert [r.last_step for r in state.ranks] == [10, 7]
+
+
+def test_one_rank_or_too_few_steps_name_no_one():
+    assert assess(ranks_with({"0": [0.0] * 10}), (), 0).verdict == "one rank stepping so far: no straggler to name"
+    few = assess(ranks_with({"0": [0.0] * 3, "1": [20.0] * 3}), (), 0)
+    assert few.straggler is None and "3 steps ended by every rank are needed after the first 2 (warm-up), 1 so far" \
+        in few.verdict
+
+
+def test_a_straggler_that_appears_is_named_within_three_steps_and_since_when():
+    lags = [0.0] * 10 + [20.0] * 10  # rank 1 starts lagging at step 11
+    ranks = ranks_with({"0": [0.0] * 20, "1": lags})
+    named = [step for step in range(5, 21)
+             if assess([RankMarks(r.rank, r.host, r.pid, r.marks[:step]) for r in ranks], (), 0).straggler]
+    assert named[0] == 13 and named == list(range(13, 21))  # 3 of the last 5 steps lag from step 13 on
+    assert named_since(ranks, "1") == 13 and named_since(ranks, "0") is None
+
+
+@pytest.mark.parametrize("local, visible, gpu", [(1, None, 1), (1, "2,3", 3), (0, "GPU-uuid-a,GPU-uuid-b", None),
+                                                  (2, "0,1", None), (None, "0,1", None), (0, "", None)])
+def test_a_rank_uses_the_local_rank_th_visible_gpu(local, visible, gpu):
+    assert gpu_of(local, visible) == gpu
+
+
+def test_each_rank_shows_its_gpu_and_the_others_are_shown_apart():
+    ranks = [RankMarks(r.rank, r.host, r.pid, r.marks, gpu=int(r.rank)) for r in ranks_with({"0": [0] * 6, "1": [0] * 6})]
+    gpus = [GpuNow("h", g, 1, busy_pct=90.0 + g, power_w=400.0 + g) for g in (0, 1, 2)]
+    state = assess(ranks, gpus, 0)
+    assert [(r.gpu.gpu, r.gpu.busy_pct, r.gpu.power_w) for r in state.ranks if r.gpu] == [(0, 90.0, 400.0),
+                                                                                            (1, 91.0, 401.0)]
+    from profilectl.report.live import line
+    text = line(state)
+    assert "rank 0: step 30.0 ms, lag 0.0 ms, GPU 0 90% 400 W" in text and "| GPU 2 92% 402 W |" in text
+
+
+def fixture_ranks(kind: str) -> list[RankMarks]:
+    """The hook's status files of a real DDP run on two H200s: step ends from perf_counter_ns, which is
+    CLOCK_MONOTONIC on Linux, one clock for every process of the host (the ranks' ends compare)."""
+    out = []
+    for path in sorted((FIXTURES / kind).glob("rank-*.status.json")):
+        doc = json.loads(path.read_text())
+        out.append(RankMarks(doc["rank"], doc["host"], doc["pid"], tuple(
+            StepMark(step=k + 1, end_unix_ns=end, end_mono_ns=end) for k, end in enumerate(doc["step_ends_ns"]))))
+    return out
+
+
+def every_window(ranks: list[RankMarks]) -> list[live.LiveState]:
+    return [assess([RankMarks(r.rank, r.host, r.pid, r.marks[:n]) for r in ranks], (), 0) for n in range(1, 31)]
+
+
+def test_on_real_ddp_the_sleeping_rank_is_named_from_its_fifth_step_and_identical_ranks_never():
+    slow = every_window(fixture_ranks("slow"))  # rank 1 slept 50 ms on the host every step
+    assert [s.straggler.rank for s in slow if s.straggler] == ["1"] * 26  # steps 5 to 30: every full window
+    final = slow[-1].straggler
+    assert final is not None and 50.0 <= final.lag_ns / MS <= 51.0 and 70 < final.step_ns / MS < 73, final
+    # identical ranks under torch.profiler (steps 5-25 profiled: one rank's host up to 20 % slower) lag up
+    # to 9 ms of a 30 ms step in a window of 5: never named
+    same = every_window(fixture_ranks("same"))
+    assert all(s.straggler is None for s in same)
+    assert max(max(r.lag_ns or 0 for r in s.ranks) for s in same) > 9 * MS
+
+
+def write_lines(path: Path, text: str) -> None:
+    with open(path, "a") as fh:
+        fh.write(text)
+
+
+def test_a_tail_leaves_a_line_being_written_for_the_next_poll(tmp_path):
+    path = tmp_path / "grows.jsonl"
+    tail = LineTail(path)
+    assert tail.lines() == []  # not there yet
+    write_lines(path, '{"a": 1}\n{"b":')
+    assert tail.lines() == [b'{"a": 1}']
+    write_lines(path, ' 2}\n')
+    assert tail.lines() == [b'{"b": 2}'] and tail.lines() == []
+    path.write_text('{"c": 3}\n')  # written anew, shorter: read from its start again
+    assert tail.lines() == [b'{"c": 3}']
+
+
+def test_a_tail_never_follows_a_link_or_waits_on_a_fifo(tmp_path):
+    import os
+    (tmp_path / "secret").write_text("x\n")
+    (tmp_path / "link").symlink_to(tmp_path / "secret")
+    os.mkfifo(tmp_path / "fifo")
+    assert LineTail(tmp_path / "link").lines() == [] and LineTail(tmp_path / "fifo").lines() == []
+
+
+def test_a_long_steps_file_is_read_from_its_last_steps_with_its_first_line(tmp_path):
+    path = tmp_path / "rank-1-h-7.steps.jsonl"
+    lines = [json.dumps({"rank": "1", "host": "h", "pid": 7, "local_rank": 1, "visible_devices": None})]
+    lines += [json.dumps({"step": k, "end_unix_ns": k * MS, "end_mono_ns": k * MS}) for k in range(1, 20_001)]
+    path.write_text("\n".join(lines) + "\n")
+    steps = StepsFile(path, "1", "h", 7)
+    steps.poll()
+    assert steps.gpu == 1 and steps.marks[-1].step == 20_000 and len(steps.marks) == 64
+    assert steps.tail.offset == path.stat().st_size  # read to the end, but only its last 256 KiB
+
+
+def test_telemetry_rows_give_each_gpu_its_latest(tmp_path):
+    from profilectl.telemetry.model import CSV_COLUMNS
+    path = tmp_path / "telemetry.csv"
+    write_lines(path, ",".join(CSV_COLUMNS) + "\n" + "10,1,0,nvml,300.5,,,,,,55\n10,1,1,nvml,200,,,,,,5\n")
+    telemetry = TelemetryFile(path, "h")
+    telemetry.poll()
+    write_lines(path, "20,2,0,nvml,410,,,,,,97\n30,3,1,nvml,2")  # the last row is still being written
+    telemetry.poll()
+    assert [(g.gpu, g.at_unix_ns, g.busy_pct, g.power_w) for g in telemetry.latest.values()] == [
+        (0, 20, 97.0, 410.0), (1, 10, 5.0, 200.0)]
+
+
+def test_the_monitor_refuses_a_folder_that_is_not_a_run(tmp_path):
+    from profilectl.errors import UsageError
+    with pytest.raises(UsageError, match="not a profilectl run directory"):
+        Monitor(tmp_path)
