@@ -183,6 +183,8 @@ def named_since(ranks: Sequence[RankMarks], rank: str) -> int | None:
 
 def _judge(rows: Sequence[RankNow], judged: Sequence[int], window: int,
            warmup: int) -> tuple[LiveStraggler | None, str]:
+    if not rows:
+        return None, "no step ended yet"
     if len(rows) < 2:
         return None, "one rank stepping so far: no straggler to name"
     if len(judged) < fewest_steps(window):

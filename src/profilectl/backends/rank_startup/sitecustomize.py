@@ -119,6 +119,7 @@ class _RankProfiler:
         self.status_dir = os.environ.get("PROFILECTL_STATUS_OUT") or out_dir
         self.step_ends_ns = []  # perf_counter_ns (CLOCK_MONOTONIC) at the end of each step
         self.steps_fd = None  # rank-<R>-<host>-<pid>.steps.jsonl, opened at the first step
+        self.steps_bytes = 0  # written to it: a line the disk took only in part is cut back to here
         self.steps_failed = False  # a write failed (a full disk, a name taken): no more lines
         self.window = _Window(os.environ.get("PROFILECTL_STEPS"))
         self.action = os.environ.get("PROFILECTL_STEP_ACTION", "torch")
@@ -227,12 +228,22 @@ class _RankProfiler:
             if self.steps_fd is None:
                 self._open_steps()
             line = f'{{"step": {self.window.step}, "end_unix_ns": {time.time_ns()}, "end_mono_ns": {ended_ns}}}\n'
-            data = line.encode()
-            if os.write(self.steps_fd, data) != len(data):  # a full disk took part of it: a cut line ends the file
-                raise OSError("short write")
+            self._write_steps(line.encode())
         except Exception:
             self._close_steps()
             self.steps_failed = True
+
+    def _write_steps(self, data):
+        """One whole line, or none: what a full disk took of it is cut back, and the file ends there."""
+        try:
+            written = os.write(self.steps_fd, data)
+        except OSError:
+            written = -1
+        if written != len(data):
+            if written > 0:
+                os.ftruncate(self.steps_fd, self.steps_bytes)
+            raise OSError("the line was not written whole")
+        self.steps_bytes += written
 
     def _open_steps(self):
         """A new file, never through a link, never one that was there (O_EXCL: the name is predictable)."""
@@ -246,9 +257,7 @@ class _RankProfiler:
         who = {"rank": self.rank, "host": self.host, "pid": self.pid,
                "local_rank": int(local) if local is not None and local.strip().isdigit() else None,
                "visible_devices": visible}
-        data = (json.dumps(who) + "\n").encode()
-        if os.write(self.steps_fd, data) != len(data):
-            raise OSError("short write")
+        self._write_steps((json.dumps(who) + "\n").encode())
 
     def _close_steps(self):
         fd, self.steps_fd = self.steps_fd, None
