@@ -28,6 +28,7 @@ LIVE_LOG = "live.jsonl"
 POLL_S = 1.0
 LINE_EVERY_S = 5.0  # a plain line at most this often, unless the verdict changes (then at once)
 STOP_WAIT_S = 5.0  # how long the end of the run waits for the live thread
+LIVE_LOG_MAX_BYTES = 100 << 20  # about a day of 8 ranks at one line a second: a bound, as the hook has one
 
 
 class LiveLog:
@@ -38,6 +39,7 @@ class LiveLog:
         self.path = path
         self.failure: str | None = None
         self.lines = 0
+        self.size = 0
         try:
             self.fd: int | None = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_NOFOLLOW
                                           | os.O_CLOEXEC, 0o666)
@@ -49,11 +51,16 @@ class LiveLog:
         if self.fd is None:
             return
         data = (json.dumps(record, separators=(",", ":")) + "\n").encode()
+        if self.size + len(data) > LIVE_LOG_MAX_BYTES:
+            self.failure = f"{self.path.name} stopped at its bound of {LIVE_LOG_MAX_BYTES >> 20} MiB ({self.lines} lines)"
+            self.close()
+            return
         begin = os.lseek(self.fd, 0, os.SEEK_END)
         try:
             if os.write(self.fd, data) != len(data):
                 raise OSError(errno.ENOSPC, "short write")
             self.lines += 1
+            self.size += len(data)
         except OSError as exc:
             try:
                 os.ftruncate(self.fd, begin)

@@ -173,3 +173,37 @@ def test_the_monitor_refuses_a_folder_that_is_not_a_run(tmp_path):
     from profilectl.errors import UsageError
     with pytest.raises(UsageError, match="not a profilectl run directory"):
         Monitor(tmp_path)
+
+
+def test_live_jsonl_takes_whole_lines_and_stops_at_its_bound(tmp_path, monkeypatch):
+    from profilectl import livewatch
+    monkeypatch.setattr(livewatch, "LIVE_LOG_MAX_BYTES", 100)
+    log = livewatch.LiveLog(tmp_path / "live.jsonl")
+    for i in range(10):
+        log.append({"i": i, "pad": "x" * 20})  # 37 bytes a line
+    assert [json.loads(line)["i"] for line in (tmp_path / "live.jsonl").read_text().splitlines()] == [0, 1]
+    assert log.failure == "live.jsonl stopped at its bound of 0 MiB (2 lines)" and log.fd is None
+
+
+def test_live_jsonl_never_follows_a_planted_link(tmp_path):
+    from profilectl import livewatch
+    precious = tmp_path / "precious"
+    precious.write_text("keep\n")
+    (tmp_path / "live.jsonl").symlink_to(precious)
+    log = livewatch.LiveLog(tmp_path / "live.jsonl")
+    log.append({"i": 1})
+    assert precious.read_text() == "keep\n" and log.failure is not None and log.failure.startswith("live.jsonl not written")
+
+
+def test_a_line_live_jsonl_cannot_take_whole_is_cut_back(tmp_path):
+    import subprocess
+    import sys
+    script = ("import resource; resource.setrlimit(resource.RLIMIT_FSIZE, (100, 100))\n"
+              "from pathlib import Path; from profilectl.livewatch import LiveLog\n"
+              f"log = LiveLog(Path({str(tmp_path / 'live.jsonl')!r}))\n"
+              "for i in range(5): log.append({'i': i, 'pad': 'x' * 20})\n"
+              "print(log.failure)")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                          env={**__import__("os").environ, "PYTHONPATH": str(REPO / "src")})
+    assert done.returncode == 0 and done.stdout.startswith("live.jsonl stopped after 2 line(s)"), done
+    assert (tmp_path / "live.jsonl").read_text().count("\n") == 2 and (tmp_path / "live.jsonl").stat().st_size == 74
