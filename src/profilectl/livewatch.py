@@ -52,7 +52,8 @@ class LiveLog:
             return
         data = (json.dumps(record, separators=(",", ":")) + "\n").encode()
         if self.size + len(data) > LIVE_LOG_MAX_BYTES:
-            self.failure = f"{self.path.name} stopped at its bound of {LIVE_LOG_MAX_BYTES >> 20} MiB ({self.lines} lines)"
+            self.failure = (f"{self.path.name} stopped at its bound of {LIVE_LOG_MAX_BYTES >> 20} MiB "
+                            f"({self.lines} lines)")
             self.close()
             return
         begin = os.lseek(self.fd, 0, os.SEEK_END)

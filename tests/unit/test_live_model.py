@@ -207,3 +207,40 @@ def test_a_line_live_jsonl_cannot_take_whole_is_cut_back(tmp_path):
                           env={**__import__("os").environ, "PYTHONPATH": str(REPO / "src")})
     assert done.returncode == 0 and done.stdout.startswith("live.jsonl stopped after 2 line(s)"), done
     assert (tmp_path / "live.jsonl").read_text().count("\n") == 2 and (tmp_path / "live.jsonl").stat().st_size == 74
+
+
+def test_a_job_folder_is_followed_rank_by_rank_until_every_rank_ended(tmp_path):
+    import dataclasses
+    import os
+    import socket
+
+    from profilectl import runs
+    from profilectl.manifest import MANIFEST_SCHEMA, Controller, Manifest
+    from profilectl.telemetry.model import CSV_COLUMNS
+    manifest = Manifest(schema_version=MANIFEST_SCHEMA, profilectl_version="t", service="profile", backend="timing",
+                        reason="", fallbacks=(), tool=None, argv=(), phases=(), workload=(), workload_source="argument",
+                        counter_set=None, gpu=None, started_at=runs.iso(runs.now_utc()),
+                        controller=Controller(pid=os.getpid(), hostname=socket.gethostname()))  # alive: running
+    job = tmp_path / "job"
+    for rank, lag in ((0, 0.0), (1, 20.0)):
+        run_dir = job / f"node1-rank{rank}"
+        (run_dir / "raw/steps/run-1").mkdir(parents=True)
+        manifest.write(run_dir)
+        marks = ranks_with({str(rank): [lag] * 8})[0].marks
+        lines = [json.dumps({"rank": str(rank), "host": "node1", "pid": 10 + rank, "local_rank": rank,
+                             "visible_devices": None})]
+        lines += [json.dumps({"step": m.step, "end_unix_ns": m.end_unix_ns, "end_mono_ns": m.end_mono_ns}) for m in marks]
+        (run_dir / f"raw/steps/run-1/rank-{rank}-node1-{10 + rank}.steps.jsonl").write_text("\n".join(lines) + "\n")
+        # each rank's profilectl samples both GPUs of the node: the newest row of each GPU is kept
+        rows = [f"{100 + rank},1,{gpu},nvml,{300 + 10 * rank + gpu},,,,,,{50 + rank}" for gpu in (0, 1)]
+        (run_dir / "telemetry.csv").write_text(",".join(CSV_COLUMNS) + "\n" + "\n".join(rows) + "\n")
+    monitor = Monitor(job)
+    state = monitor.poll()
+    assert state.straggler is not None and state.straggler.rank == "1" and state.straggler.lag_ns == 20 * MS
+    assert [(g.gpu, g.at_unix_ns, g.power_w) for g in state.gpus] == [(0, 101, 310.0), (1, 101, 311.0)]
+    assert [(r.rank, r.gpu.gpu if r.gpu else None) for r in state.ranks] == [("0", 0), ("1", 1)]
+    assert monitor.ended() is None
+    dataclasses.replace(manifest, status="ok").write(job / "node1-rank0")
+    assert monitor.ended() is None  # rank 1 still runs
+    dataclasses.replace(manifest, status="ok").write(job / "node1-rank1")
+    assert monitor.ended() == "the job's 2 rank(s) ended: ok"

@@ -162,7 +162,8 @@ def assess(ranks: Sequence[RankMarks], gpus: Sequence[GpuNow], at_unix_ns: int) 
     hosts = len({r.host for r in by_rank})
     if hosts > 1 and lags and any(lag is not None for lag in lags):
         verdict += f" (ranks on {hosts} hosts: lags include the offset between their clocks, about 1 ms under NTP)"
-    return LiveState(at_unix_ns=at_unix_ns, ranks=tuple(rows), gpus=tuple(sorted(gpus, key=lambda g: (g.host or "", g.gpu))),
+    return LiveState(at_unix_ns=at_unix_ns, ranks=tuple(rows),
+                     gpus=tuple(sorted(gpus, key=lambda g: (g.host or "", g.gpu))),
                      common_step=common[-1] if common else None, straggler=straggler, verdict=verdict, hosts=hosts)
 
 

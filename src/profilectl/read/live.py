@@ -184,21 +184,24 @@ class Monitor:
 
     def poll(self, now_unix_ns: int | None = None) -> LiveState:
         current: list[StepsFile] = []
-        gpus: list[GpuNow] = []
+        gpus: dict[tuple[str | None, int], GpuNow] = {}  # the ranks of a job on one node sample the same GPUs
         for run_dir in self.run_dirs():
             run = self.runs.get(run_dir)
             if run is None:
                 host = _controller_host(run_dir)
                 run = self.runs[run_dir] = _Run(run_dir, host, TelemetryFile(run_dir / CSV_NAME, host))
             run.telemetry.poll()
-            gpus += run.telemetry.latest.values()
+            for gpu in run.telemetry.latest.values():
+                seen = gpus.get((gpu.host, gpu.gpu))
+                if seen is None or gpu.at_unix_ns > seen.at_unix_ns:
+                    gpus[(gpu.host, gpu.gpu)] = gpu
             current += self._current_steps(run_dir)
         latest: dict[str, StepsFile] = {}  # a rank started again (a restart): its newest process
         for found in current:
             if found.rank not in latest or found.latest_ns > latest[found.rank].latest_ns:
                 latest[found.rank] = found
         self.marks = tuple(f.value for f in latest.values() if f.marks)
-        return assess(self.marks, gpus, now_unix_ns if now_unix_ns is not None else time.time_ns())
+        return assess(self.marks, tuple(gpus.values()), now_unix_ns if now_unix_ns is not None else time.time_ns())
 
     def _current_steps(self, run_dir: Path) -> list[StepsFile]:
         """The step files of the folder written to last in this run (each file read on)."""
