@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 PYTHON = REPO / ".venv" / "bin" / "python"
 TESTS = ["tests/unit/test_rules_pinned.py", "tests/unit/test_exact_merge.py", "tests/unit/test_nccl_stragglers.py",
          "tests/unit/test_real_corpus.py", "tests/unit/test_timeline.py", "tests/unit/test_diagnosis.py",
-         "tests/unit/test_compare_gate.py", "tests/unit/test_user_ranges.py"]
+         "tests/unit/test_compare_gate.py", "tests/unit/test_user_ranges.py", "tests/unit/test_live_model.py"]
 
 # (file under src/profilectl, the text, its mutation, what it breaks)
 FORMULAS = [
@@ -70,6 +70,11 @@ FORMULAS = [
     ("analysis/rank_stream.py", "return (float((width * open_[:-1]).sum() / total) if total else 0.0), int(open_.max())",
      "return (float((width * open_[1:]).sum() / total) if total else 0.0), int(open_.max())",
      "the launch queue depth between launches and ends"),
+    ("analysis/live.py", "behind = [these[s].end_unix_ns - min(e[s].end_unix_ns for e in ends) for s in judged]",
+     "behind = [these[s].end_unix_ns - ends[0][s].end_unix_ns for s in judged]",
+     "a live lag is behind the earliest rank's step end, whichever rank that is"),
+    ("analysis/live.py", "needed = max(floor, int(share * step)) if step else None",
+     "needed = max(floor, int(share * lag)) if step else None", "the live share is of the rank's own step"),
 ]
 
 
@@ -89,7 +94,7 @@ def threshold_mutants() -> list[tuple[str, str, object]]:
     for name, value in doc["thresholds"].items():
         if name.endswith("_reason") or isinstance(value, bool) or not isinstance(value, (int, float)):
             continue
-        counts = name in ("warmup_steps", "straggler_min_comparisons")
+        counts = name in ("warmup_steps", "straggler_min_comparisons", "live_window_steps")
         for label, new in ((("-1", value - 1), ("+1", value + 1)) if counts else
                            (("x0.5", type(value)(value * 0.5)), ("x2", type(value)(value * 2)))):
             out.append((name, label, new))

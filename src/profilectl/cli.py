@@ -125,6 +125,14 @@ def _bounds(p: argparse.ArgumentParser) -> None:
     group.add_argument("--profiler-args", metavar="ARGS", help="extra profiler options, appended as written")
 
 
+def _live(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--live", action="store_true",
+                   help="while the job runs: per rank its last steps' times and how far its step ends lag the "
+                        "earliest rank's, GPU busy and power, and the rank the others wait for, about every second "
+                        "on stderr and into live.jsonl in the run directory (`profilectl watch RUN` from another "
+                        "terminal shows the same)")
+
+
 def _pid(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"expected a process id, got {text!r}")
@@ -142,7 +150,7 @@ def _attach_and_ranks(p: argparse.ArgumentParser) -> None:
 
 
 COMMANDS = ("env-check", "profile", "counters", "trace", "ls", "report", "query", "compare", "docker", "cluster",
-            "merge-trace")
+            "merge-trace", "watch")
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -175,10 +183,12 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         profile.add_argument("--torch-pass", choices=("auto", "always", "never"), default="auto",
                              help="the extra torch.profiler run of a PyTorch workload (operator tables): auto "
                                   "(default) when one more run costs at most 25%% of the timed runs, always, never")
+        _live(profile)
     if (counters := command("counters", "hardware counters per kernel (rocprofv3, rocprof, ncu)")):
         _counters_options(_measuring(counters))
     if (trace := command("trace", "a Perfetto-ready trace and top-kernels table")):
         _trace_options(_measuring(trace))
+        _live(trace)
     command("ls", "the runs in a traces folder, newest first", _ls_options)
     command("report", "read a run, or any folder/file rocprofv3, rocprof, ncu or torch.profiler wrote", _report_options)
     command("query", "SQL (SQLite) over the report's tables of a run, job or output folder", _query_options)
@@ -189,7 +199,16 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     command("cluster", "the SLURM test cluster of docker/slurm: up, down, status, exec -- CMD", _cluster_options)
     command("merge-trace", "one Perfetto/Chrome trace of a multi-rank job: a process track per rank, clocks aligned",
             _merge_trace_options)
+    command("watch", "a run in progress (another terminal, a cluster's shared folder): per rank its last steps, "
+            "their lag, GPU busy and power, and the straggler, until the run ends", _watch_options)
     return parser
+
+
+def _watch_options(watch: argparse.ArgumentParser) -> None:
+    watch.add_argument("path", metavar="RUN", help="a run directory (or a SLURM job folder) being written; nothing "
+                       "is written into it")
+    watch.add_argument("--interval", type=_seconds, default=1.0, metavar="SECONDS",
+                       help="how often to read on (default 1)")
 
 
 def _merge_trace_options(merge: argparse.ArgumentParser) -> None:
@@ -408,11 +427,13 @@ def _attach_of(args: argparse.Namespace) -> dict[str, object]:
 def measure_options(args: argparse.Namespace) -> dict[str, Any]:
     """The options of a measuring command (profile, counters, trace) as commands.prepare takes them:
     the CLI and the Python API (profilectl.run) parse the same words into the same request."""
-    extra = {"profile": lambda: {"repeat": args.repeat, "warmup": args.warmup, "torch_pass": args.torch_pass},
+    extra = {"profile": lambda: {"repeat": args.repeat, "warmup": args.warmup, "torch_pass": args.torch_pass,
+                                 "live": args.live},
              "counters": lambda: {"counter_set": args.counter_set, "fallback": args.fallback,
                                   "clock_control": args.clock_control, "bounds": _bounds_of(args),
                                   "include_collectives": args.include_collectives, **_attach_of(args)},
-             "trace": lambda: {"preset": args.preset, "bounds": _bounds_of(args), **_attach_of(args)}}[args.command]()
+             "trace": lambda: {"preset": args.preset, "bounds": _bounds_of(args), "live": args.live,
+                               **_attach_of(args)}}[args.command]()
     return {"backend": args.backend, "timeout": args.timeout, "traces_dir": args.traces_dir, "env_items": args.env,
             "serialize": args.serialize, "sample": not args.no_sample, "as_root": args.as_root, "redact": not args.no_redact, **extra}
 
@@ -448,6 +469,8 @@ def main(argv: list[str] | None = None) -> int:
             return commands.merge_trace(args.path, args.output, args.steps, args.max_mb, args.force, args.json)
         if args.command == "cluster":
             return commands.cluster(args.action, args.workload)
+        if args.command == "watch":
+            return commands.watch(args.path, args.interval)
     except errors.ProfilectlError as exc:
         commands.say(" ".join(str(exc).split()))  # always one line
         return exc.exit_code

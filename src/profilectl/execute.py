@@ -17,7 +17,7 @@ import socket
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Iterable
+from typing import TYPE_CHECKING, Any, BinaryIO, Iterable
 
 from profilectl import __version__, errors, ownership, privilege, runs
 from profilectl.analysis import failures
@@ -38,6 +38,9 @@ from profilectl.read.summary import SourceInfo, Summary
 from profilectl.runner import Interrupted, Runner
 from profilectl.telemetry.model import PowerSummary
 from profilectl.telemetry.sampler import Sampler
+
+if TYPE_CHECKING:
+    from profilectl.livewatch import LiveThread
 
 COUNTER_LIST_TIMEOUT_S = 60.0
 READ_ONLY_ERRNOS = (errno.EROFS, errno.EACCES, errno.EPERM)
@@ -123,11 +126,13 @@ def run(plan: Plan, report: EnvReport, echo: tuple[BinaryIO | None, BinaryIO | N
         with Runner(run_dir, *echo, timeout_s=plan.request.timeout_s, redact=plan.request.redact,
                     quiet=quiet) as runner:
             sampler = Sampler.start(plan.sampling, run_dir)  # GPU power and memory while the steps run
+            live = _start_live(run_dir, echo[1]) if plan.request.live else None
             try:
-                ending = _run_and_read(plan, report.facts, run_dir, runner, sampler)
+                ending = _run_and_read(plan, report.facts, run_dir, runner, sampler, live)
             finally:
                 sampler.stop()  # on every ending; normally stopped already, when the steps ended
-            ending.notes += tuple(n for n in sampler.notes if n not in ending.summary.notes)
+                live_notes = live.stop() if live is not None else []
+            ending.notes += tuple(n for n in sampler.notes if n not in ending.summary.notes) + tuple(live_notes)
             manifest = _finish(run_dir, guard, manifest, started, ending)  # signals only recorded now
     finally:
         guard.close()  # after the final manifest: never `running` and unlocked while profilectl lives
@@ -194,7 +199,20 @@ class _Ending:
     replaced: tuple[str, ...] = ()  # plan notes that `notes` say again with the outcome (said once)
 
 
-def _run_and_read(plan: Plan, facts: Facts, run_dir: Path, runner: Runner, sampler: Sampler) -> _Ending:
+def _start_live(run_dir: Path, stderr: BinaryIO | None) -> "LiveThread":
+    """--live: the live view's thread (livewatch.py), its lines on the stderr the workload's output
+    is echoed to, through the same never-blocking writer (none when nothing is echoed)."""
+    from profilectl.console import stream_fd, writer
+    from profilectl.livewatch import LiveThread
+    from profilectl.screen import visible
+    fd = stream_fd(stderr) if stderr is not None else None
+    out = writer(fd) if fd is not None else None
+    emit = (lambda text: out.offer(f"profilectl: {visible(text)}\n".encode())) if out is not None else None
+    return LiveThread.start(run_dir, emit)
+
+
+def _run_and_read(plan: Plan, facts: Facts, run_dir: Path, runner: Runner, sampler: Sampler,
+                  live: "LiveThread | None" = None) -> _Ending:
     """The phases' steps, then their tables and summary. Every way this can end (a failure, a
     signal, a full disk, a bug in profilectl) becomes an _Ending, so a final manifest is written."""
     phases: list[PhaseOutcome] = []
@@ -237,6 +255,8 @@ def _run_and_read(plan: Plan, facts: Facts, run_dir: Path, runner: Runner, sampl
                 if runner.interrupted or runner.timed_out or runner.disk_full or failed:
                     break
             power = sampler.stop()  # the steps are over: reading their files is profilectl's own work
+            if live is not None:
+                live.stop()  # its last line and poll now, before the report's
             disk_full = _disk_full_message(run_dir, _log_writing(runner), results) if runner.disk_full else None
             status, exit_code, message = _verdict(plan, facts, phases, runner.interrupted, runner.timed_out,
                                                   _tail(run_dir / "stderr.log"), disk_full)

@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from profilectl import countersets, privilege
 from profilectl.backends import BACKENDS, SERVICE_ORDER, Backend, Job, Step, StepResult
-from profilectl.backends.base import NO_VENDOR_GPU, SizedRuns
+from profilectl.backends.base import NO_VENDOR_GPU, SizedRuns, step_marks_env
 from profilectl.backends.rocprofv3 import presets
 from profilectl.countersets import CounterPlan
 from profilectl.envreport import Assessment, Fallback, ServiceChoice
@@ -253,6 +253,8 @@ def make_plan(request: Request, facts: Facts, run_dir: Path, list_counters: List
             notes.append(f"no {extra} phase: {extra_verdict.reason}")
     sampling, sampling_note = plan_sampling(request.sample, facts, {**os.environ, **request.env_overrides})
     notes += [sampling_note] if sampling_note else []
+    if request.live:
+        notes.append(_live_note(request, sampling))
     tool = chosen.tool(facts)
     decided = privilege_of(chosen, facts, request)
     assert isinstance(decided, Privilege)  # a refusal made the backend unavailable above
@@ -311,10 +313,34 @@ def _phase(backend: Backend, request: Request, facts: Facts, run_dir: Path, raw:
            counters: CounterPlan | None) -> Phase:
     job = Job(request=request, facts=facts, raw_dir=run_dir / raw, counters=counters)
     environment = backend.environment(job)
+    steps = backend.steps(job)
+    if request.live:
+        environment.update(live_marks_env(job, environment, steps))
     environment.update(request.env_overrides)  # the user's word wins
     input_files = {f"{raw}/{name}": text for name, text in backend.counter_inputs(job).items()}
-    return Phase(backend=backend.name, raw_dir=raw, steps=backend.steps(job), environment=environment,
+    return Phase(backend=backend.name, raw_dir=raw, steps=steps, environment=environment,
                  input_files=input_files)
+
+
+def _live_note(request: Request, sampling: SamplingPlan | None) -> str:
+    marks = ("each rank's last steps and how far its step ends lag the earliest rank's (the straggler named "
+             "from those)") if request.is_python else "no step marks (the workload is not Python)"
+    gpus = "GPU busy and power from telemetry.csv" if sampling is not None else "no GPU figures (no sampling)"
+    return f"--live: {marks}, {gpus}; about every second on stderr, and one JSON line per update in live.jsonl"
+
+
+LIVE_MARKS_DIR = "live-steps"  # raw/live-steps/: the step marks of a backend that keeps none itself
+
+
+def live_marks_env(job: Job, environment: dict[str, str], steps: tuple[Step, ...]) -> dict[str, str]:
+    """--live needs each Python rank's step ends (the hook's steps.jsonl): where the backend's hook
+    writes no status folder (a GPU tracer without --steps), the hook marks the steps into
+    raw/live-steps/ and does nothing else."""
+    keys = ("PROFILECTL_TORCH_OUT", "PROFILECTL_STATUS_OUT")
+    if not job.launch.python_ranks or any(k in environment or any(k in s.env for s in steps) for k in keys):
+        return {}
+    marks = {} if "PROFILECTL_RANK_ENV" in environment else step_marks_env(job)
+    return {**marks, "PROFILECTL_STATUS_OUT": str(Path(job.raw_dir) / LIVE_MARKS_DIR)}
 
 
 def relocate(plan: Plan, facts: Facts, run_dir: Path) -> Plan:

@@ -90,6 +90,8 @@ class Request:
     include_collectives: bool = False
     # sample GPU power, memory, clocks, temperature and utilisation while the run executes (--no-sample: off)
     sample: bool = True
+    # --live (profile, trace): per-rank step times, GPU busy and power and the straggler while the job runs
+    live: bool = False
     attach: Attach | None = None  # --attach PID (trace, counters)
     ranks: tuple[int, ...] = ()  # --ranks 0-3,8: only these ranks of a multi-rank job are profiled
     # write secret-looking values of the workload's arguments and environment as <redacted>

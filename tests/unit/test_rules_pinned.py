@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from profilectl.analysis import idle
+from profilectl.analysis import idle, live
+from profilectl.analysis.live import RankMarks, StepMark
 from profilectl.analysis.diagnosis import SteadyFigures, steady_finding
 from profilectl.analysis.idle import IdleCause
 from profilectl.analysis.steps import ProfilerCost, warmup_count
@@ -170,6 +171,37 @@ def test_warmup_steps_is_two_and_phase_dominant_share_is_half():
     assert not compile_share(0.49) and compile_share(0.51)
 
 
+def live_marks(lags_ms: list[float], step_ms: float) -> list[RankMarks]:
+    """Two ranks stepping every `step_ms`; rank 1's k-th step ends lags_ms[k] after rank 0's."""
+    def marks(lags: list[float]) -> tuple[StepMark, ...]:
+        ends = [int((k + 1) * step_ms * MS + lag * MS) for k, lag in enumerate(lags)]
+        return tuple(StepMark(step=k + 1, end_unix_ns=end, end_mono_ns=int((k + 1) * step_ms * MS))
+                     for k, end in enumerate(ends))
+    return [RankMarks("0", "h", 1, marks([0.0] * len(lags_ms))), RankMarks("1", "h", 2, marks(lags_ms))]
+
+
+def live_named(lags_ms: list[float], step_ms: float) -> bool:
+    found = live.assess(live_marks(lags_ms, step_ms), (), 0).straggler
+    assert found is None or found.rank == "1"
+    return found is not None
+
+
+def test_live_straggler_share_is_40_percent_of_its_step():
+    assert not live_named([39.0] * 8, 100) and live_named([41.0] * 8, 100)  # floor 2 ms far below
+
+
+def test_live_straggler_min_ns_is_2_ms():
+    assert not live_named([1.9] * 8, 1) and live_named([2.1] * 8, 1)  # 40 % of a 1 ms step far below
+
+
+def test_live_window_is_the_last_5_common_steps():
+    # lagging in three steps, then not in the last two: a median of 5 still names it; of 4 or 6, no
+    assert live_named([0, 0, 0, 0, 50, 50, 50, 0, 0], 100)
+    assert not live_named([0, 0, 0, 0, 50, 50, 0, 0, 0], 100)  # two of five
+    # a window that fills is judged from 3 steps past the 2 warm-up steps on
+    assert not live_named([50] * 4, 100) and live_named([50] * 5, 100)
+
+
 @pytest.mark.parametrize("name", sorted(idle.rules().thresholds))
 def test_every_threshold_is_pinned_here(name):
     """A threshold added to verdicts.yaml without a test here fails this one (a *_reason is prose)."""
@@ -182,5 +214,6 @@ def test_every_threshold_is_pinned_here(name):
               "busy_ok_percent", "dominant_share", "phase_dominant_share", "launch_short_kernel_percent",
               "launch_queue_depth_max", "exposed_communication_share", "copy_dominant_share", "copy_busy_min_percent",
               "straggler_min_ns", "straggler_consistency", "straggler_min_comparisons", "straggler_profiler_margin",
-              "profiler_overhead_percent", "warmup_steps"}
+              "profiler_overhead_percent", "warmup_steps", "live_window_steps", "live_straggler_min_ns",
+              "live_straggler_share"}
     assert name in pinned and "def test_" in source, f"{name}: no test pins it"

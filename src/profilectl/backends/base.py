@@ -83,15 +83,24 @@ class Job:
 RANK_STARTUP = Path(__file__).with_name("rank_startup")  # sitecustomize.py: reaches every Python rank
 
 
-def rank_hook_env(job: Job, torch_out: Path | None = None, step_action: str | None = None) -> dict[str, str]:
-    """Environment that starts profilectl's hook in every Python rank of the job (and only there):
-    torch.profiler per rank (torch_out) and/or a step window driving the profiler (step_action)."""
+def step_marks_env(job: Job) -> dict[str, str]:
+    """Environment that starts profilectl's hook in every Python rank of the job (and only there),
+    doing nothing but mark the steps' ends (with PROFILECTL_STATUS_OUT: into a folder)."""
     launch = job.launch
     existing = os.environ.get("PYTHONPATH", "")
     env = {"PYTHONPATH": str(RANK_STARTUP) + (os.pathsep + existing if existing else ""),
            "PROFILECTL_RANK_ENV": ",".join(launch.rank_env)}
+    if launch.local_rank_env:  # which GPU a rank most likely uses, for the live view
+        env["PROFILECTL_LOCAL_RANK_ENV"] = ",".join(launch.local_rank_env)
     if not launch.multi_rank:
         env["PROFILECTL_SINGLE"] = "1"
+    return env
+
+
+def rank_hook_env(job: Job, torch_out: Path | None = None, step_action: str | None = None) -> dict[str, str]:
+    """Environment that starts profilectl's hook in every Python rank of the job (and only there):
+    torch.profiler per rank (torch_out) and/or a step window driving the profiler (step_action)."""
+    env = step_marks_env(job)
     if torch_out is not None:
         env["PROFILECTL_TORCH_OUT"] = str(torch_out)
     steps = job.request.bounds.steps

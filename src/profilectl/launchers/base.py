@@ -25,6 +25,7 @@ class Launch:
     program: tuple[str, ...]  # what each rank runs (for torchrun: the script and its arguments)
     python_ranks: bool  # the ranks are Python interpreters (torch.profiler can be started in them)
     rank_env: tuple[str, ...] = ()  # environment variables that carry a rank's number, first set wins
+    local_rank_env: tuple[str, ...] = ()  # those that carry its number on its node (which GPU it most likely uses)
     placement: str = NONE  # where a profiler goes: OUTSIDE the launcher, INSIDE (per rank), NONE
     ranks: int | None = None  # ranks on this node when the command line says (--nproc_per_node, -np)
 
@@ -141,4 +142,5 @@ class EachRankRunsTheProgram(Launcher):
         program = tuple(argv[program_at:])
         return Launch(launcher=self.name, launcher_argv=tuple(argv[:program_at]), program=program,
                       python_ranks=is_python(program[0]), rank_env=tuple(self.facts["rank_env"]),
-                      placement=INSIDE, ranks=self.ranks(seen))
+                      local_rank_env=tuple(self.facts.get("local_rank_env") or ()), placement=INSIDE,
+                      ranks=self.ranks(seen))

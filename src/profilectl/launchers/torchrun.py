@@ -25,5 +25,6 @@ class Torchrun(Launcher):
         program_at, seen = self.split(argv, start)
         no_python = any(flag in seen for flag in self.facts["not_python_flags"])
         return Launch(launcher=self.name, launcher_argv=tuple(argv[:program_at]), program=tuple(argv[program_at:]),
-                      python_ranks=not no_python, rank_env=tuple(self.facts["rank_env"]), placement=OUTSIDE,
+                      python_ranks=not no_python, rank_env=tuple(self.facts["rank_env"]),
+                      local_rank_env=tuple(self.facts.get("local_rank_env") or ()), placement=OUTSIDE,
                       ranks=self.ranks(seen))

@@ -16,7 +16,7 @@ import bisect
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator, NamedTuple, Sequence
+from typing import Callable, Iterable, Iterator, NamedTuple, Sequence
 
 from profilectl.telemetry.model import CSV_COLUMNS, GpuPower, PowerSummary, StepPower
 
@@ -45,37 +45,51 @@ def _opt_int(text: str) -> int | None:
     return int(float(text)) if text else None
 
 
+def row_parser(header_line: str) -> "Callable[[str], Sample | None] | None":
+    """The parser of one row of a telemetry.csv with this header (None: not the sampler's header).
+    A row returns None when it does not parse or has another width; the caller drops it."""
+    header = header_line.rstrip("\r\n").split(",")
+    where = {name: header.index(name) for name in CSV_COLUMNS if name in header}
+    if not {"monotonic_ns", "gpu"} <= where.keys():
+        return None
+    width = len(header)
+
+    def cell(cells: list[str], name: str) -> str:
+        index = where.get(name)
+        return cells[index] if index is not None else ""
+
+    def parse(line: str) -> Sample | None:
+        cells = line.rstrip("\r\n").split(",")
+        if len(cells) != width:
+            return None
+        try:
+            return Sample(
+                timestamp_ns=int(cell(cells, "timestamp_ns") or 0), monotonic_ns=int(cell(cells, "monotonic_ns")),
+                gpu=int(cell(cells, "gpu")), source=cell(cells, "source"),
+                power_w=_opt_float(cell(cells, "power_w")), energy_j=_opt_float(cell(cells, "energy_j")),
+                memory_used_bytes=_opt_int(cell(cells, "memory_used_bytes")),
+                memory_total_bytes=_opt_int(cell(cells, "memory_total_bytes")),
+                sm_clock_mhz=_opt_float(cell(cells, "sm_clock_mhz")),
+                temperature_c=_opt_float(cell(cells, "temperature_c")),
+                utilization_pct=_opt_float(cell(cells, "utilization_pct")))
+        except ValueError:
+            return None
+    return parse
+
+
 def read_samples(path: Path) -> Iterator[Sample]:
     """The complete rows of a telemetry.csv (a last line cut short by a crash is left out; so is a
     row that does not parse)."""
     with open(path, encoding="utf-8", errors="replace", newline="") as fh:
-        header = fh.readline().rstrip("\r\n").split(",")
-        where = {name: header.index(name) for name in CSV_COLUMNS if name in header}
-        if not {"monotonic_ns", "gpu"} <= where.keys():
+        parse = row_parser(fh.readline())
+        if parse is None:
             return
-        width = len(header)
-
-        def cell(cells: list[str], name: str) -> str:
-            index = where.get(name)
-            return cells[index] if index is not None else ""
         for line in fh:
             if not line.endswith("\n"):
                 return  # written half when profilectl was killed
-            cells = line.rstrip("\r\n").split(",")
-            if len(cells) != width:
-                continue
-            try:
-                yield Sample(
-                    timestamp_ns=int(cell(cells, "timestamp_ns") or 0), monotonic_ns=int(cell(cells, "monotonic_ns")),
-                    gpu=int(cell(cells, "gpu")), source=cell(cells, "source"),
-                    power_w=_opt_float(cell(cells, "power_w")), energy_j=_opt_float(cell(cells, "energy_j")),
-                    memory_used_bytes=_opt_int(cell(cells, "memory_used_bytes")),
-                    memory_total_bytes=_opt_int(cell(cells, "memory_total_bytes")),
-                    sm_clock_mhz=_opt_float(cell(cells, "sm_clock_mhz")),
-                    temperature_c=_opt_float(cell(cells, "temperature_c")),
-                    utilization_pct=_opt_float(cell(cells, "utilization_pct")))
-            except ValueError:
-                continue
+            sample = parse(line)
+            if sample is not None:
+                yield sample
 
 
 class _Series:

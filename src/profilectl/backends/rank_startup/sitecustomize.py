@@ -34,6 +34,11 @@ is a rank of this run, waits for `torch` to be imported and:
   and when each step ended) so a run knows which rank failed first and how long its steps took:
   into PROFILECTL_TORCH_OUT, or PROFILECTL_STATUS_OUT when only the steps are timed (the `profile`
   service: no profiler at all);
+- appends, as each step ends, one line to rank-<R>-<host>-<pid>.steps.jsonl in the same folder
+  (`profilectl watch` and --live follow these while the job runs): a first line that says who the
+  rank is ({"rank", "host", "pid", "local_rank", "visible_devices"}), then
+  {"step": N, "end_unix_ns": time.time_ns(), "end_mono_ns": perf_counter_ns} per step; one write per
+  line, at most MAX_STEP_MARKS lines; a write that fails ends the file, never the workload;
 - a workload that starts torch.profiler itself: only one Kineto profiler can run in a process, so
   profilectl's steps aside (exporting what it recorded so far) and notes in the status file where
   the workload's own traces were exported, for `profilectl` to read them.
@@ -54,6 +59,8 @@ import sys
 import time
 
 MAX_STEP_MARKS = 100_000  # a bound on the status file, for loops of millions of tiny steps
+STEPS_SUFFIX = ".steps.jsonl"  # read/live.py reads these by this name
+VISIBLE_DEVICES = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
 
 
 def _debug(message):
@@ -111,6 +118,9 @@ class _RankProfiler:
         self.pid = os.getpid()
         self.status_dir = os.environ.get("PROFILECTL_STATUS_OUT") or out_dir
         self.step_ends_ns = []  # perf_counter_ns (CLOCK_MONOTONIC) at the end of each step
+        self.steps_fd = None  # rank-<R>-<host>-<pid>.steps.jsonl, opened at the first step
+        self.steps_bytes = 0  # written to it: a line the disk took only in part is cut back to here
+        self.steps_failed = False  # a write failed (a full disk, a name taken): no more lines
         self.window = _Window(os.environ.get("PROFILECTL_STEPS"))
         self.action = os.environ.get("PROFILECTL_STEP_ACTION", "torch")
         self.profiler = None
@@ -187,8 +197,10 @@ class _RankProfiler:
     # ------------------------------------------------------------ steps
     def on_step(self):
         self.window.step += 1
+        ended_ns = time.perf_counter_ns()
         if len(self.step_ends_ns) < MAX_STEP_MARKS:
-            self.step_ends_ns.append(time.perf_counter_ns())
+            self.step_ends_ns.append(ended_ns)
+            self._mark_step(ended_ns)
         _debug(f"step {self.window.step} ended")
         if self.profiler is not None and self.action == "torch":
             if self.closed:
@@ -206,6 +218,54 @@ class _RankProfiler:
             self._window_on()
         elif self.window.last is not None and self.window.step == self.window.last:
             self._window_off()
+
+    def _mark_step(self, ended_ns):
+        """One line for the step that just ended in the rank's steps.jsonl (a live view follows it).
+        Never raises: the first failure ends the file (the status file still says it all at exit)."""
+        if self.steps_failed or not self.status_dir or os.getpid() != self.pid:  # a forked child is not the rank
+            return
+        try:
+            if self.steps_fd is None:
+                self._open_steps()
+            line = f'{{"step": {self.window.step}, "end_unix_ns": {time.time_ns()}, "end_mono_ns": {ended_ns}}}\n'
+            self._write_steps(line.encode())
+        except Exception:
+            self._close_steps()
+            self.steps_failed = True
+
+    def _write_steps(self, data):
+        """One whole line, or none: what a full disk took of it is cut back, and the file ends there."""
+        try:
+            written = os.write(self.steps_fd, data)
+        except OSError:
+            written = -1
+        if written != len(data):
+            if written > 0:
+                os.ftruncate(self.steps_fd, self.steps_bytes)
+            raise OSError("the line was not written whole")
+        self.steps_bytes += written
+
+    def _open_steps(self):
+        """A new file, never through a link, never one that was there (O_EXCL: the name is predictable)."""
+        os.makedirs(self.status_dir, exist_ok=True)
+        path = os.path.join(self.status_dir, f"rank-{self.rank}-{self.host}-{self.pid}{STEPS_SUFFIX}")
+        self.steps_fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_NOFOLLOW
+                                | os.O_CLOEXEC, 0o666)
+        local = next((os.environ[n] for n in os.environ.get("PROFILECTL_LOCAL_RANK_ENV", "").split(",")
+                      if n and os.environ.get(n, "").strip()), None)
+        visible = next((os.environ[n] for n in VISIBLE_DEVICES if n in os.environ), None)
+        who = {"rank": self.rank, "host": self.host, "pid": self.pid,
+               "local_rank": int(local) if local is not None and local.strip().isdigit() else None,
+               "visible_devices": visible}
+        self._write_steps((json.dumps(who) + "\n").encode())
+
+    def _close_steps(self):
+        fd, self.steps_fd = self.steps_fd, None
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
 
     def _window_on(self):
         if self.active or not self.started:  # no torch in this process: nothing to switch
@@ -322,6 +382,7 @@ class _RankProfiler:
             except Exception as exc:
                 sys.stderr.write(f"profilectl: rank {self.rank}: could not export the torch trace: {exc}\n")
         self._window_off()
+        self._close_steps()
         if self.exit_code is None:
             self.exit_code = 1 if self.error else 0  # ran to its end: no sys.exit, no exception
         if self.status_dir:
