@@ -10,6 +10,8 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable, TypeVar
 
+from profilectl.model.operators import OperatorShape
+
 if TYPE_CHECKING:  # numpy arrays inside: imported where a trace with timestamps is read
     from profilectl.analysis.reduce import RankReduction
     from profilectl.model.timeline import RankTimeline
@@ -285,6 +287,7 @@ class Tables:
     collectives: tuple[CollectiveCall, ...] = ()  # per rank, in each rank's order
     clocks: tuple[TraceClock, ...] = ()
     hook_steps: tuple[HookSteps, ...] = ()  # a traced job's step ends per rank, inside and outside the window
+    operator_shapes: tuple[OperatorShape, ...] = ()  # operators recorded with shapes (formats/torch_shapes.py)
 
     @property
     def has_data(self) -> bool:
@@ -312,7 +315,8 @@ class Tables:
                       kernel_timing=self.kernel_timing or other.kernel_timing,
                       sources=self.sources + other.sources, notes=self.notes + other.notes,
                       collectives=self.collectives + other.collectives, clocks=self.clocks + other.clocks,
-                      hook_steps=self.hook_steps + other.hook_steps)
+                      hook_steps=self.hook_steps + other.hook_steps,
+                      operator_shapes=self.operator_shapes + other.operator_shapes)
 
 
 K = TypeVar("K")

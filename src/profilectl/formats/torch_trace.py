@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from profilectl.formats import json_head, ranks
+from profilectl.formats import json_head, ranks, torch_shapes
 from profilectl.formats.reader import Reader
 from profilectl.formats.tables import (PER_DISPATCH, AnnotationRow, CollectiveCall, KernelStats, StatsByName, Tables,
                                        TraceClock, merge_all)
@@ -44,7 +44,7 @@ def read(path: Path, fast: bool = True, workers: int | None = None) -> Tables:
                   annotations=annotations, collectives=_collectives(rank, partial), clocks=_clocks(rank, host, partial),
                   trace_files=(str(path),), ranks=(ranks.rank_row(rank, host, kernels, operators),),
                   timelines=() if partial.untimed else _timeline(rank, host, partial.timeline, partial),
-                  notes=_notes(path, partial))
+                  operator_shapes=torch_shapes.operator_shapes(rank, partial), notes=_notes(path, partial))
 
 
 def _whole(value: Any) -> int | None:
