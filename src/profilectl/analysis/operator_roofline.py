@@ -45,7 +45,7 @@ def operator_names() -> frozenset[str]:
 
 
 # ------------------------------------------------------------------ the formulas' language
-class Tensor(tuple):  # type: ignore[type-arg]
+class Tensor(tuple):
     """A tensor argument: its shape as a tuple, with its element size."""
     itemsize: float
 

@@ -21,6 +21,7 @@ from profilectl.envreport import Fallback
 from profilectl.errors import FormatError
 from profilectl.files import load_typed, read_json, write_json_atomic
 from profilectl.formats.tables import AnnotationRow, CounterValue, RankRow, StatsByName, Tables
+from profilectl.model.operators import OperatorShape
 from profilectl.jobs import JobManifest
 from profilectl.manifest import Manifest
 from profilectl.telemetry.model import PowerSummary
@@ -30,8 +31,9 @@ if TYPE_CHECKING:
     from profilectl.analysis.steps import ProfilerCost
 
 # 2: totals.gpu_time_ns counts copies and memsets (kernel_time_ns and copy_time_ns apart); `imbalance`
-# is `kernel_time_spread` (most/least, not slowest/fastest); steps are host-side windows (docs/definitions.md)
-SUMMARY_SCHEMA = 2
+# is `kernel_time_spread` (most/least, not slowest/fastest); steps are host-side windows (docs/definitions.md);
+# 3: operator_shapes, collective_calls, memory
+SUMMARY_SCHEMA = 3
 AGGREGATION_WORDS = {"sum": "sum over dispatches", "mean": "mean weighted by dispatch duration",
                      "mean per dispatch": "mean over dispatches (no durations known)", "max": "max over dispatches",
                      "min": "min over dispatches", "derived": "derived from the aggregated counters"}
@@ -252,6 +254,9 @@ class Summary:
     step_time: StepTime | None = None  # steady-state step time of a Python workload (profile)
     timeline: TimelineAnalysis | None = None  # idle, overlap, launch-bound, steps (traces with timestamps)
     roofline: RooflineResult | None = None  # per-kernel roofline (counters --set roofline; analysis/roofline.py)
+    # operators recorded with shapes, every rank's (placed under the roofline by the report, which knows the GPU:
+    # analysis/operator_roofline.py)
+    operator_shapes: tuple[OperatorShape, ...] = ()
     diagnosis: Diagnosis | None = None  # why the GPU waits, the straggler, what failed first (findings)
     power: PowerSummary | None = None  # GPU power, energy, peak memory sampled during the run (telemetry.csv)
     perfetto_trace: str | None = None
@@ -594,7 +599,7 @@ def build(tables: Tables, source: SourceInfo, derived: dict[str, str] | None = N
         kernel_timing=tables.kernel_timing or None,
         timing=timing_stats(tables.timing_s), step_time=step_time(tables.step_ends_ns), perfetto_trace=perfetto_trace,
         timeline=timeline, notes=tables.notes + (_timeline_notes(tables) if reduced is None else ()),
-        roofline=roofline_of(by_kernel, kernels))
+        roofline=roofline_of(by_kernel, kernels), operator_shapes=tables.operator_shapes)
 
 
 def totals_of(kernels: Sequence[KernelRow], copies: Sequence[KernelRow]) -> Totals:

@@ -30,6 +30,7 @@ ORDER = (
     "annotations",  # record_function ranges and ProfilerStep#N: CPU time and the GPU time launched inside
     "counters",
     "roofline",  # per kernel: which roof limits it, how far below it (counters --set roofline)
+    "operator_roofline",  # per operator, from the shapes a torch trace recorded (trace --shapes)
     "pc_sampling",
     "timeline",
     "ranks",
