@@ -5,8 +5,11 @@ files and values, `report -o` over precious files, secrets in --env; and deliber
 user racing symbolic-link swaps against root's hand-back, a root run attacked by that user, a stdout
 nobody reads, a second Ctrl-C, a killed step supervisor, a run folder made read-only, `report -o`
 at device nodes, secrets in the workload's arguments, `docker kill` and a container OOM kill of the
-root counters service) and prints what a careful user would count: scenarios tried and passed,
-runs lost, processes left behind.
+root counters service; `query` asked to write files, to run for ever or to hold a huge result;
+kernel names that are rich markup or terminal escape sequences; secrets in every form and shape; a
+workload that kills or stops its supervisor; a wall-clock step; one SLURM rank claimed twice; a
+FUSE traces folder that stops answering) and prints what a careful user would count: scenarios
+tried and passed, runs lost, processes left behind.
 
     python3 bench/reliability.py [-k EXPR] [--compose]
 

@@ -262,6 +262,12 @@ def _query_options(query: argparse.ArgumentParser) -> None:
                        help='one statement, e.g. "SELECT name, total_ns FROM kernels ORDER BY total_ns DESC"')
     query.add_argument("--format", choices=("table", "csv", "json"), default="table",
                        help="table (default), csv or json (one object per row)")
+    query.add_argument("--timeout", type=float, metavar="S", default=None,
+                       help="stop the query after S seconds, exit 124 (default $PROFILECTL_QUERY_TIMEOUT_S, else 300; "
+                            "0: no bound)")
+    query.add_argument("--memory-mb", type=float, metavar="MB", default=None,
+                       help="SQLite's memory for the query beyond the tables, exit 7 past it (default "
+                            "$PROFILECTL_QUERY_MEMORY_MB, else 1024; 0: no bound)")
 
 
 def _compare_options(compare: argparse.ArgumentParser) -> None:
@@ -403,7 +409,7 @@ def main(argv: list[str] | None = None) -> int:
                                    on_cluster=args.on_cluster, nodes=args.nodes, dry_run=args.dry_run,
                                    reduce_here=args.reduce_here)
         if args.command == "query":
-            return commands.query(args.path, args.sql, args.format)
+            return commands.query(args.path, args.sql, args.format, args.timeout, args.memory_mb)
         if args.command == "compare":
             return commands.compare(args.run_a, args.run_b, args.format, args.top, args.match,
                                     fail_if_slower=args.fail_if_slower, metric=args.metric)

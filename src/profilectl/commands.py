@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from profilectl import errors
+from profilectl import errors, screen
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -36,10 +36,10 @@ def _console() -> "Console":
     """The one rich Console every table and line goes through. On a terminal, its width. Off one (a
     CI log, `| tee`, a file) rich would assume 80 columns and wrap cells mid-number and mid-id
     (`295,626` / `,240`): there, lines are as long as their content needs, and nothing is coloured."""
-    from rich.console import Console
+    from profilectl.screen import console
     if sys.stdout.isatty():
-        return Console(highlight=False, soft_wrap=False)
-    return Console(highlight=False, soft_wrap=False, width=LOG_WIDTH)
+        return console(soft_wrap=False)
+    return console(soft_wrap=False, width=LOG_WIDTH)
 
 
 def _runs() -> Any:
@@ -49,8 +49,10 @@ def _runs() -> Any:
 
 
 def say(message: str) -> None:
-    """One line on stderr, never wrapped (rich would wrap at 80 columns off a terminal)."""
-    sys.stderr.write(f"profilectl: {message}\n")
+    """One line on stderr, never wrapped (rich would wrap at 80 columns off a terminal); a name inside
+    it is shown as data (screen.visible: no control character reaches the terminal)."""
+    from profilectl.screen import visible
+    sys.stderr.write(f"profilectl: {visible(message)}\n")
     sys.stderr.flush()
 
 
@@ -300,11 +302,11 @@ def _captured_console() -> tuple["Console", Any]:
     """A console like the terminal's (width, colours) that renders into a string."""
     import io
 
-    from rich.console import Console
+    from profilectl.screen import console
     real = _console()
     captured = io.StringIO()
-    return Console(file=captured, highlight=False, soft_wrap=False, width=real.width,
-                   force_terminal=real.is_terminal, color_system=real.color_system or None), captured  # type: ignore[arg-type]
+    return console(file=captured, soft_wrap=False, width=real.width, force_terminal=real.is_terminal,
+                   color_system=real.color_system or None), captured
 
 
 def _update_job(job_dir: Path, task: Any) -> None:
@@ -429,7 +431,7 @@ def _report(path: str, fmt: str, output: str | None, top: int, force: bool, wind
         if len(tables) > 1:
             say(f"csv: the {export.main_csv_table(tables)} table on stdout; -o NAME.csv (or -o FOLDER/) writes all "
                 f"{len(tables)} tables, one file each: {', '.join(tables)}")
-        sys.stdout.write(export.to_csv(tables))
+        screen.write(export.to_csv(tables))
         return summary
     if fmt == "table" and not output:
         from profilectl.report import render
@@ -442,7 +444,7 @@ def _report(path: str, fmt: str, output: str | None, top: int, force: bool, wind
         write_output(Path(output), text, force, inputs=[Path(path), *map(Path, summary.source.files)])
         say(f"wrote {output}")
     else:
-        sys.stdout.write(text)
+        screen.write(text)  # on a terminal, the trace's names cannot drive it
     return summary
 
 
@@ -548,32 +550,67 @@ def _write_new(target: Path, force: bool, inputs: list[Path], write: Any, quiet:
     return errors.OK
 
 
-def query(path: str, sql: str, fmt: str) -> int:
-    """SQL (SQLite) over the report's tables of a run, a job or a folder of profiler outputs."""
-    from profilectl.report import load
-    from profilectl.report.query import run_query
-    from profilectl.report.sections import build_document
-    columns, rows = run_query(build_document(load.load(Path(path))), sql)
-    if fmt == "json":
-        _print_json([dict(zip(columns, row)) for row in rows])
-    elif fmt == "csv":
-        import csv
-        writer = csv.writer(sys.stdout, lineterminator="\n")
-        writer.writerow(columns)
-        writer.writerows(rows)
-    else:
-        from rich.table import Table
+QUERY_TABLE_ROWS = 10_000  # a terminal table holds its rows to size its columns: csv and json stream every row
 
-        from profilectl.report import units
-        table = Table(title=f"{len(rows):,} row(s)", title_justify="left")
-        for index, column in enumerate(columns):
-            numbers = any(isinstance(r[index], (int, float)) for r in rows)
-            table.add_column(column, justify="right" if numbers else "left", overflow="fold")
-        for row in rows:
-            table.add_row(*[units.number(v) if isinstance(v, (int, float)) else ("" if v is None else str(v))
-                            for v in row])
-        _console().print(table)
+
+def query(path: str, sql: str, fmt: str, timeout_s: float | None = None, memory_mb: float | None = None) -> int:
+    """SQL (SQLite) over the report's tables of a run, a job or a folder of profiler outputs: read-only,
+    within a time and a memory budget, Ctrl-C honoured, rows streamed to stdout (report/query.py)."""
+    from profilectl.report import load
+    from profilectl.report.query import Budget, opened
+    from profilectl.report.sections import build_document
+    budget = Budget.of(timeout_s, memory_mb)  # a bad value is one line before anything is read
+    with opened(build_document(load.load(Path(path))), sql, budget) as result:
+        {"json": _query_json, "csv": _query_csv}.get(fmt, _query_table)(result)
     return errors.OK
+
+
+def _query_json(result: Any) -> None:
+    """A JSON array, one object per row, written as each row comes (the layout json.dumps(indent=2)
+    gives the whole list; ensure_ascii: no control character reaches a terminal)."""
+    first = True
+    for row in result.rows:
+        item = json.dumps(dict(zip(result.columns, row)), indent=2, default=str)
+        sys.stdout.write(("[\n" if first else ",\n") + "\n".join("  " + line for line in item.splitlines()))
+        first = False
+    sys.stdout.write("[]\n" if first else "\n]\n")
+
+
+def _query_csv(result: Any) -> None:
+    import csv
+    import io
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(result.columns)
+    for count, row in enumerate(result.rows, 1):
+        writer.writerow(row)
+        if count % 1024 == 0:
+            screen.write(buffer.getvalue())
+            buffer.seek(0)
+            buffer.truncate()
+    screen.write(buffer.getvalue())
+
+
+def _query_table(result: Any) -> None:
+    from rich.table import Table
+
+    from profilectl.report import units
+    shown: list[tuple[Any, ...]] = []
+    count = 0
+    for row in result.rows:  # past the first QUERY_TABLE_ROWS, only counted
+        count += 1
+        if count <= QUERY_TABLE_ROWS:
+            shown.append(row)
+    title = f"{count:,} row(s)" if count <= QUERY_TABLE_ROWS else \
+        f"the first {QUERY_TABLE_ROWS:,} of {count:,} rows (--format csv or json prints every row)"
+    table = Table(title=title, title_justify="left")
+    for index, column in enumerate(result.columns):
+        numbers = any(isinstance(r[index], (int, float)) for r in shown)
+        table.add_column(screen.text(column), justify="right" if numbers else "left", overflow="fold")
+    for row in shown:  # every cell is data: never markup, no control character
+        table.add_row(*[units.number(v) if isinstance(v, (int, float)) else screen.text("" if v is None else v)
+                        for v in row])
+    _console().print(table)
 
 
 def check_output(output: Path, force: bool) -> None:
@@ -650,10 +687,10 @@ def compare(path_a: str, path_b: str, fmt: str, top: int, match: str = "exact", 
             payload["roofline"] = to_dict(extra)["sections"][0]
         _print_json(payload)
     elif fmt == "md":
-        sys.stdout.write(export.comparison_markdown(result, top))
+        screen.write(export.comparison_markdown(result, top))
         if extra:
             from profilectl.report.renderers import markdown
-            sys.stdout.write("\n" + markdown.render(extra, top, header=False))
+            screen.write("\n" + markdown.render(extra, top, header=False))
     else:
         from profilectl.report import render
         render.comparison(_console(), result, top)
@@ -690,5 +727,5 @@ def merge_trace(path: str, output: str | None, steps: str | None, max_mb: float,
         _print_json(result.to_dict())
     else:
         for line in merged_trace.lines(result):
-            sys.stdout.write(line + "\n")
+            screen.write(line + "\n")
     return errors.OK

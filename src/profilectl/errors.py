@@ -13,6 +13,7 @@ UNAVAILABLE = 3
 PROFILER_FAILED = 4
 DISK_FULL = 5  # the traces folder's file system ran out of space (status `disk-full`)
 SLOWER = 6  # `compare --fail-if-slower PCT`: NEW is slower than BASE by more than PCT percent (the CI gate)
+QUERY_MEMORY = 7  # `query`: the statement used up its memory budget (--memory-mb, $PROFILECTL_QUERY_MEMORY_MB)
 TIMEOUT = 124  # the --timeout ran out (same code as coreutils `timeout`)
 INTERRUPTED = 130
 

@@ -87,13 +87,17 @@ class Plan:
         request.redact False: --no-redact); the processes themselves get the real values."""
         from profilectl.redaction import redactor
         shown = redactor(self.request.redact)
+        attach = self.request.attach  # a running process's command line, as /proc showed it
         request = dataclasses.replace(self.request, env_overrides=shown.env(self.request.env_overrides),
-                                      workload=shown.argv(self.request.workload))
+                                      workload=shown.argv(self.request.workload),
+                                      attach=dataclasses.replace(attach, cmdline=shown.argv(attach.cmdline))
+                                      if attach is not None else None)
         phases = tuple(dataclasses.replace(
             p, environment=shown.env(p.environment),
             steps=tuple(dataclasses.replace(s, argv=shown.argv(s.argv), env=shown.env(s.env)) for s in p.steps))
             for p in self.phases)
-        return dataclasses.replace(self, request=request, phases=phases, workload=shown.argv(self.workload))
+        return dataclasses.replace(self, request=request, phases=phases, workload=shown.argv(self.workload),
+                                   notes=tuple(shown.text(note) for note in self.notes))
 
 
 # ------------------------------------------------------------------ choosing a backend

@@ -36,17 +36,18 @@ def activity(label: str, quiet: bool = False) -> Iterator[Update]:
     if quiet or not shown():
         yield lambda _text: None
         return
-    from rich.console import Console
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-    console = Console(stderr=True, highlight=False)
-    columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+    from profilectl.screen import console as data_console
+    from profilectl.screen import visible
+    console = data_console(stderr=True)
+    columns = (SpinnerColumn(), TextColumn("{task.description}", markup=False), TimeElapsedColumn(),
                TextColumn("[dim]{task.fields[detail]}", markup=True))
     with Progress(*columns, console=console, transient=True, refresh_per_second=8) as bar:
-        task = bar.add_task(label, total=None, detail="")
+        task = bar.add_task(visible(label), total=None, detail="")  # a file's name is data
         bar.refresh()  # drawn at once: a step worth a spinner should never start in silence
 
         def update(text: str) -> None:
             from rich.markup import escape
-            bar.update(task, detail=escape(_one_line(text)))
+            bar.update(task, detail=escape(visible(_one_line(text))))
 
         yield update

@@ -17,7 +17,9 @@ import os
 import secrets
 import shutil
 import stat
-from datetime import datetime, timezone
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Callable
 
@@ -36,11 +38,30 @@ RUN_FILES = frozenset({"manifest.json", "env.json", "summary.json", "stdout.log"
                        "timing.csv", "telemetry.csv", "raw", LOCK_NAME, RESERVE_NAME})
 
 
-def now_utc() -> datetime:
-    return datetime.now(timezone.utc)
+@dataclass(frozen=True)
+class Moment:
+    """A moment of a run: its UTC wall time, for timestamps (started_at, the folder's name), and its
+    monotonic reading, for durations. The difference of two moments is measured on the monotonic
+    clock, so a wall-clock step during a run (NTP, an operator setting the date) never makes it last
+    -3,592 s or 172,810 s."""
+    wall: datetime
+    monotonic: float
+
+    def __sub__(self, earlier: "Moment") -> timedelta:
+        return timedelta(seconds=self.monotonic - earlier.monotonic)
+
+    def isoformat(self, timespec: str = "auto") -> str:
+        return self.wall.isoformat(timespec=timespec)
+
+    def strftime(self, layout: str) -> str:
+        return self.wall.strftime(layout)
 
 
-def iso(moment: datetime) -> str:
+def now_utc() -> Moment:
+    return Moment(datetime.now(timezone.utc), time.monotonic())
+
+
+def iso(moment: datetime | Moment) -> str:
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
@@ -48,7 +69,7 @@ def default_traces_root() -> Path:
     return Path(os.environ.get(TRACES_ENV) or "traces")
 
 
-def run_name(service: str, moment: datetime, run_id: str) -> str:
+def run_name(service: str, moment: datetime | Moment, run_id: str) -> str:
     return f"{moment.strftime('%Y%m%dT%H%M%SZ')}-{service}-{run_id}"
 
 
@@ -79,8 +100,19 @@ def claim(run_dir: Path) -> bool:
 
 
 def create_run_dir(traces_root: Path, service: str, first: Path | None = None) -> Path:
-    """Claim a fresh run directory: `first` (a plan's proposed name) if still free, else a new name."""
+    """Claim a fresh run directory: `first` (a plan's proposed name) if still free, else a new name.
+    A SLURM rank's folder (`<host>-rank<R>`, jobs.py) has no other name: ranks find each other by it,
+    and a run under any other name in a job folder is seen by no `ls` or `report`. So when another
+    profilectl claimed it first, this one stops (UsageError), never runs unseen."""
+    from profilectl.jobs import rank_of
     candidate = first or proposed_run_dir(traces_root, service)
+    if first is not None and rank_of(first) is not None:
+        if claim(first):
+            return first
+        rank, host = rank_of(first) or (0, "")
+        raise UsageError(f"{first} was claimed by another profilectl at the same moment: two tasks are rank {rank} "
+                         f"on {host} of this job step (a launcher given the same SLURM_PROCID twice?); this one did "
+                         "not run (give each task its own rank, or set PROFILECTL_NO_JOB=1 for runs of their own)")
     for _ in range(CLAIM_ATTEMPTS):
         if claim(candidate):
             return candidate

@@ -195,3 +195,29 @@ def test_env_check_says_whether_attach_is_possible(machine, tmp_path, monkeypatc
     machine.status(caps, uid=0)
     verdict = machine.probe().assessment.capabilities["attach"]
     assert verdict.available is available and word in verdict.reason + (verdict.fix or ""), verdict
+
+
+def test_an_attached_targets_secrets_are_never_written(machine, tmp_path):
+    """The target's command line comes from /proc, not from profilectl's own argv: it is redacted
+    the same way (the manifest's workload and notes, the dry-run plan)."""
+    secret_target = [sys.executable, "-c", "import time\nfor _ in range(600): time.sleep(0.1)", "serve",
+                     "--password", "attach-pw-1", "--apiKey=attach-key-2", "https://u:attach-url-3@h/x?token=attach-4"]
+    process = subprocess.Popen(secret_target, env=dict(os.environ, ROCP_TOOL_ATTACH="1"))
+    try:
+        time.sleep(0.2)
+        env = attach_machine(machine, tmp_path, process)
+        result, run = json_run(machine, "trace", "--attach", str(process.pid), "--duration", "0.5", extra_env=env)
+        assert result["status"] == "ok", result["message"]
+        dry = cli(machine, "trace", "--attach", str(process.pid), "--duration", "0.5", "--dry-run", "--json",
+                  extra_env=env)
+        written = {p.name: p.read_text(errors="replace") for p in run.rglob("*") if p.is_file() and p.suffix != ".db"}
+        written["dry run"] = dry.stdout
+        leaked = {name: [s for s in ("attach-pw-1", "attach-key-2", "attach-url-3", "attach-4") if s in text]
+                  for name, text in written.items()}
+        assert not any(leaked.values()), leaked
+        manifest = json.loads((run / "manifest.json").read_text())
+        assert manifest["workload"][4:6] == ["--password", "<redacted>"]
+        assert any("--password <redacted>" in note for note in manifest["notes"]), manifest["notes"]
+    finally:
+        process.kill()
+        process.wait()

@@ -26,6 +26,7 @@ from profilectl import data
 from profilectl.backends.base import PMC_TEXT_FILE, Backend, Job, Step, amd_counter_needs, rank_hook_env, unsupported
 from profilectl.facts import Facts, Verdict
 from profilectl.formats import counter_listing
+from profilectl.redaction import redactor
 from profilectl.formats import rocprofv3 as csv_reader
 from profilectl.formats.counter_listing import CounterListing
 from profilectl.formats.pc_sampling import PcSamplingReader
@@ -403,7 +404,7 @@ class Rocprofv3(Backend):
         if request.attach is not None:
             attach = request.attach
             until = f"after {attach.duration_s:g} s" if attach.duration_s else "at Ctrl-C, --timeout or its end"
-            command = " ".join(attach.cmdline) or "command line unreadable"
+            command = redactor(request.redact).line(attach.cmdline) or "command line unreadable"  # secrets too
             notes.append(f"attached to running process {attach.pid} ({command}); detaches {until}")
         helped = help_of(facts)
         if helped is not None:

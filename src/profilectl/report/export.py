@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from profilectl.report import units
 from profilectl.report.renderers.machine import CsvTable, csv_text, main_csv_table, to_csv  # noqa: F401
-from profilectl.report.renderers.markdown import md_table
+from profilectl.report.renderers.markdown import escape, md_table
 
 if TYPE_CHECKING:  # annotations only
     from profilectl.report.compare import Comparison, Gate
@@ -106,8 +106,8 @@ def _matched_markdown(what: str, rows: Sequence[Any], top: int) -> list[str]:
 
 def comparison_markdown(result: Comparison, top: int = 15) -> str:
     lines = gate_markdown(result.gate) if result.gate else []
-    lines += [f"# {result.a} vs {result.b}", ""]
-    lines += [f"> warning: {result.warning}", ""] if result.warning else []
+    lines += [f"# {escape(result.a)} vs {escape(result.b)}", ""]
+    lines += [f"> warning: {escape(result.warning)}", ""] if result.warning else []
     lines += timing_markdown(result)
     if result.kernels or result.only_in_a or result.only_in_b:
         lines += [f"GPU time {units.duration_ns(result.gpu_time_ns_a)} → {units.duration_ns(result.gpu_time_ns_b)}, "
@@ -126,7 +126,7 @@ def comparison_markdown(result: Comparison, top: int = 15) -> str:
             for d in result.ranks))
     for label, only in (("Only in A", result.only_in_a), ("Only in B", result.only_in_b)):
         if only:
-            lines += [f"## {label}", ""] + [f"- {r.name} ({r.calls} calls, {units.duration_ns(r.total_ns)})"
+            lines += [f"## {label}", ""] + [f"- {escape(r.name)} ({r.calls} calls, {units.duration_ns(r.total_ns)})"
                                             for r in only[:top]]
             lines.append("")
     return "\n".join(lines)

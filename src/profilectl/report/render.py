@@ -7,8 +7,10 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from profilectl.report import units
+from profilectl.screen import assemble, text
 from profilectl.report.summary import Summary
 
 if TYPE_CHECKING:  # annotations only: `report` and `ls` need not import the planner
@@ -29,8 +31,8 @@ def _ns(value: float | None) -> str:
     return units.duration_ns(value, missing="-")
 
 
-def _mark(ok: bool) -> str:
-    return "[green]yes[/]" if ok else "[red]no[/]"
+def _mark(ok: bool) -> Text:
+    return text("yes", "green") if ok else text("no", "red")
 
 
 def _short(name: str, width: int = 80) -> str:
@@ -42,17 +44,18 @@ def env_report(console: Console, report: EnvReport) -> None:
     host = facts.host
     where = f"container ({host.container_evidence})" if host.in_container else "host"
     caps = ", ".join(c for c in host.effective_capabilities if c in ("SYS_ADMIN", "PERFMON", "SYS_PTRACE"))
-    console.print(f"[bold]profilectl env-check[/]  {host.hostname} · {where} · uid {host.uid} · "
-                  f"caps: {caps or 'none of SYS_ADMIN/PERFMON/SYS_PTRACE'}"
-                  f" · perf_event_paranoid {host.perf_event_paranoid if host.perf_event_paranoid is not None else '?'}"
-                  f" · probed in {facts.probe_seconds:.2f} s")
+    console.print(assemble(("profilectl env-check", "bold"),
+                           f"  {host.hostname} · {where} · uid {host.uid} · "
+                           f"caps: {caps or 'none of SYS_ADMIN/PERFMON/SYS_PTRACE'}"
+                           f" · perf_event_paranoid {host.perf_event_paranoid if host.perf_event_paranoid is not None else '?'}"
+                           f" · probed in {facts.probe_seconds:.2f} s"))
     gpus = Table(title="GPUs", title_justify="left")
     for column in ("#", "vendor", "arch", "family", "name", "memory", "source"):
         gpus.add_column(column)
     for g in facts.gpus:
         gpus.add_row(str(g.index), g.vendor, g.arch or "?", g.family or "-", g.name or "-", _bytes(g.memory_bytes), g.source)
     if not facts.gpus:
-        gpus.add_row("-", "-", "-", "-", "[yellow]no GPU found[/]", "-", "-")
+        gpus.add_row("-", "-", "-", "-", text("no GPU found", "yellow"), "-", "-")
     console.print(gpus)
 
     torch = facts.torch
@@ -64,7 +67,7 @@ def env_report(console: Console, report: EnvReport) -> None:
     for tool in facts.tools.values():
         tools.add_row(tool.name, tool.version or "-", tool.path)
     if not facts.tools:
-        tools.add_row("[yellow]no profiler found[/]", "-", "-")
+        tools.add_row(text("no profiler found", "yellow"), "-", "-")
     console.print(tools)
 
     capabilities = Table(title="Capabilities", title_justify="left")
@@ -79,21 +82,21 @@ def env_report(console: Console, report: EnvReport) -> None:
         services.add_column(column, overflow="fold")
     for name, choice in assessment.services.items():
         fell = "; ".join(f"{f.backend}: {f.reason}" for f in choice.fallbacks)
-        services.add_row(name, choice.backend or "[red]none[/]", choice.reason, fell)
+        services.add_row(name, choice.backend or text("none", "red"), choice.reason, fell)
     console.print(services)
     for note in facts.notes:
-        console.print(f"[yellow]note:[/] {note}")
+        console.print(assemble(("note:", "yellow"), f" {note}"))
 
 
 def plan(console: Console, planned: Plan) -> None:
-    console.print(f"[bold]plan[/] {planned.service} → backend [bold]{planned.backend}[/]: {planned.reason}",
-                  highlight=False)
+    console.print(assemble(("plan", "bold"), f" {planned.service} → backend ", (planned.backend, "bold"),
+                           f": {planned.reason}"))
     for fallback in planned.fallbacks:
         console.print(f"  fell back from {fallback.backend}: {fallback.reason}", markup=False)
     console.print(f"  run directory: {planned.run_dir} (not created: dry run)", markup=False)
     for phase in planned.phases:
         env = " ".join(f"{k}={v}" for k, v in phase.environment.items())
-        console.print(f"  [bold]{phase.backend}[/] writes {phase.raw_dir}/  env: {env or '-'}")
+        console.print(assemble("  ", (phase.backend, "bold"), f" writes {phase.raw_dir}/  env: {env or '-'}"))
         for path, text in phase.input_files.items():
             console.print(f"    {path}:", markup=False)
             for line in text.splitlines():
@@ -125,8 +128,8 @@ def outcome(console: Console, manifest: Manifest, summary: Summary, run_dir: str
     if not brief:
         report(console, summary, header=False)  # the closing line names the run
     colour = "green" if manifest.status == "ok" else "red"
-    console.print(f"{brief}[{colour}]{manifest.status}[/] {manifest.service} via {manifest.backend} "
-                  f"in {manifest.wall_seconds or 0:.2f} s → {run_dir}", highlight=False)
+    console.print(assemble(brief, (manifest.status, colour), f" {manifest.service} via {manifest.backend} "
+                           f"in {manifest.wall_seconds or 0:.2f} s → {run_dir}"))
     if summary.perfetto_trace and not brief:
         console.print(f"  Perfetto trace: {run_dir}/{summary.perfetto_trace} (open in ui.perfetto.dev)",
                       highlight=False)
@@ -140,9 +143,9 @@ def runs_table(console: Console, listed: list[ListedRun], root: str) -> None:
     for run in listed:
         colour = colours.get(run.status, "red")
         wall = f"{run.wall_seconds:.2f} s" if run.wall_seconds is not None else "-"
-        status = f"[{colour}]{run.status}[/]"
-        table.add_row(run.started_at.replace("T", " ")[:19] or "-", run.service, run.backend, status, wall,
-                      _short(run.workload, 50) if not run.problem else _short(run.problem, 80), run.run)
+        status = text(run.status, colour)
+        table.add_row(text(run.started_at.replace("T", " ")[:19] or "-"), text(run.service), text(run.backend), status,
+                      wall, text(_short(run.workload, 50) if not run.problem else _short(run.problem, 80)), text(run.run))
     if not listed:
         table.add_row("-", "-", "-", "no runs yet", "-", "-", "-")
     console.print(table)
@@ -155,7 +158,7 @@ def _matched_table(what: str, rows: Sequence[Any], top: int) -> Table:
     for column in ("calls A", "calls B", "total A", "total B", "speedup"):
         table.add_column(column, justify="right", no_wrap=True)
     for row in rows[:top]:
-        table.add_row(_short(row.name), f"{row.calls_a:,}", f"{row.calls_b:,}", _ns(row.total_ns_a),
+        table.add_row(text(_short(row.name)), f"{row.calls_a:,}", f"{row.calls_b:,}", _ns(row.total_ns_a),
                       _ns(row.total_ns_b), units.speedup(row.speedup))
     return table
 
@@ -167,7 +170,8 @@ def comparison(console: Console, result: Comparison, top: int = 15) -> None:
         console.print(gate_line(result.gate), style=colour, markup=False, highlight=False, soft_wrap=True)
         for note in result.gate.notes:
             console.print(f"  {note}", markup=False, highlight=False)
-    console.print(f"[bold]A[/] {result.a}\n[bold]B[/] {result.b}", highlight=False)
+    console.print(assemble(("A", "bold"), f" {result.a}"))
+    console.print(assemble(("B", "bold"), f" {result.b}"))
     if result.warning:
         console.print(f"warning: {result.warning}", style="yellow", markup=False, highlight=False)
     if result.timing:
@@ -196,7 +200,7 @@ def comparison(console: Console, result: Comparison, top: int = 15) -> None:
         for column in ("rank", "GPU time A", "GPU time B", "speedup"):
             per_rank.add_column(column, justify="left" if column == "rank" else "right")
         for delta in result.ranks:
-            per_rank.add_row(delta.rank, _ns(delta.total_ns_a), _ns(delta.total_ns_b), units.speedup(delta.speedup))
+            per_rank.add_row(text(delta.rank), _ns(delta.total_ns_a), _ns(delta.total_ns_b), units.speedup(delta.speedup))
         console.print(per_rank)
     for label, only_rows in (("Only in A", result.only_in_a), ("Only in B", result.only_in_b)):
         if only_rows:
@@ -205,5 +209,5 @@ def comparison(console: Console, result: Comparison, top: int = 15) -> None:
             only.add_column("calls", justify="right")
             only.add_column("total", justify="right")
             for item in only_rows[:top]:
-                only.add_row(_short(item.name), f"{item.calls:,}", _ns(item.total_ns))
+                only.add_row(text(_short(item.name)), f"{item.calls:,}", _ns(item.total_ns))
             console.print(only)

@@ -591,7 +591,8 @@ class _AfterTorchImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 def _main():
     _chain_shadowed_sitecustomize()
     rank = _rank()
-    _debug(f"argv {sys.argv[:2]}: rank {rank}")
+    # the program's name only: its arguments may hold secrets (profilectl redacts what it writes)
+    _debug(f"program {os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else '?'}: rank {rank}")
     if rank is None:
         return
     out_dir = os.environ.get("PROFILECTL_TORCH_OUT")
