@@ -90,6 +90,10 @@ class Request:
     include_collectives: bool = False
     # sample GPU power, memory, clocks, temperature and utilisation while the run executes (--no-sample: off)
     sample: bool = True
+    # trace --shapes: torch.profiler records operators' input shapes (the operator roofline); --memory: torch's
+    # CUDA memory history, dumped as a snapshot at exit and at an out-of-memory error (torch.profiler only)
+    record_shapes: bool = False
+    memory_history: bool = False
     attach: Attach | None = None  # --attach PID (trace, counters)
     ranks: tuple[int, ...] = ()  # --ranks 0-3,8: only these ranks of a multi-rank job are profiled
     # write secret-looking values of the workload's arguments and environment as <redacted>

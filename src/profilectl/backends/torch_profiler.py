@@ -29,6 +29,7 @@ from profilectl.backends.base import Backend, Job, Step, StepResult, rank_hook_e
 from profilectl.facts import Facts, Torch, Verdict
 from profilectl.formats.rank_status import RankStatusReader
 from profilectl.formats.tables import Tables
+from profilectl.formats.torch_memory import TorchMemoryReader
 from profilectl.formats.torch_trace import ChromeTraceReader
 from profilectl.launchers import interpreter
 from profilectl.probe import sources
@@ -48,13 +49,23 @@ OPTIONS_ENV = "PROFILECTL_TORCH_OPTIONS"
 WINDOW_CLOSE = "pause"
 
 
+# trace --memory: torch.cuda.memory._record_memory_history's bound on the allocator events it keeps
+# (torch's own default); the snapshot of the last this many is dumped at exit and at an OOM.
+MEMORY_ENTRIES = 100_000
+
+
 def profiler_options(request: Request) -> dict[str, object]:
     """torch.profiler's switches as the start-up hook applies them: each optional record off (each
-    costs time in every operator, or a pass over every event at the stop), and the default window."""
-    return {"record_shapes": False, "with_stack": False, "profile_memory": False, "with_flops": False,
-            "with_modules": False, "acc_events": False,
-            "first_steps": None if request.bounds.all_steps or request.bounds.steps else FIRST_STEPS,
-            "window_close": WINDOW_CLOSE}
+    costs time in every operator, or a pass over every event at the stop) unless asked (--shapes), the
+    default window, and torch's CUDA memory history where --memory asked for it."""
+    options: dict[str, object] = {
+        "record_shapes": request.record_shapes, "with_stack": False, "profile_memory": False, "with_flops": False,
+        "with_modules": False, "acc_events": False,
+        "first_steps": None if request.bounds.all_steps or request.bounds.steps else FIRST_STEPS,
+        "window_close": WINDOW_CLOSE}
+    if request.memory_history:
+        options["memory_history"] = MEMORY_ENTRIES
+    return options
 
 
 def workload_torch(facts: Facts, request: Request) -> Torch:
@@ -76,7 +87,7 @@ def workload_torch(facts: Facts, request: Request) -> Torch:
 class TorchProfiler(Backend):
     name = "torch"
     services = frozenset({"trace", "profile"})
-    readers = (ChromeTraceReader(), RankStatusReader())
+    readers = (ChromeTraceReader(), RankStatusReader(), TorchMemoryReader())
 
     def available(self, facts: Facts, request: Request) -> Verdict:
         if (refusal := self.unavailable_unless_service(request)):

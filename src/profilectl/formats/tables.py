@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable, TypeVar
 
+from profilectl.model.memory import MemoryReport
 from profilectl.model.operators import OperatorShape
 
 if TYPE_CHECKING:  # numpy arrays inside: imported where a trace with timestamps is read
@@ -288,11 +289,12 @@ class Tables:
     clocks: tuple[TraceClock, ...] = ()
     hook_steps: tuple[HookSteps, ...] = ()  # a traced job's step ends per rank, inside and outside the window
     operator_shapes: tuple[OperatorShape, ...] = ()  # operators recorded with shapes (formats/torch_shapes.py)
+    memory: tuple[MemoryReport, ...] = ()  # torch's memory history, per rank and device (formats/torch_memory.py)
 
     @property
     def has_data(self) -> bool:
         return bool(self.kernels or self.api or self.memory_copies or self.operators or self.annotations or self.counters
-                    or self.timing_s or self.trace_files or self.pc_samples)
+                    or self.timing_s or self.trace_files or self.pc_samples or self.memory)
 
     def merge(self, other: "Tables") -> "Tables":
         if other.kernel_detail > self.kernel_detail:
@@ -316,7 +318,7 @@ class Tables:
                       sources=self.sources + other.sources, notes=self.notes + other.notes,
                       collectives=self.collectives + other.collectives, clocks=self.clocks + other.clocks,
                       hook_steps=self.hook_steps + other.hook_steps,
-                      operator_shapes=self.operator_shapes + other.operator_shapes)
+                      operator_shapes=self.operator_shapes + other.operator_shapes, memory=self.memory + other.memory)
 
 
 K = TypeVar("K")

@@ -21,6 +21,7 @@ from profilectl.envreport import Fallback
 from profilectl.errors import FormatError
 from profilectl.files import load_typed, read_json, write_json_atomic
 from profilectl.formats.tables import AnnotationRow, CounterValue, RankRow, StatsByName, Tables
+from profilectl.model.memory import MemoryReport
 from profilectl.model.operators import OperatorShape
 from profilectl.jobs import JobManifest
 from profilectl.manifest import Manifest
@@ -257,6 +258,7 @@ class Summary:
     # operators recorded with shapes, every rank's (placed under the roofline by the report, which knows the GPU:
     # analysis/operator_roofline.py)
     operator_shapes: tuple[OperatorShape, ...] = ()
+    memory: tuple[MemoryReport, ...] = ()  # torch's memory history replayed, per rank and device (analysis/memory.py)
     diagnosis: Diagnosis | None = None  # why the GPU waits, the straggler, what failed first (findings)
     power: PowerSummary | None = None  # GPU power, energy, peak memory sampled during the run (telemetry.csv)
     perfetto_trace: str | None = None
@@ -599,7 +601,7 @@ def build(tables: Tables, source: SourceInfo, derived: dict[str, str] | None = N
         kernel_timing=tables.kernel_timing or None,
         timing=timing_stats(tables.timing_s), step_time=step_time(tables.step_ends_ns), perfetto_trace=perfetto_trace,
         timeline=timeline, notes=tables.notes + (_timeline_notes(tables) if reduced is None else ()),
-        roofline=roofline_of(by_kernel, kernels), operator_shapes=tables.operator_shapes)
+        roofline=roofline_of(by_kernel, kernels), operator_shapes=tables.operator_shapes, memory=tables.memory)
 
 
 def totals_of(kernels: Sequence[KernelRow], copies: Sequence[KernelRow]) -> Totals:

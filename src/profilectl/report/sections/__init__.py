@@ -31,6 +31,7 @@ ORDER = (
     "counters",
     "roofline",  # per kernel: which roof limits it, how far below it (counters --set roofline)
     "operator_roofline",  # per operator, from the shapes a torch trace recorded (trace --shapes)
+    "memory",  # torch's memory history: the peak and what held it, an out-of-memory error (trace --memory)
     "pc_sampling",
     "timeline",
     "ranks",
