@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from profilectl.analysis import operator_roofline, roofline
-from profilectl.analysis.operator_roofline import FormulaError, evaluate, formulas, work_of
+from profilectl.analysis.formulas import FormulaError, evaluate
+from profilectl.analysis.operator_roofline import formulas, work_of
 from profilectl.formats import torch_trace
 from profilectl.model.operators import OperatorShape
 

@@ -12,6 +12,7 @@ from profilectl.backends.rocprofv3 import Rocprofv3
 from profilectl.backends.timing import Timing
 from profilectl.backends.torch_profiler import TorchProfiler
 from profilectl.formats.jax_trace import XlaTraceReader
+from profilectl.formats.nccl_inspector import NcclInspectorReader
 from profilectl.formats.reader import Reader
 
 BACKENDS: dict[str, Backend] = {b.name: b for b in
@@ -34,7 +35,7 @@ SERVICE_ORDER: dict[str, tuple[str, ...]] = {
 # recognises it, so the readers that match by exact file name come before the generic Chrome-trace
 # reader (timing_trace.json is a Chrome trace too).
 # Readers of files that tools profilectl does not run write (jax.profiler's and TensorFlow's XLA traces)
-FOREIGN_READERS: tuple[Reader, ...] = (XlaTraceReader(),)
+FOREIGN_READERS: tuple[Reader, ...] = (XlaTraceReader(), NcclInspectorReader())
 READERS: tuple[Reader, ...] = tuple(sorted((*(r for b in BACKENDS.values() for r in b.readers), *FOREIGN_READERS),
                                            key=lambda r: r.kind == "chrome-trace"))
 

@@ -21,6 +21,8 @@ from profilectl.envreport import Fallback
 from profilectl.errors import FormatError
 from profilectl.files import load_typed, read_json, write_json_atomic
 from profilectl.formats.tables import AnnotationRow, CounterValue, RankRow, StatsByName, Tables
+from profilectl.analysis.collective_calls import CollectiveCalls
+from profilectl.model.collectives import InspectorRecord
 from profilectl.model.memory import MemoryReport
 from profilectl.model.operators import OperatorShape
 from profilectl.jobs import JobManifest
@@ -259,6 +261,8 @@ class Summary:
     # analysis/operator_roofline.py)
     operator_shapes: tuple[OperatorShape, ...] = ()
     memory: tuple[MemoryReport, ...] = ()  # torch's memory history replayed, per rank and device (analysis/memory.py)
+    collective_calls: CollectiveCalls | None = None  # call by call, matched across ranks (analysis/collective_calls.py)
+    inspector: tuple[InspectorRecord, ...] = ()  # the NCCL/RCCL inspector's own records, where the job wrote them
     diagnosis: Diagnosis | None = None  # why the GPU waits, the straggler, what failed first (findings)
     power: PowerSummary | None = None  # GPU power, energy, peak memory sampled during the run (telemetry.csv)
     perfetto_trace: str | None = None
@@ -601,7 +605,13 @@ def build(tables: Tables, source: SourceInfo, derived: dict[str, str] | None = N
         kernel_timing=tables.kernel_timing or None,
         timing=timing_stats(tables.timing_s), step_time=step_time(tables.step_ends_ns), perfetto_trace=perfetto_trace,
         timeline=timeline, notes=tables.notes + (_timeline_notes(tables) if reduced is None else ()),
-        roofline=roofline_of(by_kernel, kernels), operator_shapes=tables.operator_shapes, memory=tables.memory)
+        roofline=roofline_of(by_kernel, kernels), operator_shapes=tables.operator_shapes, memory=tables.memory,
+        collective_calls=collective_calls_of(tables), inspector=tables.inspector)
+
+
+def collective_calls_of(tables: Tables) -> CollectiveCalls | None:
+    from profilectl.analysis.collective_calls import analyse
+    return analyse(tables.collectives, tables.clocks)
 
 
 def totals_of(kernels: Sequence[KernelRow], copies: Sequence[KernelRow]) -> Totals:

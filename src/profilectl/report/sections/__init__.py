@@ -34,6 +34,7 @@ ORDER = (
     "memory",  # torch's memory history: the peak and what held it, an out-of-memory error (trace --memory)
     "pc_sampling",
     "timeline",
+    "collective_calls",  # each collective: size, bandwidths, exposed or hidden, who arrived last
     "ranks",
     "notes",
 )
