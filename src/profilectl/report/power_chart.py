@@ -7,6 +7,7 @@ report to place: one line per GPU from the summary's downsampled series (at most
 
 from __future__ import annotations
 
+import math
 from html import escape
 from typing import Sequence
 
@@ -31,7 +32,7 @@ def _nice_top(value: float) -> float:
     """The axis end: a round multiple of a power of ten at or above `value`."""
     if value <= 0:
         return 1.0
-    scale = 10 ** len(str(int(value))) / 10
+    scale = 10 ** len(str(int(value))) / 10 if value >= 1 else 10.0 ** math.floor(math.log10(value))
     for step in (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10):
         if step * scale >= value:
             return step * scale
