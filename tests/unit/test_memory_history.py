@@ -262,3 +262,18 @@ def test_the_section_and_its_chart(tmp_path):
     page = html.render(document)
     chart = page[page.index("GPU memory: allocated against reserved"):]
     assert chart.count("<polyline") == 2 and "rank 3 GPU 0 allocated" in chart and "rank 3 GPU 0 reserved" in chart
+
+
+def test_memory_and_inspector_records_survive_a_partial(tmp_path):
+    import json as _json
+
+    from profilectl.formats import nccl_inspector
+    from profilectl.report import partials
+    tables = torch_memory.read(write(tmp_path, snapshot(TRACE, BLOCKS)))
+    log = tmp_path / "host-pid7.log"
+    log.write_text(_json.dumps({"header": {"id": "0x1", "rank": 0, "n_ranks": 2, "nnodes": 1}, "metadata": {},
+                                "coll_perf": {"coll": "AllGather", "coll_sn": 1, "coll_msg_size_bytes": 8192,
+                                              "coll_exec_time_us": 10, "coll_algobw_gbs": 0.8, "coll_busbw_gbs": 0.4}}))
+    tables = tables.merge(nccl_inspector.read(log))
+    back = partials.decode(partials.encode(partials.of_tables(tables, tmp_path, ()))).tables()
+    assert back.memory == tables.memory and back.inspector == tables.inspector and len(back.inspector) == 1
