@@ -66,14 +66,14 @@ def gemm(trace_run: str, counters_run: str, log: str) -> bool:
             ok &= check(f"gemm-vs-ncu {work.name}", False, f"kernel {base_name(kernel)} not among ncu's: "
                         f"{sorted(by_kernel)[:6]}")
             continue
-        # the same kernel's launches in both runs: FLOP per launch, and FLOP/s (trace: kernel time in the trace;
-        # ncu: the replay's own duration, clocks left to the GPU)
-        shapes_flop = (work.flop or 0) / max(work.launches, 1)
+        # the same kernel's launches in both runs: FLOP per launch (one launch of the heaviest kernel per call), and
+        # FLOP/s (trace: the call's kernels' time in the trace; ncu: the replay's own duration, clocks left to the GPU)
+        shapes_flop = per_call
         ncu_flop = counters.flop / max(counters.calls, 1)
         flop_ratio = shapes_flop / ncu_flop if ncu_flop else float("inf")
         rate_ratio = (op.flop_per_s or 0) / counters.flop_per_s if counters.flop_per_s else float("inf")
         ok &= check(f"gemm-vs-ncu {work.name}", abs(rate_ratio - 1) <= TOLERANCE and abs(flop_ratio - 1) <= TOLERANCE,
-                    f"kernel {base_name(kernel)[:70]}: FLOP per launch shapes {shapes_flop:.6g} / ncu {ncu_flop:.6g} = "
+                    f"kernel {base_name(kernel)[:70]} ({work.launches / work.calls:.2g} kernels a call): FLOP per launch shapes {shapes_flop:.6g} / ncu {ncu_flop:.6g} = "
                     f"{flop_ratio:.3f}; FLOP/s shapes {op.flop_per_s / 1e12:.1f} T (trace time) / ncu "
                     f"{counters.flop_per_s / 1e12:.1f} T = {rate_ratio:.3f} (within {TOLERANCE:.0%}?); verdicts "
                     f"{op.verdict} / {counters.verdict}")
