@@ -277,3 +277,48 @@ def test_memory_and_inspector_records_survive_a_partial(tmp_path):
     tables = tables.merge(nccl_inspector.read(log))
     back = partials.decode(partials.encode(partials.of_tables(tables, tmp_path, ()))).tables()
     assert back.memory == tables.memory and back.inspector == tables.inspector and len(back.inspector) == 1
+
+
+# ------------------------------------------------------------------ profile_memory events, where that is all there is
+FIXTURES = ROOT / "tests/fixtures"
+
+
+@pytest.mark.parametrize("path", ["real/hta/df_index_resolver.json.gz",
+                                  "harness/tracelens_h100_bert-small-uncased__1016001.json.gz"])
+def test_profile_memory_events_of_real_traces_by_hand(path):
+    """HTA's V100 trace (rank 1, device 1) and TraceLens' H100 bert trace, recorded with
+    profile_memory=True: the peak of "Total Allocated" over the GPU's [memory] events, and the
+    reserved bytes beside it, as the raw events say."""
+    import gzip
+
+    from profilectl.formats import torch_trace
+    with gzip.open(FIXTURES / path) as fh:
+        doc = json.load(fh)
+    events = [e for e in (doc["traceEvents"] if isinstance(doc, dict) else doc)
+              if e.get("name") == "[memory]" and (e.get("args") or {}).get("Device Type") == 1]
+    peak = max(events, key=lambda e: e["args"]["Total Allocated"])
+    for fast in (True, False):
+        (report,) = torch_trace.read(FIXTURES / path, fast=fast).memory
+        assert report.events == len(events) and report.device == peak["args"]["Device Id"]
+        assert report.peak_allocated == peak["args"]["Total Allocated"]
+        assert report.reserved_at_peak == peak["args"]["Total Reserved"]
+        assert report.peak_reserved == max(e["args"]["Total Reserved"] for e in events)
+        assert report.by_category == () and "profile_memory events only" in report.notes[0]
+
+
+def test_an_out_of_memory_event_of_profile_memory(tmp_path):
+    from profilectl.formats import torch_trace
+
+    def memory(ts, size, allocated, name="[memory]"):
+        return {"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": name, "pid": 1, "tid": 1, "ts": ts,
+                "args": {"Device Type": 1, "Device Id": 0, "Addr": 1, "Bytes": size, "Total Allocated": allocated,
+                         "Total Reserved": 64 * MiB}}
+    events = [memory(10, 8 * MiB, 8 * MiB), memory(20, 16 * MiB, 24 * MiB), memory(30, -16 * MiB, 8 * MiB),
+              memory(40, 512 * MiB, 8 * MiB, "[OutOfMemory]"),
+              {"ph": "X", "cat": "cpu_op", "name": "aten::empty", "pid": 1, "tid": 1, "ts": 39, "dur": 2}]
+    trace = tmp_path / "host-rank0-1.pt.trace.json"
+    trace.write_text(json.dumps({"traceEvents": events}))
+    (report,) = torch_trace.read(trace).memory
+    assert report.peak_allocated == 24 * MiB and report.peak_at == pytest.approx(10e-6)
+    assert (report.failure.requested, report.failure.allocated, report.failure.reserved) == (512 * MiB, 8 * MiB,
+                                                                                              64 * MiB)

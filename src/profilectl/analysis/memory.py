@@ -240,3 +240,31 @@ def analyse(snapshot: Mapping[str, Any], rank: str, source: str) -> tuple[Memory
                      {i for i, trace in enumerate(traces) if trace})
     return tuple(replay(snapshot, device, traces[device] if device < len(traces) else [], rank, source)
                  for device in devices)
+
+
+def from_profile_events(events: Sequence[tuple[int, int, int, int, int, bool]], rank: str,
+                        source: str) -> tuple[MemoryReport, ...]:
+    """A trace recorded with profile_memory=True and no memory history: per device, allocated and
+    reserved over time as torch reported them with each allocation and free ("Total Allocated",
+    "Total Reserved"), their peaks, and an [OutOfMemory] event's request; no stacks, so no
+    categories and no allocations alive at a failure."""
+    by_device: dict[int, list[tuple[int, int, int, int, int, bool]]] = {}
+    for event in events:
+        by_device.setdefault(event[1], []).append(event)
+    out = []
+    for device, mine in sorted(by_device.items()):
+        mine.sort(key=lambda e: e[0])
+        first = mine[0][0]
+        points = [((at - first) / 1e9, allocated, reserved) for at, _, _, allocated, reserved, _ in mine]
+        peak_index = max(range(len(points)), key=lambda i: points[i][1])
+        oom = next((e for e in mine if e[5]), None)
+        failure = MemoryFailure(requested=oom[2], device_free=None, allocated=oom[3], reserved=oom[4], by_category=(),
+                                largest=(), requested_by="") if oom else None
+        out.append(MemoryReport(
+            rank=rank, device=device, source=f"{source} (profile_memory events)", events=len(mine),
+            time_basis="seconds", peak_allocated=points[peak_index][1], peak_at=points[peak_index][0],
+            reserved_at_peak=points[peak_index][2], peak_reserved=max(p[2] for p in points), by_category=(),
+            series=_downsample(points), failure=failure,
+            notes=("profile_memory events only: totals at each allocation and free, no stacks (what held the peak "
+                   "needs torch's memory history: profilectl trace --memory)",)))
+    return tuple(out)

@@ -49,6 +49,7 @@ if TYPE_CHECKING:  # imported where used: `profilectl env-check` loads this modu
     from concurrent.futures import Executor, Future
 
 from profilectl.errors import FormatError, ProfilectlError
+from profilectl.formats.torch_memory import MEMORY_TEXT, memory_events_of
 from profilectl.formats.torch_shapes import SHAPE_ARGS, SHAPES_TEXT, add_calls, shaped_of
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -137,6 +138,8 @@ class Partial:
     # (pid, tid, start ns, end ns, signature index), in file order
     shaped_signatures: list[tuple[Any, ...]] = field(default_factory=list)
     shaped: list[tuple[Any, Any, int, int, int]] = field(default_factory=list)
+    # profile_memory's [memory]/[OutOfMemory] events of the GPU (formats/torch_memory.py), in file order
+    memory_events: list[tuple[int, int, int, int, int, bool]] = field(default_factory=list)
 
 
 @dataclass
@@ -645,6 +648,7 @@ def merge_partials(parts: Iterable[Partial]) -> Partial:
             thread.operator.extend(events.operator)
         out.timeline.extend(part.timeline)
         out.collectives.extend(part.collectives)
+        out.memory_events.extend(part.memory_events)
         if part.shaped:
             known = {sig: i for i, sig in enumerate(out.shaped_signatures)}
             remap_sig = [known.setdefault(sig, len(known)) for sig in part.shaped_signatures]
@@ -1691,20 +1695,26 @@ def read_chunk(task: Task) -> Partial:
         values = _Values(lambda: "", 0, tail_from == 1, exact)
         values.text = text
         aggregate(task.path, values.events(lambda message: _Undecodable()), partial)
+        if MEMORY_TEXT.search(text.encode()):
+            partial.memory_events.extend(memory_events_of(text.encode()))
         partial.tail = values.rest()
         return partial
 
 
 def _aggregate_chunk(path: str, data: bytearray | memoryview, fast: bool, exact: bool, into: Partial | None = None) -> Partial:
-    """By columns where the chunk's types allow it, else the general decoder and loop."""
+    """By columns where the chunk's types allow it, else the general decoder and loop; the
+    profile_memory events of its text either way."""
     columnar = columnar_decoder() if fast and not exact else None
+    done = None
     if columnar is not None:
         events = columnar(data)
         if events is not None:
             done = aggregate_columns(events, into, data)
-            if done is not None:
-                return done
-    return aggregate(path, decoder(fast, exact)(data), into)
+    if done is None:
+        done = aggregate(path, decoder(fast, exact)(data), into)
+    if MEMORY_TEXT.search(data):
+        done.memory_events.extend(memory_events_of(data))
+    return done
 
 
 @contextlib.contextmanager

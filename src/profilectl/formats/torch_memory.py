@@ -1,4 +1,4 @@
-"""torch's CUDA memory snapshot (torch.cuda.memory._dump_snapshot, or profilectl's start-up hook
+"""torch's memory as a trace records it: the CUDA memory snapshot (torch.cuda.memory._dump_snapshot, or profilectl's start-up hook
 under `trace --memory`: <host>-rank<R>-<pid>.memory.pickle, and .oom.memory.pickle at an
 out-of-memory error): the caching allocator's segments and blocks at the dump, and its history of
 events (alloc, free, segment alloc/free, oom), each with the Python stack that caused it.
@@ -9,6 +9,13 @@ file names (torch's snapshot holds nothing else), at most $PROFILECTL_MAX_SNAPSH
 (default 2 GiB), through files.read_regular (never a link or a device). Then its layout is checked
 (torch/cuda/memory.py `_snapshot`: segments, device_traces) and one line says what does not fit.
 analysis/memory.py replays it.
+
+Where that is all there is: a trace recorded with profile_memory=True holds an instant event per
+allocation and free, `[memory]` (args "Bytes", negative for a free, "Total Allocated", "Total
+Reserved", "Device Type", "Device Id"), and `[OutOfMemory]` at a failed allocation (torch's
+profiler_kineto.cpp reportMemoryUsage / reportOutOfMemory). `memory_events_of` finds them in a
+chunk of the trace's text as it is streamed (formats/chrome_stream.py): each is a flat object
+whose only nested object is its args.
 """
 
 from __future__ import annotations
@@ -24,6 +31,11 @@ from profilectl.formats.reader import Reader
 from profilectl.formats.tables import Tables
 
 MAX_BYTES = 2 << 30
+MEMORY_TEXT = re.compile(rb'"\[(memory|OutOfMemory)\]"')  # a chunk without it has none (memoryview: no `in`)
+MEMORY_EVENT = re.compile(rb'\{[^{}]*"name"\s*:\s*"\[(?:memory|OutOfMemory)\]"[^{}]*\{[^{}]*\}[^{}]*\}')
+CUDA_DEVICE_TYPE = 1  # c10::DeviceType::CUDA (ROCm builds report their GPUs as CUDA too)
+# (time ns, device, bytes, total allocated, total reserved, out of memory)
+MemoryEvent = tuple[int, int, int, int, int, bool]
 NAME = re.compile(r"^(?P<host>.+)-rank(?P<rank>[^-]+)-(?P<pid>\d+)\.(?P<oom>oom\.)?memory\.pickle$")
 SUFFIXES = (".pickle", ".pkl")
 HEAD = 4096  # a snapshot's first key, "segments", comes within its first bytes
@@ -104,6 +116,28 @@ def recognised(path: Path) -> bool:
         return False
     return head.startswith(PROTOCOL) and b"segments" in head and b"device_traces" in head or (
         head.startswith(PROTOCOL) and b"segments" in head and b"blocks" in head)
+
+
+def memory_events_of(text: bytes | bytearray | memoryview) -> list[MemoryEvent]:
+    """The GPU's [memory] and [OutOfMemory] events of a piece of a trace's text, in order."""
+    import json
+    found = []
+    for match in MEMORY_EVENT.finditer(text):
+        try:
+            event = json.loads(match.group(0))
+        except (ValueError, RecursionError):
+            continue
+        args = event.get("args") if isinstance(event, dict) else None
+        ts = event.get("ts") if isinstance(event, dict) else None
+        if not isinstance(args, dict) or not isinstance(ts, (int, float)) or isinstance(ts, bool) \
+                or args.get("Device Type") != CUDA_DEVICE_TYPE:
+            continue
+        numbers = [args.get(k) for k in ("Device Id", "Bytes", "Total Allocated", "Total Reserved")]
+        if not all(isinstance(n, int) and not isinstance(n, bool) for n in numbers):
+            continue
+        device, size, allocated, reserved = (int(n) for n in numbers)  # type: ignore[arg-type]
+        found.append((round(ts * 1000), device, size, allocated, reserved, event.get("name") == "[OutOfMemory]"))
+    return found
 
 
 def read(path: Path) -> Tables:

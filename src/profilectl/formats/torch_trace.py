@@ -14,6 +14,7 @@ from profilectl.formats.tables import (PER_DISPATCH, AnnotationRow, CollectiveCa
                                        TraceClock, merge_all)
 
 if TYPE_CHECKING:
+    from profilectl.model.memory import MemoryReport
     from profilectl.model.timeline import RankTimeline
     from profilectl.formats.chrome_stream import Partial, SumsByName, TimelineEvents
 
@@ -49,7 +50,8 @@ def read(path: Path, fast: bool = True, workers: int | None = None) -> Tables:
                   annotations=annotations, collectives=collectives, clocks=_clocks(rank, host, partial),
                   trace_files=(str(path),), ranks=(ranks.rank_row(rank, host, kernels, operators),),
                   timelines=timelines,
-                  operator_shapes=torch_shapes.operator_shapes(rank, partial), notes=_notes(path, partial))
+                  operator_shapes=torch_shapes.operator_shapes(rank, partial), memory=_memory(rank, path, partial),
+                  notes=_notes(path, partial))
 
 
 def _whole(value: Any) -> int | None:
@@ -81,6 +83,14 @@ def _collectives(rank: str, partial: "Partial") -> tuple[CollectiveCall, ...]:
             in_elements=_whole(in_nelems), out_elements=_whole(out_nelems), group_size=_whole(group_size),
             dtype=_text(dtype), group_ranks=_text(group_ranks)))
     return tuple(rows)
+
+
+def _memory(rank: str, path: Path, partial: "Partial") -> tuple["MemoryReport", ...]:
+    """profile_memory's events, where the trace has them (formats/torch_memory.py)."""
+    if not partial.memory_events:
+        return ()
+    from profilectl.analysis.memory import from_profile_events
+    return from_profile_events(partial.memory_events, rank, path.name)
 
 
 def _clocks(rank: str, host: str | None, partial: "Partial") -> tuple[TraceClock, ...]:
