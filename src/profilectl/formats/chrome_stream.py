@@ -49,7 +49,7 @@ if TYPE_CHECKING:  # imported where used: `profilectl env-check` loads this modu
     from concurrent.futures import Executor, Future
 
 from profilectl.errors import FormatError, ProfilectlError
-from profilectl.formats.torch_memory import MEMORY_TEXT, memory_events_of
+from profilectl.formats.torch_memory_events import MEMORY_TEXT, memory_events_of
 from profilectl.formats.torch_shapes import SHAPE_ARGS, SHAPES_TEXT, add_calls, shaped_of
 
 GZIP_MAGIC = b"\x1f\x8b"

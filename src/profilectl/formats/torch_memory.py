@@ -28,14 +28,10 @@ from typing import Any
 
 from profilectl.errors import FormatError
 from profilectl.formats.reader import Reader
+from profilectl.formats.torch_memory_events import MEMORY_TEXT, memory_events_of  # noqa: F401  (read here too)
 from profilectl.formats.tables import Tables
 
 MAX_BYTES = 2 << 30
-MEMORY_TEXT = re.compile(rb'"\[(memory|OutOfMemory)\]"')  # a chunk without it has none (memoryview: no `in`)
-MEMORY_EVENT = re.compile(rb'\{[^{}]*"name"\s*:\s*"\[(?:memory|OutOfMemory)\]"[^{}]*\{[^{}]*\}[^{}]*\}')
-CUDA_DEVICE_TYPE = 1  # c10::DeviceType::CUDA (ROCm builds report their GPUs as CUDA too)
-# (time ns, device, bytes, total allocated, total reserved, out of memory)
-MemoryEvent = tuple[int, int, int, int, int, bool]
 NAME = re.compile(r"^(?P<host>.+)-rank(?P<rank>[^-]+)-(?P<pid>\d+)\.(?P<oom>oom\.)?memory\.pickle$")
 SUFFIXES = (".pickle", ".pkl")
 HEAD = 4096  # a snapshot's first key, "segments", comes within its first bytes
@@ -116,28 +112,6 @@ def recognised(path: Path) -> bool:
         return False
     return head.startswith(PROTOCOL) and b"segments" in head and b"device_traces" in head or (
         head.startswith(PROTOCOL) and b"segments" in head and b"blocks" in head)
-
-
-def memory_events_of(text: bytes | bytearray | memoryview) -> list[MemoryEvent]:
-    """The GPU's [memory] and [OutOfMemory] events of a piece of a trace's text, in order."""
-    import json
-    found = []
-    for match in MEMORY_EVENT.finditer(text):
-        try:
-            event = json.loads(match.group(0))
-        except (ValueError, RecursionError):
-            continue
-        args = event.get("args") if isinstance(event, dict) else None
-        ts = event.get("ts") if isinstance(event, dict) else None
-        if not isinstance(args, dict) or not isinstance(ts, (int, float)) or isinstance(ts, bool) \
-                or args.get("Device Type") != CUDA_DEVICE_TYPE:
-            continue
-        numbers = [args.get(k) for k in ("Device Id", "Bytes", "Total Allocated", "Total Reserved")]
-        if not all(isinstance(n, int) and not isinstance(n, bool) for n in numbers):
-            continue
-        device, size, allocated, reserved = (int(n) for n in numbers)  # type: ignore[arg-type]
-        found.append((round(ts * 1000), device, size, allocated, reserved, event.get("name") == "[OutOfMemory]"))
-    return found
 
 
 def read(path: Path) -> Tables:
