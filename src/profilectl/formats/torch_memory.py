@@ -13,9 +13,9 @@ analysis/memory.py replays it.
 Where that is all there is: a trace recorded with profile_memory=True holds an instant event per
 allocation and free, `[memory]` (args "Bytes", negative for a free, "Total Allocated", "Total
 Reserved", "Device Type", "Device Id"), and `[OutOfMemory]` at a failed allocation (torch's
-profiler_kineto.cpp reportMemoryUsage / reportOutOfMemory). `memory_events_of` finds them in a
-chunk of the trace's text as it is streamed (formats/chrome_stream.py): each is a flat object
-whose only nested object is its args.
+profiler_kineto.cpp reportMemoryUsage / reportOutOfMemory): formats/torch_memory_events.py finds them
+in the trace's text as it is streamed, and analysis/memory.py's from_profile_events turns them
+into the same report, less what needs stacks.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from typing import Any
 
 from profilectl.errors import FormatError
 from profilectl.formats.reader import Reader
-from profilectl.formats.torch_memory_events import MEMORY_TEXT, memory_events_of  # noqa: F401  (read here too)
 from profilectl.formats.tables import Tables
 
 MAX_BYTES = 2 << 30
