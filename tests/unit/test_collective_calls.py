@@ -177,3 +177,15 @@ def test_a_log_that_is_not_the_inspectors_is_not_taken(tmp_path):
     other = tmp_path / "myhost-pid12.log"
     other.write_text("epoch 1 loss 0.5\n")
     assert not nccl_inspector.recognised(other)
+
+
+def test_a_run_that_turns_the_inspector_on_keeps_its_lines_in_raw(machine):
+    from cli_support import cli
+    machine.python_with_torch("2.5.1", hip=None, cuda="12.4")
+    plan = json.loads(cli(machine, "trace", "--dry-run", "--json", "--backend", "torch", "--env",
+                          "NCCL_INSPECTOR_ENABLE=1", "--", "python3", "train.py").stdout)
+    env = plan["phases"][0]["environment"]
+    assert env["NCCL_INSPECTOR_DUMP_DIR"].endswith("/raw/nccl-inspector") and env["NCCL_INSPECTOR_ENABLE"] == "1"
+    plain = json.loads(cli(machine, "trace", "--dry-run", "--json", "--backend", "torch", "--", "python3",
+                           "train.py").stdout)
+    assert "NCCL_INSPECTOR_DUMP_DIR" not in plain["phases"][0]["environment"]

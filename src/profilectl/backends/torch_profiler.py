@@ -123,6 +123,12 @@ class TorchProfiler(Backend):
         env = super().environment(job)
         env.update(rank_hook_env(job, torch_out=Path(job.raw_dir)))
         env[OPTIONS_ENV] = json.dumps(profiler_options(job.request), separators=(",", ":"))
+        # The NCCL/RCCL inspector plugin, where the run turns it on (--env NCCL_INSPECTOR_ENABLE=1): its
+        # JSON lines go into the run's raw/, where the report reads them (formats/nccl_inspector.py)
+        overrides = job.request.env_overrides
+        if overrides.get("NCCL_INSPECTOR_ENABLE", "0").strip() not in ("", "0") and \
+                "NCCL_INSPECTOR_DUMP_DIR" not in overrides:
+            env["NCCL_INSPECTOR_DUMP_DIR"] = str(Path(job.raw_dir) / "nccl-inspector")
         return env
 
     def plan_notes(self, request: Request, facts: Facts) -> list[str]:
