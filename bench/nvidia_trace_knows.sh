@@ -61,5 +61,16 @@ timed "trace, gloo collectives on CPU" timeout 45 $PC trace --no-sample --backen
   torchrun --nproc_per_node=2 --standalone $W/knows_collectives.py --backend gloo --rounds 3
 $CHECK collectives "$(run_of gloo)" "$(run_of gloo)/stdout.log" 2>>"$LOG" | tee -a "$LOG"
 
+# the NCCL inspector plugin beside the trace, where one is given (NCCL_INSPECTOR_PLUGIN=/path/to/
+# libnccl-profiler-inspector.so, built from NCCL's ext-profiler/inspector): its busbw in the report's table
+if [ -n "${NCCL_INSPECTOR_PLUGIN:-}" ] && [ -f "$NCCL_INSPECTOR_PLUGIN" ]; then
+  timed "trace, NCCL collectives with the inspector" timeout 60 $PC trace --no-sample --traces-dir "$T/inspector" \
+    --env "NCCL_PROFILER_PLUGIN=$NCCL_INSPECTOR_PLUGIN" --env NCCL_INSPECTOR_ENABLE=1 \
+    --env NCCL_INSPECTOR_DUMP_THREAD_INTERVAL_MICROSECONDS=500 -- \
+    torchrun --nproc_per_node=2 --standalone $W/knows_collectives.py
+  ls -R "$(run_of inspector)/raw" >>"$LOG" 2>&1
+  timeout 30 $PC report "$(run_of inspector)" 2>&1 | grep -A12 "NCCL/RCCL inspector" | tee -a "$LOG"
+fi
+
 tar -C "$T" -czf "$OUT/runs.tgz" . 2>>"$LOG"
 echo "--- summary"; grep -h "^CHECK" "$LOG" | sort | uniq -c | sed 's/^ *1 //'; cat "$OUT/timings.txt"
