@@ -189,3 +189,13 @@ def test_a_run_that_turns_the_inspector_on_keeps_its_lines_in_raw(machine):
     plain = json.loads(cli(machine, "trace", "--dry-run", "--json", "--backend", "torch", "--", "python3",
                            "train.py").stdout)
     assert "NCCL_INSPECTOR_DUMP_DIR" not in plain["phases"][0]["environment"]
+
+
+def test_the_tables_keep_the_longest_calls_and_count_them_all(tmp_path, monkeypatch):
+    monkeypatch.setattr(collective_calls, "CALLS_KEPT", 3)
+    monkeypatch.setattr(collective_calls, "MATCHED_KEPT", 1)
+    result = two_ranks(tmp_path)
+    assert [(c.rank, c.kind) for c in result.calls] == [("0", "allreduce"), ("0", "reduce_scatter"), ("1", "allreduce")]
+    assert [m.kind for m in result.matched] == ["allreduce"]
+    assert sum(k.calls for k in result.kinds) == 8 and result.last_arrivals[0].last == 2
+    assert "longest 3 of 8 calls" in result.notes[-1]

@@ -33,6 +33,11 @@ if TYPE_CHECKING:
     from profilectl.model.timeline import RankTimeline
 
 FILE = "collectives.yaml"
+# Rows kept in the summary: every call counts in the kinds, matched calls and last arrivals; the
+# per-call and per-match tables keep the longest calls (a job of 8 ranks x 50 k calls would
+# otherwise write millions of rows into summary.json)
+CALLS_KEPT = 20_000
+MATCHED_KEPT = 10_000
 
 
 @functools.lru_cache(maxsize=1)
@@ -220,8 +225,20 @@ def analyse(collectives: Sequence[CollectiveCall], clocks: Sequence[TraceClock] 
         notes.append("a call's time is its NCCL/RCCL kernel's, waiting for the other ranks included: a rank that "
                      "arrived early shows a long call and a low bandwidth; the matched calls' bandwidths use the "
                      "last arriver's time")
-    return CollectiveCalls(calls=tuple(rows), kinds=_kinds(rows), matched=matched,
+    kept_calls, kept_matched = _longest(rows, CALLS_KEPT, "duration_ns"), _longest(matched, MATCHED_KEPT, "lag_ns")
+    if len(kept_calls) < len(rows) or len(kept_matched) < len(matched):
+        notes.append(f"tables kept to the longest {len(kept_calls):,} of {len(rows):,} calls and the {len(kept_matched):,} "
+                     f"of {len(matched):,} matched calls with the largest lag; the kinds and last arrivals count all")
+    return CollectiveCalls(calls=kept_calls, kinds=_kinds(rows), matched=kept_matched,
                            last_arrivals=_last_arrivals(rows, matched), clock=clock, notes=tuple(notes))
+
+
+def _longest(rows: Sequence[Any], limit: int, by: str) -> tuple[Any, ...]:
+    """At most `limit` rows, the largest by `by`, in their own order."""
+    if len(rows) <= limit:
+        return tuple(rows)
+    keep = set(sorted(range(len(rows)), key=lambda i: -getattr(rows[i], by))[:limit])
+    return tuple(row for i, row in enumerate(rows) if i in keep)
 
 
 def _match(rows: list[CallRow]) -> tuple[list[CallRow], tuple[MatchedCall, ...]]:
