@@ -83,8 +83,11 @@ def _finding(op: OperatorRoofline, result: OperatorRooflineResult) -> Finding:
     best = f"{roofline.label(op.bound_by)} {op.roof_percent:.0f} % of peak" if op.bound_by and op.roof_percent \
         is not None else "no peak known for this GPU"
     steps = roofline.rules().get("next_steps") or {}
+    step = steps.get(op.verdict) if op.verdict != "unknown" else (
+        "name the GPU: report the run directory (its env.json says which GPU ran it), or add the GPU to "
+        "profiling/peaks.yaml")
     return Finding(verdict=op.verdict, sentence=f"{w.name} {w.signature} {words}: {best}", evidence=tuple(evidence),
-                   next_step=steps.get(op.verdict),
+                   next_step=step,
                    scope=f"operator, {w.calls} calls on {w.ranks} rank(s); peaks: {result.peaks_source or 'none'}")
 
 
