@@ -5,10 +5,12 @@ MI300X traces, the placement by the roofline's own rule, the section and its cha
 import gzip
 import json
 import math
+import subprocess
 from bisect import bisect_left
 from pathlib import Path
 
 import pytest
+from test_launchers import SYSTEM_PYTHON, needs_torch  # the one check for Debian's torch at /usr/bin/python3
 
 from profilectl.analysis import operator_roofline, roofline
 from profilectl.analysis.formulas import FormulaError, evaluate
@@ -328,3 +330,43 @@ def test_gemm_flop_from_shapes_against_nsight_computes_count_of_the_same_gemm():
     per_launch = gemm.flop / gemm.calls
     assert per_launch / flop == pytest.approx(8320 / 8192, rel=1e-3)
     assert abs(per_launch / flop - 1) < 0.10
+
+
+CPU_PROFILE = r"""
+import json, sys, torch
+from torch.profiler import profile, ProfilerActivity
+x, w, b = torch.randn(32, 64), torch.randn(128, 64), torch.randn(128)
+q, k = torch.randn(4, 16, 8), torch.randn(4, 8, 16)
+with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as p:
+    torch.nn.functional.linear(x, w, b)
+    torch.mm(x, w.t())
+    torch.bmm(q, k)
+    torch.softmax(x, -1)
+    torch.relu(x)
+events = [{"ph": "X", "cat": "cpu_op", "name": e.name, "pid": 1, "tid": e.thread, "ts": e.time_range.start,
+           "dur": e.time_range.elapsed_us(),
+           "args": {"Input Dims": e.input_shapes, "Input type": ["float" if s else "" for s in e.input_shapes]}}
+          for e in p.events()]
+json.dump({"traceEvents": events}, open(sys.argv[1], "w"))
+"""
+
+
+@needs_torch
+def test_a_real_cpu_profile_with_shapes(tmp_path):
+    """Debian's torch 1.13 (no Kineto) records each operator's input shapes and its nesting
+    (aten::linear calling aten::addmm calling aten::copy_); its own export drops them, so the
+    script writes them in Kineto's layout, "Input type" from the float32 tensors it made (that
+    profiler records no dtypes). Only the outermost operators of the data count; a CPU profile
+    launches no kernel, so none is on the roofline."""
+    trace = tmp_path / "cpu.pt.trace.json"
+    subprocess.run([str(SYSTEM_PYTHON), "-c", CPU_PROFILE, str(trace)], check=True, timeout=120)
+    rows = {r.name: r for r in torch_trace.read(trace).operator_shapes}
+    assert set(rows) == {"aten::linear", "aten::mm", "aten::bmm", "aten::softmax", "aten::relu"}
+    assert all(r.calls == 1 and r.gpu_ns == 0 for r in rows.values())
+    assert rows["aten::linear"].input_dims == ((32, 64), (128, 64), (128,))
+    assert work_of(rows["aten::linear"])[:2] == (2 * 32 * 64 * 128, (32 * 64 + 128 * 64 + 128 + 32 * 128) * 4)
+    assert work_of(rows["aten::mm"])[0] == 2 * 32 * 64 * 128
+    assert work_of(rows["aten::bmm"])[0] == 2 * 4 * 16 * 8 * 16
+    assert work_of(rows["aten::softmax"])[0] == 3 * 32 * 64 and work_of(rows["aten::relu"])[0] == 32 * 64
+    result = operator_roofline.analyse(tuple(rows.values()), None)
+    assert not result.operators and result.no_gpu == 5
