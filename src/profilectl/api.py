@@ -87,6 +87,12 @@ class Run:
     counters = property(lambda self: self.table("counters"), doc="kernel, then one column per counter/metric")
     ranks = property(lambda self: self.table("ranks"), doc="one row per rank: total_ns, collective_percent, ...")
     steps = property(lambda self: self.table("steps"), doc="one row per ProfilerStep: wall_ns, gpu_busy_ns, ...")
+    operator_roofline = property(lambda self: self.table("operator_roofline"), doc="operators recorded with shapes "
+                                 "(trace --shapes): FLOP, minimum bytes, achieved flop_per_s, intensity, % of roof, verdict")
+    collective_calls = property(lambda self: self.table("collective_calls"), doc="each collective call: kind, group, "
+                                "bytes, algbw/busbw (nccl-tests), exposed/hidden ns, late_ns, last")
+    memory = property(lambda self: self.table("memory_by_category"), doc="torch's memory history (trace --memory): "
+                      "what held the peak, per rank, device and category")
     gaps = property(lambda self: self.table("idle_gaps"), doc="the largest idle gaps of the GPU timeline")
     timeline = property(lambda self: self.table("timeline"), doc="busy, idle, overlap, launches per rank and all")
     power = property(lambda self: self.table("power"), doc="one row per GPU: avg_power_w, energy_j, ...")

@@ -254,6 +254,11 @@ def _trace_options(trace: argparse.ArgumentParser) -> None:
     _attach_and_ranks(trace)
     trace.add_argument("--preset", default="lightweight", metavar="NAME",
                        help="lightweight (default), api, memory, communication, sys, pc-sampling")
+    trace.add_argument("--shapes", action="store_true", help="torch.profiler records each operator's input shapes "
+                       "(record_shapes): the report puts the operators on the roofline, no counters needed")
+    trace.add_argument("--memory", action="store_true", help="torch's CUDA memory history: a snapshot at exit (and "
+                       "at an out-of-memory error) that the report reads: the peak and what held it, allocated "
+                       "against reserved over time")
 
 
 def _ls_options(ls: argparse.ArgumentParser) -> None:
@@ -433,7 +438,7 @@ def measure_options(args: argparse.Namespace) -> dict[str, Any]:
                                   "clock_control": args.clock_control, "bounds": _bounds_of(args),
                                   "include_collectives": args.include_collectives, **_attach_of(args)},
              "trace": lambda: {"preset": args.preset, "bounds": _bounds_of(args), "live": args.live,
-                               **_attach_of(args)}}[args.command]()
+                               "shapes": args.shapes, "memory": args.memory, **_attach_of(args)}}[args.command]()
     return {"backend": args.backend, "timeout": args.timeout, "traces_dir": args.traces_dir, "env_items": args.env,
             "serialize": args.serialize, "sample": not args.no_sample, "as_root": args.as_root, "redact": not args.no_redact, **extra}
 

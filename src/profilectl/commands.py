@@ -171,12 +171,14 @@ def measure(service: str, workload: list[str], *, backend: str | None, dry_run: 
             preset: str = "lightweight", clock_control: str = "base", bounds: dict[str, Any] | None = None,
             include_collectives: bool = False, sample: bool = True, attach: int | None = None,
             duration: float | None = None, ranks: str | None = None, redact: bool = True,
-            torch_pass: str = "auto", as_root: bool = False, quiet: bool = False, live: bool = False) -> int:
+            torch_pass: str = "auto", as_root: bool = False, quiet: bool = False, live: bool = False,
+            shapes: bool = False, memory: bool = False) -> int:
     prepared = prepare(service, workload, backend=backend, timeout=timeout, traces_dir=traces_dir,
                        env_items=env_items, serialize=serialize, repeat=repeat, warmup=warmup, torch_pass=torch_pass,
                        counter_set=counter_set, fallback=fallback, preset=preset, clock_control=clock_control,
                        bounds=bounds, include_collectives=include_collectives, sample=sample, dry_run=dry_run,
-                       attach=attach, duration=duration, ranks=ranks, redact=redact, as_root=as_root, live=live)
+                       attach=attach, duration=duration, ranks=ranks, redact=redact, as_root=as_root, live=live,
+                       shapes=shapes, memory=memory)
     plan, task = prepared.plan, prepared.task
     if dry_run:
         if as_json:
@@ -228,7 +230,8 @@ def prepare(service: str, workload: list[str], *, backend: str | None, timeout: 
             counter_set: str = "basic", fallback: bool = False, preset: str = "lightweight",
             clock_control: str = "base", bounds: dict[str, Any] | None = None, include_collectives: bool = False,
             sample: bool = True, dry_run: bool = False, attach: int | None = None, duration: float | None = None,
-            ranks: str | None = None, redact: bool = True, as_root: bool = False, live: bool = False) -> Prepared:
+            ranks: str | None = None, redact: bool = True, as_root: bool = False, live: bool = False,
+            shapes: bool = False, memory: bool = False) -> Prepared:
     """probe -> request -> plan, for the CLI and the Python API alike (profilectl.run)."""
     from profilectl import execute
     from profilectl.plan import make_plan
@@ -256,7 +259,8 @@ def prepare(service: str, workload: list[str], *, backend: str | None, timeout: 
                       env_overrides=env_overrides,
                       clock_control=clock_control, bounds=parse_bounds(**(bounds or {})),
                       include_collectives=include_collectives, sample=sample, attach=target,
-                      ranks=parse_ranks(ranks), redact=redact, as_root=as_root, live=live)
+                      ranks=parse_ranks(ranks), redact=redact, as_root=as_root, live=live, record_shapes=shapes,
+                      memory_history=memory)
     traces_root = Path(traces_dir) if traces_dir else _runs().default_traces_root()
     if as_root and facts.host.uid != 0:
         raise errors.UsageError(f"--as-root: profilectl runs as uid {facts.host.uid}, not root; leave --as-root out")

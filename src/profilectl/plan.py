@@ -111,6 +111,11 @@ def verdict_of(backend: Backend, facts: Facts, request: Request) -> Verdict:
     allowed = presets().get(request.preset, {}).get("backends") if request.service == "trace" else None
     if allowed and backend.name not in allowed:
         return Verdict(False, f"the {request.preset} preset needs {' or '.join(allowed)}", cause="preset-backend")
+    torch_only = [flag for flag, on in (("--shapes", request.record_shapes), ("--memory", request.memory_history))
+                  if on]
+    if torch_only and backend.name != "torch":
+        return Verdict(False, f"{' and '.join(torch_only)} need torch.profiler (the workload's own PyTorch records "
+                       "them)", cause="preset-backend")
     verdict = backend.available(facts, request)
     if request.attach is not None and (refusal := attach_refusal(backend.name)) and verdict.cause != NO_VENDOR_GPU:
         return refusal  # what attach cannot do with this tool, unless its GPU is not even here

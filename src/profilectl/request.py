@@ -92,6 +92,10 @@ class Request:
     sample: bool = True
     # --live (profile, trace): per-rank step times, GPU busy and power and the straggler while the job runs
     live: bool = False
+    # trace --shapes: torch.profiler records operators' input shapes (the operator roofline); --memory: torch's
+    # CUDA memory history, dumped as a snapshot at exit and at an out-of-memory error (torch.profiler only)
+    record_shapes: bool = False
+    memory_history: bool = False
     attach: Attach | None = None  # --attach PID (trace, counters)
     ranks: tuple[int, ...] = ()  # --ranks 0-3,8: only these ranks of a multi-rank job are profiled
     # write secret-looking values of the workload's arguments and environment as <redacted>

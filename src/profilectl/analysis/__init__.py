@@ -29,5 +29,9 @@ class _Sink:
         from profilectl.analysis.reduce import reduce_timelines
         return reduce_timelines(timelines)
 
+    def collective_overlap(self, calls: Sequence[Any], timeline: _model.RankTimeline) -> tuple[Any, ...]:
+        from profilectl.analysis.collective_calls import compute_overlap
+        return compute_overlap(calls, timeline)
+
 
 _model.register_sink(_Sink())

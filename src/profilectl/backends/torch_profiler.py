@@ -29,6 +29,7 @@ from profilectl.backends.base import Backend, Job, Step, StepResult, rank_hook_e
 from profilectl.facts import Facts, Torch, Verdict
 from profilectl.formats.rank_status import RankStatusReader
 from profilectl.model.tables import Tables
+from profilectl.formats.torch_memory import TorchMemoryReader
 from profilectl.formats.torch_trace import ChromeTraceReader
 from profilectl.launchers import interpreter
 from profilectl.probe import sources
@@ -48,13 +49,23 @@ OPTIONS_ENV = "PROFILECTL_TORCH_OPTIONS"
 WINDOW_CLOSE = "pause"
 
 
+# trace --memory: torch.cuda.memory._record_memory_history's bound on the allocator events it keeps
+# (torch's own default); the snapshot of the last this many is dumped at exit and at an OOM.
+MEMORY_ENTRIES = 100_000
+
+
 def profiler_options(request: Request) -> dict[str, object]:
     """torch.profiler's switches as the start-up hook applies them: each optional record off (each
-    costs time in every operator, or a pass over every event at the stop), and the default window."""
-    return {"record_shapes": False, "with_stack": False, "profile_memory": False, "with_flops": False,
-            "with_modules": False, "acc_events": False,
-            "first_steps": None if request.bounds.all_steps or request.bounds.steps else FIRST_STEPS,
-            "window_close": WINDOW_CLOSE}
+    costs time in every operator, or a pass over every event at the stop) unless asked (--shapes), the
+    default window, and torch's CUDA memory history where --memory asked for it."""
+    options: dict[str, object] = {
+        "record_shapes": request.record_shapes, "with_stack": False, "profile_memory": False, "with_flops": False,
+        "with_modules": False, "acc_events": False,
+        "first_steps": None if request.bounds.all_steps or request.bounds.steps else FIRST_STEPS,
+        "window_close": WINDOW_CLOSE}
+    if request.memory_history:
+        options["memory_history"] = MEMORY_ENTRIES
+    return options
 
 
 def workload_torch(facts: Facts, request: Request) -> Torch:
@@ -79,7 +90,7 @@ TORCH_MISSING = "torch-missing"  # the workload's Python has no PyTorch (plan.py
 class TorchProfiler(Backend):
     name = "torch"
     services = frozenset({"trace", "profile"})
-    readers = (ChromeTraceReader(), RankStatusReader())
+    readers = (ChromeTraceReader(), RankStatusReader(), TorchMemoryReader())
 
     def available(self, facts: Facts, request: Request) -> Verdict:
         if (refusal := self.unavailable_unless_service(request)):
@@ -115,6 +126,12 @@ class TorchProfiler(Backend):
         env = super().environment(job)
         env.update(rank_hook_env(job, torch_out=Path(job.raw_dir)))
         env[OPTIONS_ENV] = json.dumps(profiler_options(job.request), separators=(",", ":"))
+        # The NCCL/RCCL inspector plugin, where the run turns it on (--env NCCL_INSPECTOR_ENABLE=1): its
+        # JSON lines go into the run's raw/, where the report reads them (formats/nccl_inspector.py)
+        overrides = job.request.env_overrides
+        if overrides.get("NCCL_INSPECTOR_ENABLE", "0").strip() not in ("", "0") and \
+                "NCCL_INSPECTOR_DUMP_DIR" not in overrides:
+            env["NCCL_INSPECTOR_DUMP_DIR"] = str(Path(job.raw_dir) / "nccl-inspector")
         return env
 
     def plan_notes(self, request: Request, facts: Facts) -> list[str]:

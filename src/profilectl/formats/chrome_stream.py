@@ -49,6 +49,8 @@ if TYPE_CHECKING:  # imported where used: `profilectl env-check` loads this modu
     from concurrent.futures import Executor, Future
 
 from profilectl.errors import FormatError, ProfilectlError
+from profilectl.formats.torch_memory_events import MEMORY_TEXT, memory_events_of
+from profilectl.formats.torch_shapes import SHAPE_ARGS, SHAPES_TEXT, add_calls, shaped_of
 
 GZIP_MAGIC = b"\x1f\x8b"
 CHUNK_MIN, CHUNK_MAX = 4 << 20, 16 << 20
@@ -132,6 +134,12 @@ class Partial:
     # the args' values in COLLECTIVE_ARGS order), in file order
     collectives: list[tuple[bool, str, int, int, tuple[Any, ...]]] = field(default_factory=list)
     top_level: dict[str, Any] = field(default_factory=dict)  # the document's keys beside traceEvents
+    # Operators recorded with shapes (formats/torch_shapes.py): distinct signatures, and per call
+    # (pid, tid, start ns, end ns, signature index), in file order
+    shaped_signatures: list[tuple[Any, ...]] = field(default_factory=list)
+    shaped: list[tuple[Any, Any, int, int, int]] = field(default_factory=list)
+    # profile_memory's [memory]/[OutOfMemory] events of the GPU (formats/torch_memory.py), in file order
+    memory_events: list[tuple[int, int, int, int, int, bool]] = field(default_factory=list)
 
 
 @dataclass
@@ -225,8 +233,8 @@ def _msgspec_decoder(exact: bool = False) -> Callable[[bytes | bytearray | memor
     # defstruct, not a class body: this module's annotations are strings (PEP 563) and msgspec
     # would look for a name it cannot see. `args` and the other keys are skipped, never built.
     event_args = msgspec.defstruct("EventArgs", [("correlation", Any, None),
-                                                 *((field, Any, None) for field, _ in COLLECTIVE_ARGS)],
-                                   gc=False, rename=dict(COLLECTIVE_ARGS))
+                                                 *((field, Any, None) for field, _ in COLLECTIVE_ARGS + SHAPE_ARGS)],
+                                   gc=False, rename=dict(COLLECTIVE_ARGS + SHAPE_ARGS))
     trace_event = msgspec.defstruct("TraceEvent", [
         ("ph", Any, None), ("cat", Any, None), ("name", Any, "?"), ("pid", Any, 0), ("tid", Any, 0),
         ("ts", float | str | None, None), ("dur", float | str | None | msgspec.UnsetType, msgspec.UNSET),
@@ -301,12 +309,16 @@ class _Args(NamedTuple):
     group_size: Any = None
     dtype: Any = None
     group_ranks: Any = None
+    dims: Any = None  # SHAPE_ARGS: an operator recorded with shapes (formats/torch_shapes.py)
+    types: Any = None
+    concrete: Any = None
 
     @staticmethod
     def of(value: Any) -> "_Args | None":
-        if not isinstance(value, dict) or ("correlation" not in value and "Collective name" not in value):
+        if not isinstance(value, dict) or ("correlation" not in value and "Collective name" not in value
+                                           and "Input Dims" not in value):
             return None
-        return _Args(value.get("correlation"), *(value.get(key) for _, key in COLLECTIVE_ARGS))
+        return _Args(value.get("correlation"), *(value.get(key) for _, key in COLLECTIVE_ARGS + SHAPE_ARGS))
 
 
 _DECODERS: dict[tuple[bool, bool], Callable[[bytes | bytearray | memoryview], list[Any]]] = {}
@@ -421,6 +433,11 @@ def _collectives_of(text: bytes | bytearray | memoryview) -> list[tuple[bool, st
     return found
 
 
+def _shaped_names() -> frozenset[str]:
+    from profilectl.formats.torch_shapes import names
+    return names()
+
+
 def aggregate(path: str, events: Iterable[Any], into: Partial | None = None) -> Partial:
     """Sums per name of kernels, copies and runtime/driver calls, and the CPU events of each
     thread. The hottest loop of a trace read: kept flat on purpose (no calls per event)."""
@@ -457,6 +474,8 @@ def aggregate(path: str, events: Iterable[Any], into: Partial | None = None) -> 
     tix = -1
     markers: list[tuple[str, int, int, bool]] = []
     collectives: list[tuple[bool, str, int, int, tuple[Any, ...]]] = []
+    shaped: list[tuple[Any, Any, int, int, str, Any, Any, Any]] = []
+    shaped_names = _shaped_names()
     timeline = out.timeline
     stream_index: dict[str, int] = {n: i for i, n in enumerate(timeline.streams)}
     gpu_name_index: dict[str, int] = {n: i for i, n in enumerate(timeline.names)}
@@ -549,6 +568,8 @@ def aggregate(path: str, events: Iterable[Any], into: Partial | None = None) -> 
             args = event.args
             if args is not None and args.collective is not None:
                 collectives.append((low == 1, name, start, start + ns, _collective_values(args)))
+            if role & 4 and args is not None and args.dims is not None and name in shaped_names:
+                shaped.append((event.pid, event.tid, start, start + ns, name, args.dims, args.types, args.concrete))
         if role & 8 and name not in unlisted:
             key = (event.pid, event.tid)
             if key != last_key:
@@ -589,6 +610,7 @@ def aggregate(path: str, events: Iterable[Any], into: Partial | None = None) -> 
     timeline.api_thread.extend(array("l", api_thread))
     timeline.markers.extend((name, a + offset, b + offset, gpu) for name, a, b, gpu in markers)
     out.collectives.extend((gpu, name, a + offset, b + offset, values) for gpu, name, a, b, values in collectives)
+    add_calls(out, [(pid, tid, a + offset, b + offset, *rest) for pid, tid, a, b, *rest in shaped])
     out.events += count
     out.untimed += untimed
     return out
@@ -629,6 +651,12 @@ def merge_partials(parts: Iterable[Partial]) -> Partial:
             thread.operator.extend(events.operator)
         out.timeline.extend(part.timeline)
         out.collectives.extend(part.collectives)
+        out.memory_events.extend(part.memory_events)
+        if part.shaped:
+            known = {sig: i for i, sig in enumerate(out.shaped_signatures)}
+            remap_sig = [known.setdefault(sig, len(known)) for sig in part.shaped_signatures]
+            out.shaped_signatures[:] = list(known)
+            out.shaped.extend((pid, tid, a, b, remap_sig[k]) for pid, tid, a, b, k in part.shaped)
         out.events += part.events
         out.untimed += part.untimed
         if part.tail is not None:
@@ -829,6 +857,8 @@ def aggregate_columns(events: list[Any], into: Partial | None = None,
     out.untimed += int(m - np.count_nonzero(timed))
     if carrying and text is not None:
         out.collectives.extend(_collectives_of(text))
+    if text is not None and SHAPES_TEXT.search(text):  # recorded with shapes: those the data knows are kept
+        add_calls(out, shaped_of(text, _ROLE, _nanoseconds))
     for table, which in ((out.kernels, 1), (out.copies, 2), (out.api, 3)):
         rows = np.flatnonzero(low == which)
         _add_sums(table, names, name_code[rows], ns[rows])
@@ -1668,20 +1698,26 @@ def read_chunk(task: Task) -> Partial:
         values = _Values(lambda: "", 0, tail_from == 1, exact)
         values.text = text
         aggregate(task.path, values.events(lambda message: _Undecodable()), partial)
+        if MEMORY_TEXT.search(text.encode()):
+            partial.memory_events.extend(memory_events_of(text.encode()))
         partial.tail = values.rest()
         return partial
 
 
 def _aggregate_chunk(path: str, data: bytearray | memoryview, fast: bool, exact: bool, into: Partial | None = None) -> Partial:
-    """By columns where the chunk's types allow it, else the general decoder and loop."""
+    """By columns where the chunk's types allow it, else the general decoder and loop; the
+    profile_memory events of its text either way."""
     columnar = columnar_decoder() if fast and not exact else None
+    done = None
     if columnar is not None:
         events = columnar(data)
         if events is not None:
             done = aggregate_columns(events, into, data)
-            if done is not None:
-                return done
-    return aggregate(path, decoder(fast, exact)(data), into)
+    if done is None:
+        done = aggregate(path, decoder(fast, exact)(data), into)
+    if MEMORY_TEXT.search(data):
+        done.memory_events.extend(memory_events_of(data))
+    return done
 
 
 @contextlib.contextmanager

@@ -13,14 +13,16 @@ from profilectl.formats.reader import Reader
 
 @functools.lru_cache(maxsize=None)
 def readers() -> tuple[Reader, ...]:
-    from profilectl.formats import jax_trace, ncu, nsys_sqlite, pc_sampling, rank_status, rocpd, rocprof_compute, \
-        rocprof_legacy, rocprof_sys, rocprofv3, rocprofv3_json, rocprofv3_stats, timing, torch_trace
+    from profilectl.formats import jax_trace, nccl_inspector, ncu, nsys_sqlite, pc_sampling, rank_status, rocpd, \
+        rocprof_compute, rocprof_legacy, rocprof_sys, rocprofv3, rocprofv3_json, rocprofv3_stats, timing, torch_memory, \
+        torch_trace
     return (rocprofv3.Rocprofv3CsvReader(), rocpd.RocpdReader(), rocprofv3_json.Rocprofv3JsonReader(),
             rocprofv3_stats.Rocprofv3StatsReader(), pc_sampling.PcSamplingReader(), rocprofv3.PerfettoTraceReader(),
             rocprof_compute.RocprofComputeReader(), rocprof_sys.RocprofSysPerfettoReader(),
             rocprof_legacy.ResultsReader(), rocprof_legacy.StatsReader(), rocprof_legacy.TraceReader(),
             ncu.NcuCsvReader(), rank_status.RankStatusReader(), nsys_sqlite.NsysReader(), timing.TimingReader(),
-            jax_trace.XlaTraceReader(), torch_trace.ChromeTraceReader())
+            torch_memory.TorchMemoryReader(), nccl_inspector.NcclInspectorReader(), jax_trace.XlaTraceReader(),
+            torch_trace.ChromeTraceReader())
 
 
 def kinds() -> tuple[str, ...]:

@@ -10,6 +10,10 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable, TypeVar
 
+from profilectl.model.collectives import InspectorRecord
+from profilectl.model.memory import MemoryReport
+from profilectl.model.operators import OperatorShape
+
 if TYPE_CHECKING:  # numpy arrays inside: imported where a trace with timestamps is read
     from profilectl.model.reductions import RankReduction
     from profilectl.model.timeline import RankTimeline
@@ -234,6 +238,8 @@ class CollectiveCall:
     group_size: int | None  # "Group size"
     dtype: str | None
     group_ranks: str | None  # "Process Group Ranks", as written ("[0, 1]")
+    # ns of the call that compute kernels of the rank covered (analysis/collective_calls.py, at read time)
+    compute_overlap_ns: int | None = None
 
 
 @dataclass(frozen=True)
@@ -285,11 +291,14 @@ class Tables:
     collectives: tuple[CollectiveCall, ...] = ()  # per rank, in each rank's order
     clocks: tuple[TraceClock, ...] = ()
     hook_steps: tuple[HookSteps, ...] = ()  # a traced job's step ends per rank, inside and outside the window
+    operator_shapes: tuple[OperatorShape, ...] = ()  # operators recorded with shapes (formats/torch_shapes.py)
+    memory: tuple[MemoryReport, ...] = ()  # torch's memory history, per rank and device (formats/torch_memory.py)
+    inspector: tuple[InspectorRecord, ...] = ()  # the NCCL/RCCL inspector plugin's records (formats/nccl_inspector.py)
 
     @property
     def has_data(self) -> bool:
         return bool(self.kernels or self.api or self.memory_copies or self.operators or self.annotations or self.counters
-                    or self.timing_s or self.trace_files or self.pc_samples)
+                    or self.timing_s or self.trace_files or self.pc_samples or self.memory or self.inspector)
 
     def merge(self, other: "Tables") -> "Tables":
         if other.kernel_detail > self.kernel_detail:
@@ -312,7 +321,9 @@ class Tables:
                       kernel_timing=self.kernel_timing or other.kernel_timing,
                       sources=self.sources + other.sources, notes=self.notes + other.notes,
                       collectives=self.collectives + other.collectives, clocks=self.clocks + other.clocks,
-                      hook_steps=self.hook_steps + other.hook_steps)
+                      hook_steps=self.hook_steps + other.hook_steps,
+                      operator_shapes=self.operator_shapes + other.operator_shapes, memory=self.memory + other.memory,
+                      inspector=self.inspector + other.inspector)
 
 
 K = TypeVar("K")

@@ -343,6 +343,9 @@ class TimelineSink(Protocol):
 
     def reduce(self, timelines: Sequence[RankTimeline]) -> tuple[Any, ...]: ...  # RankReduction each
 
+    # each collective call (model.tables.CollectiveCall) with the compute its rank's kernels ran during it
+    def collective_overlap(self, calls: Sequence[Any], timeline: RankTimeline) -> tuple[Any, ...]: ...
+
 
 _SINKS: list[TimelineSink] = []
 

@@ -122,7 +122,10 @@ def size(value: int | float | None, missing: str = MISSING) -> str:
 # How a document column's unit (model/document.py) is shown to people; numbers without one: number().
 _BY_UNIT = {"ns": duration_ns, "s": duration_s, "percent": percent, "W": watts, "J": joules, "bytes": size,
             "celsius": lambda v, missing=MISSING: f"{v:.0f} °C",
-            "MHz": lambda v, missing=MISSING: f"{v:.0f} MHz"}
+            "MHz": lambda v, missing=MISSING: f"{v:.0f} MHz",
+            "bytes_per_s": lambda v, missing=MISSING: si(v, "B/s"), "flop_per_s": lambda v, missing=MISSING: si(v, "FLOP/s"),
+            "flop": lambda v, missing=MISSING: si(v, "FLOP"),
+            "flop_per_byte": lambda v, missing=MISSING: f"{v:.3g} FLOP/B"}
 
 
 def human(unit: str | None, value: Any, missing: str = MISSING) -> str:

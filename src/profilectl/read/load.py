@@ -211,7 +211,8 @@ def load_window(path: Path, request: "WindowRequest") -> Summary:
 
 def has_records(summary: Summary) -> bool:
     return bool(summary.kernels or summary.api or summary.memory_copies or summary.operators
-                or summary.counters_by_kernel or summary.timing or summary.ranks or summary.hotspots)
+                or summary.counters_by_kernel or summary.timing or summary.ranks or summary.hotspots or summary.memory
+                or summary.inspector)
 
 
 # ---------------------------------------------------------------- metadata

@@ -50,14 +50,17 @@ from profilectl.analysis.reduce import RankReduction
 from profilectl.analysis.stragglers import RankWaits
 from profilectl.model.timeline import Gap, StepRow, TimelineRow
 from profilectl.analysis.timeline import RankPiece
+from profilectl.model.collectives import InspectorRecord
+from profilectl.model.memory import MemoryReport
+from profilectl.model.operators import OperatorShape
 from profilectl.model.tables import (AnnotationRow, CollectiveCall, CounterValue, HookSteps, KernelStats, RankRow, Source,
                                        StatsByName, Tables, TraceClock)
 
 if TYPE_CHECKING:
     from profilectl.jobs import JobRank
 
-SCHEMA = 4  # bumped whenever the layout below changes: an older partial is rebuilt, never misread
-# (2: collectives, clocks; 3: the content hash of each raw file)
+SCHEMA = 5  # bumped whenever the layout below changes: an older partial is rebuilt, never misread
+# (2: collectives, clocks; 3: the content hash of each raw file; 5: operator shapes, memory history, inspector records)
 FILE = "partial.json"
 MAX_BYTES = 4 << 30  # $PROFILECTL_MAX_PARTIAL_BYTES: a partial.json larger than this is not read
 
@@ -207,6 +210,9 @@ class Partial:
     collectives: tuple[CollectiveCall, ...] = ()
     clocks: tuple[TraceClock, ...] = ()
     hook_steps: tuple[HookSteps, ...] = ()
+    operator_shapes: tuple[OperatorShape, ...] = ()
+    memory: tuple[MemoryReport, ...] = ()
+    inspector: tuple[InspectorRecord, ...] = ()
 
     def tables(self) -> Tables:
         """The rank's Tables as the raw read gave them, less the timelines (they are `reductions`)."""
@@ -217,7 +223,8 @@ class Partial:
                       trace_files=self.trace_files, sources=self.sources, notes=self.notes,
                       kernel_timing=self.kernel_timing, pc_samples={(k, i, s): n for k, i, s, n in self.pc_samples},
                       stall_reasons=dict(self.stall_reasons), collectives=self.collectives, clocks=self.clocks,
-                      hook_steps=self.hook_steps)
+                      hook_steps=self.hook_steps, operator_shapes=self.operator_shapes,
+                      memory=self.memory, inspector=self.inspector)
 
     def rank_reductions(self) -> tuple[RankReduction, ...]:
         import numpy as np
@@ -344,6 +351,7 @@ def of_tables(tables: Tables, folder: Path, files: tuple[FileIdentity, ...], ran
         pc_samples=tuple((k, i, s, n) for (k, i, s), n in tables.pc_samples.items()),
         stall_reasons=dict(tables.stall_reasons), had_timelines=bool(tables.timelines),
         collectives=tables.collectives, clocks=tables.clocks, hook_steps=tables.hook_steps,
+        operator_shapes=tables.operator_shapes, memory=tables.memory, inspector=tables.inspector,
         reductions=tuple(ReductionColumns(piece=PieceColumns(row=r.piece.row, gaps=r.piece.gaps,
                                                              block_start=_int64s(r.piece.blocks[0]),
                                                              block_end=_int64s(r.piece.blocks[1]),

@@ -22,6 +22,10 @@ from profilectl.errors import FormatError
 from profilectl.files import load_typed, read_json, write_json_atomic
 from profilectl.model.summary import RankSummary  # noqa: F401 (re-exported)
 from profilectl.model.tables import AnnotationRow, CounterValue, RankRow, StatsByName, Tables
+from profilectl.analysis.collective_calls import CollectiveCalls
+from profilectl.model.collectives import InspectorRecord
+from profilectl.model.memory import MemoryReport
+from profilectl.model.operators import OperatorShape
 from profilectl.jobs import JobManifest
 from profilectl.manifest import Manifest
 from profilectl.telemetry.model import PowerSummary
@@ -33,7 +37,8 @@ if TYPE_CHECKING:
 # 2: totals.gpu_time_ns counts copies and memsets (kernel_time_ns and copy_time_ns apart); `imbalance`
 # is `kernel_time_spread` (most/least, not slowest/fastest); steps are host-side windows (docs/definitions.md)
 # 3: operators ranked by self time, their `percent` the share of the sum of self times
-SUMMARY_SCHEMA = 3
+# 4: operator_shapes, collective_calls, memory, inspector
+SUMMARY_SCHEMA = 4
 AGGREGATION_WORDS = {"sum": "sum over dispatches", "mean": "mean weighted by dispatch duration",
                      "mean per dispatch": "mean over dispatches (no durations known)", "max": "max over dispatches",
                      "min": "min over dispatches", "derived": "derived from the aggregated counters"}
@@ -237,6 +242,12 @@ class Summary:
     step_time: StepTime | None = None  # steady-state step time of a Python workload (profile)
     timeline: TimelineAnalysis | None = None  # idle, overlap, launch-bound, steps (traces with timestamps)
     roofline: RooflineResult | None = None  # per-kernel roofline (counters --set roofline; analysis/roofline.py)
+    # operators recorded with shapes, every rank's (placed under the roofline by the report, which knows the GPU:
+    # analysis/operator_roofline.py)
+    operator_shapes: tuple[OperatorShape, ...] = ()
+    memory: tuple[MemoryReport, ...] = ()  # torch's memory history replayed, per rank and device (formats/memory_history.py)
+    collective_calls: CollectiveCalls | None = None  # call by call, matched across ranks (analysis/collective_calls.py)
+    inspector: tuple[InspectorRecord, ...] = ()  # the NCCL/RCCL inspector's own records, where the job wrote them
     diagnosis: Diagnosis | None = None  # why the GPU waits, the straggler, what failed first (findings)
     power: PowerSummary | None = None  # GPU power, energy, peak memory sampled during the run (telemetry.csv)
     perfetto_trace: str | None = None
@@ -595,9 +606,15 @@ def build(tables: Tables, source: SourceInfo, derived: dict[str, str] | None = N
         kernel_timing=tables.kernel_timing or None,
         timing=timing_stats(tables.timing_s), step_time=step_time(tables.step_ends_ns), perfetto_trace=perfetto_trace,
         timeline=timeline, notes=tables.notes + (_timeline_notes(tables) if reduced is None else ()),
-        roofline=roofline_of(by_kernel, kernels))
+        roofline=roofline_of(by_kernel, kernels), operator_shapes=tables.operator_shapes, memory=tables.memory,
+        collective_calls=collective_calls_of(tables), inspector=tables.inspector)
     placed = workload_placement(by_kernel)  # a whole-workload speed-of-light (rocprof-compute analyze)
     return dataclasses.replace(summary, notes=summary.notes + (placed,)) if placed else summary
+
+
+def collective_calls_of(tables: Tables) -> CollectiveCalls | None:
+    from profilectl.analysis.collective_calls import analyse
+    return analyse(tables.collectives, tables.clocks)
 
 
 def totals_of(kernels: Sequence[KernelRow], copies: Sequence[KernelRow]) -> Totals:

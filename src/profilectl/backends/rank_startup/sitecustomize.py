@@ -20,6 +20,11 @@ is a rank of this run, waits for `torch` to be imported and:
   and the profiler stops at exit: Kineto's stop costs about as long as the steps it recorded, and
   inside the loop it was most of the trace's cost to the loop ("pause-cpu" pauses the CPU operators
   only, so kernels are recorded to the end; "stop", or older torch: the schedule's stop);
+  `memory_history` N (trace --memory): torch's CUDA caching allocator records its last N events with
+  their stacks (torch.cuda.memory._record_memory_history) and the snapshot is written at exit,
+  <host>-rank<R>-<pid>.memory.pickle, and at the first out-of-memory error (torch's OOM observer),
+  <host>-rank<R>-<pid>.oom.memory.pickle: the allocations alive when it failed; each with a
+  "profilectl" entry holding torch.cuda.max_memory_allocated/reserved per device;
 - PROFILECTL_STEPS=A:B: profiles only steps A..B-1 (a step ends at each optimizer.step(), or at
   profilectl.step() for loops without an optimizer); PROFILECTL_STEP_ACTION says what the window
   drives: torch (torch.profiler's schedule), cuda-profiler (cudaProfilerStart/Stop, for
@@ -142,6 +147,8 @@ class _RankProfiler:
         self.close_at = None  # the step whose end closes the window without stopping the profiler in the loop
         self.closed = False
         self.activities = []
+        self.memory_on = False  # torch's CUDA memory history is recording (trace --memory)
+        self.oom_written = False
 
     # ------------------------------------------------------------ starting
     def start(self, torch):
@@ -183,6 +190,7 @@ class _RankProfiler:
                 self.close_at, self.close = closes_at, close
                 kwargs["schedule"] = _record_on(ProfilerAction, self.window.first if self.window.bounded else 0)
             self.activities = activities
+            self._start_memory_history(torch)
             self.profiler = self.mine = profile(**kwargs)
             started = time.perf_counter()
             self.profiler.start()
@@ -193,6 +201,54 @@ class _RankProfiler:
         _install_step_hook(torch, self.on_step)
         if os.environ.get("PROFILECTL_RANGE"):
             _install_range_hook(torch, self, os.environ["PROFILECTL_RANGE"])
+
+    # ------------------------------------------------------------ memory history (trace --memory)
+    def _start_memory_history(self, torch):
+        entries = self.options.get("memory_history")
+        if not entries or not torch.cuda.is_available():
+            return
+        memory = torch.cuda.memory
+        try:
+            try:  # torch >= 2.1
+                memory._record_memory_history(enabled="all", context="alloc", stacks="python",
+                                              max_entries=int(entries))
+            except TypeError:  # torch 2.0's signature
+                memory._record_memory_history(True, trace_alloc_max_entries=int(entries),
+                                              trace_alloc_record_context=True)
+        except Exception as exc:
+            sys.stderr.write(f"profilectl: rank {self.rank}: torch's memory history could not start: {exc}\n")
+            return
+        self.memory_on = True
+        try:
+            torch._C._cuda_attach_out_of_memory_observer(self._out_of_memory)
+        except Exception as exc:  # the exit's snapshot still comes; the failure's own moment does not
+            _debug(f"no out-of-memory observer: {exc}")
+
+    def _out_of_memory(self, device, alloc, device_alloc, device_free):
+        """torch's OOM observer: the allocations alive now are the answer; written once."""
+        if self.oom_written:
+            return
+        self.oom_written = True
+        self._dump_memory("oom.memory.pickle", {"oom": {"device": device, "requested": alloc,
+                                                        "device_allocated": device_alloc, "device_free": device_free}})
+
+    def _dump_memory(self, suffix, extra=None):
+        import pickle
+        torch = self.torch
+        try:
+            snapshot = torch.cuda.memory._snapshot()
+            devices = range(torch.cuda.device_count())
+            snapshot["profilectl"] = dict(extra or {}, rank=self.rank,
+                                          max_allocated={str(d): torch.cuda.max_memory_allocated(d) for d in devices},
+                                          max_reserved={str(d): torch.cuda.max_memory_reserved(d) for d in devices})
+            path = os.path.join(self.out_dir, f"{self.host}-rank{self.rank}-{self.pid}.{suffix}")
+            tmp = f"{path}.{os.urandom(8).hex()}.tmp"
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+            with os.fdopen(fd, "wb") as fh:
+                pickle.dump(snapshot, fh)
+            os.replace(tmp, path)
+        except Exception as exc:
+            sys.stderr.write(f"profilectl: rank {self.rank}: could not write torch's memory snapshot: {exc}\n")
 
     # ------------------------------------------------------------ steps
     def on_step(self):
@@ -374,6 +430,8 @@ class _RankProfiler:
         if not self.started and not self.step_ends_ns:
             return  # a process of the job that neither imported torch nor marked a step: nothing to say
         self.finishing = True
+        if self.memory_on:
+            self._dump_memory("memory.pickle")
         if self.profiler is not None:
             try:
                 ours = self._stopped()

@@ -130,7 +130,10 @@ def line(chart: Chart, table: TableBlock, top: int) -> str:
     series: dict[Any, list[tuple[float, float]]] = {}
     for label, x, y in zip(column(table, chart.label), column(table, chart.x), column(table, chart.y)):
         series.setdefault(label, []).append((x, y))
-    return power_svg(list(series.items()), str(dict(chart.extra).get("source", "")))
+    extra = dict(chart.extra)
+    return power_svg(list(series.items()), str(extra.get("source", "")), what=str(extra.get("what", "GPU power (W)")),
+                     series_name=str(extra.get("series_name", "GPU {}")), scale=float(extra.get("scale", 1.0)),
+                     x_what=str(extra.get("x_what", "time (s)")))
 
 
 def loglog_scatter(chart: Chart, table: TableBlock, top: int) -> str:

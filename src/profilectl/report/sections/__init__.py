@@ -30,8 +30,11 @@ ORDER = (
     "annotations",  # record_function ranges and ProfilerStep#N: CPU time and the GPU time launched inside
     "counters",
     "roofline",  # per kernel: which roof limits it, how far below it (counters --set roofline)
+    "operator_roofline",  # per operator, from the shapes a torch trace recorded (trace --shapes)
+    "memory",  # torch's memory history: the peak and what held it, an out-of-memory error (trace --memory)
     "pc_sampling",
     "timeline",
+    "collective_calls",  # each collective: size, bandwidths, exposed or hidden, who arrived last
     "ranks",
     "notes",
 )
