@@ -402,7 +402,10 @@ def _verdict(plan: Plan, facts: Facts, phases: list[PhaseOutcome], interrupted: 
                    "that --steps falls inside the run, and that the workload enters a --range of that name)"
         return "no-output", errors.PROFILER_FAILED, _with_collision(
             f"{main_backend} ran but produced no readable output: {why}", main_backend, stderr_text)
-    if not main.tables.kernels and not main.tables.counters and _expects_kernels(plan, facts):
+    # torch that recorded the ranks' CPU operators ran where it should: a workload kept on the CPU (gloo on CPU
+    # tensors, data preparation) has no kernels to record; the report says so ("no GPU activity")
+    cpu_only = bool(main.tables.operators) and phases[0].backend == "torch"
+    if not main.tables.kernels and not main.tables.counters and not cpu_only and _expects_kernels(plan, facts):
         launch = plan.request.launch
         likely = (f"{launch.launcher} started the ranks outside the profiler, or they never used the GPU"
                   if launch.multi_rank else "the workload never used the GPU, or ran it outside the profiler")

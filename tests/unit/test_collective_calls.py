@@ -199,3 +199,11 @@ def test_the_tables_keep_the_longest_calls_and_count_them_all(tmp_path, monkeypa
     assert [m.kind for m in result.matched] == ["allreduce"]
     assert sum(k.calls for k in result.kinds) == 8 and result.last_arrivals[0].last == 2
     assert "longest 3 of 8 calls" in result.notes[-1]
+
+
+def test_torch_names_of_collectives_map_to_nccl_tests_kinds():
+    """"Collective name" as torch 2.11 wrote it on 2 H200s (bench/nvidia_trace_knows.sh): all_to_all_single
+    is "all_to_allv", the fused base calls "_allgather_base" and "_reduce_scatter_base"."""
+    assert [collective_calls.kind_of(n) for n in ("all_to_allv", "_allgather_base", "_reduce_scatter_base",
+                                                   "allreduce", "broadcast")] == \
+        ["alltoall", "allgather", "reduce_scatter", "allreduce", "broadcast"]

@@ -8,6 +8,8 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+import pytest
+
 from profilectl.backends import READERS
 from profilectl.formats.reader import read_path
 
@@ -49,3 +51,25 @@ def test_the_report_of_a_cpu_only_trace_shows_operators_annotations_and_why_no_t
     # why there is no GPU timeline, said once, first: the headline (not a note per trace file)
     assert "**Where the time goes:** no GPU activity recorded" in out and "no GPU timeline for" not in out
     assert "GPU launched" not in out
+
+
+def _torch_python() -> bool:
+    return subprocess.run(["/usr/bin/python3", "-c", "import torch"], capture_output=True).returncode == 0
+
+
+@pytest.mark.skipif(not _torch_python(), reason="needs Debian's python3-torch at /usr/bin/python3 "
+                                                "(tools/install-host-deps --tests installs it as root)")
+def test_torch_on_a_gpu_machine_that_records_only_cpu_operators_is_a_cpu_workload_not_a_failure(machine, tmp_path):
+    """Seen on 2 H200s: gloo collectives on CPU tensors under `trace` were "no-output" (exit 4, "torchrun
+    started the ranks outside the profiler"), though the trace held every rank's operators. A workload
+    that never reached the profiler records nothing at all: that one stays a failure."""
+    from cli_support import json_run
+    machine.python_with_torch("2.5.1", hip=None, cuda="12.4")  # the probe sees torch with CUDA
+    cpu = tmp_path / "cpu.py"
+    cpu.write_text("import torch\nfor _ in range(3):\n    torch.ones(64, 64) @ torch.ones(64, 64)\n")
+    result, run = json_run(machine, "trace", "--backend", "torch", "--no-sample", "--", "/usr/bin/python3", str(cpu))
+    assert (result["status"], result["exit_code"]) == ("ok", 0), result["message"]
+    nothing = tmp_path / "nothing.py"
+    nothing.write_text("print('no torch here')\n")
+    result, _ = json_run(machine, "trace", "--backend", "torch", "--no-sample", "--", "/usr/bin/python3", str(nothing))
+    assert (result["status"], result["exit_code"]) == ("no-output", 4)
