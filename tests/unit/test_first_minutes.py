@@ -98,7 +98,7 @@ def test_every_report_says_where_the_time_goes_first(tmp_path, fixtures):
     assert gpu.returncode == 0, gpu.stderr
     lines = gpu.stdout.splitlines()
     first = lines.index("Where the time goes")  # after the title and metadata, before every section
-    assert lines[first + 1].startswith("  GPU time 13.35 ms: kernels 100.0 % (5 dispatches of 1 kernel; heaviest ")
+    assert lines[first + 1].startswith("  GPU time 13.35 ms in the whole trace: kernels 100.0 % (5 dispatches of 1 kernel; heaviest ")
     cpu = cli("report", str(nested_trace(tmp_path / "cpu.json")), "--format", "md", env=env)
     assert "**Where the time goes:** no GPU activity recorded" in cpu.stdout
     assert "the trace holds no GPU activity" not in cpu.stdout  # said once, by the headline

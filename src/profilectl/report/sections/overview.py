@@ -49,7 +49,8 @@ def _share(part: float, whole: float) -> str:
 def _gpu_part(summary: Summary) -> str:
     totals = summary.totals
     gpu = totals.gpu_time_ns
-    text = f"GPU time {units.duration_ns(gpu)}: kernels {_share(totals.kernel_time_ns, gpu)}"
+    # the whole trace, start-up included: the diagnosis beside it judges the steady state, so say which
+    text = f"GPU time {units.duration_ns(gpu)} in the whole trace: kernels {_share(totals.kernel_time_ns, gpu)}"
     if summary.kernels:
         top = summary.kernels[0]
         text += (f" ({_count(totals.dispatches, 'dispatch', 'dispatches')} of {_count(totals.kernels, 'kernel')}; "
