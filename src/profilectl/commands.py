@@ -389,7 +389,8 @@ def report(path: str, fmt: str, output: str | None, top: int, force: bool = Fals
            on_cluster: bool = False, nodes: str | None = None, dry_run: bool = False, reduce_here: bool = False) -> int:
     if top < 1:
         raise errors.UsageError("--top must be at least 1")
-    path = run_path(path)
+    # --on-cluster: the job folder is each node's (node-local scratch); it need not exist here
+    path = path if on_cluster and "/" in path and not Path(path).exists() else run_path(path)
     how = report_job_options(path, raw, on_cluster, nodes, dry_run, reduce_here, output=output)
     if isinstance(how, int):
         return how

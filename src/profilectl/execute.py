@@ -159,11 +159,13 @@ def _become_owner(plan: Plan, traces_root: Path) -> tuple[bool, str | None]:
     if decided.run_as != privilege.OWNER or decided.owner is None or os.geteuid() != 0:
         return False, None
     owner = decided.owner
+    # a SLURM rank's job folder may not exist yet: the user makes it, in the nearest folder that does
+    writable = next((folder for folder in (traces_root, *traces_root.parents) if folder.exists()), traces_root)
     try:
-        if ownership.can_run_as(owner, (str(traces_root),), entered=(os.getcwd(),)):
+        if ownership.can_run_as(owner, (str(writable),), entered=(os.getcwd(),)):
             keep = tuple(ownership.CAP_NUMBERS[name] for name in decided.capabilities)
             return True, ownership.become(owner, keep, ownership.device_groups()).note()
-        why = f"uid {owner[0]} cannot enter {os.getcwd()}, write {traces_root} or run {sys.executable}"
+        why = f"uid {owner[0]} cannot enter {os.getcwd()}, write {writable} or run {sys.executable}"
     except OSError as exc:
         if os.geteuid() != 0:  # half done (capabilities refused after the uid changed): say it, go on
             return True, f"profilectl ran as uid {os.geteuid()} without the profiler's capabilities: " \

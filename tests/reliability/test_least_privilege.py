@@ -212,3 +212,28 @@ def test_as_root_runs_the_workload_as_root_and_hands_the_run_back(user, base, ro
     notes = " ".join(result["manifest"]["notes"])
     assert "--as-root" in notes and "/proc/" in notes, notes
     assert json.loads((run / "summary.json").read_text())["source"]["path"] == str(run)
+
+
+def test_a_slurm_task_for_a_user_makes_the_job_folder_as_that_user(user, base, root_process):
+    """slurmd runs tasks as root; the first rank of a job finds no job folder yet. Before: the check
+    asked whether the user could write that folder, which does not exist, and every rank refused
+    (the SLURM cluster's jobs all exited 2). Now the nearest folder that exists is asked, and the job
+    folder and the rank's run are made by the user."""
+    machine, traces, work = user_machine(base, user, container=False)
+    report = work / "report.json"
+    (work / "report.json.release").touch()
+    python, path = user_python()
+    env = dict(os.environ, PROFILECTL_PROBE_ROOT=str(machine.root), PATH=machine.path_with_bin(),
+               FAKE_COUNTERS=str(machine.counters_file), FAKE_ROCM_RELEASE="7.0", PYTHONPATH=path,
+               SLURM_JOB_ID="77", SLURM_STEP_ID="0", SLURM_PROCID="0", SLURM_NTASKS="1", SLURM_NNODES="1",
+               SLURMD_NODENAME="node1", SLURM_JOB_START_TIME="1795790000")
+    for name in ("PROFILECTL_HOST_UID", "PROFILECTL_HOST_GID"):
+        env.pop(name, None)
+    done = subprocess.run([python, str(REPO / "tools/profilectl"), "counters", "--json", "--no-sample",
+                           "--traces-dir", str(traces), "--", python, str(work / "attack.py"), str(report),
+                           str(root_process)], cwd=work, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(report.read_text())["uid"] == user[0]
+    job = next(traces.glob("*-counters-job77.0"))
+    assert (job / "node1-rank0" / "manifest.json").is_file()
+    assert {os.lstat(p).st_uid for p in [job, *job.rglob("*")]} == {user[0]}

@@ -82,7 +82,11 @@ def docker_double(tmp_path, monkeypatch):
     docker.write_text(FAKE_DOCKER)
     docker.chmod(docker.stat().st_mode | stat.S_IXUSR)
     log = tmp_path / "docker.log"
-    env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", FAKE_DOCKER_LOG=str(log),
+    # the integration tests' session names a base, an image and a compose project in os.environ: the
+    # driver here must meet the environment a user's shell gives it, not theirs
+    outside = {key: value for key, value in os.environ.items()
+               if key not in ("PROFILECTL_BASE_IMAGE", "PROFILECTL_IMAGE", "COMPOSE_PROJECT_NAME")}
+    env = dict(outside, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", FAKE_DOCKER_LOG=str(log),
                PROFILECTL_REPO=str(REPO), PROFILECTL_TRACES_HOST_DIR=str(tmp_path / "traces"))
 
     def run(*args, fake_run="ok", **more_env):
@@ -182,7 +186,11 @@ def test_ctrl_c_waits_for_compose_to_stop_the_container_and_exits_130(docker_dou
     (the run inside is finalised) instead of leaving it behind, then exits 130."""
     import signal
     import time
-    env = dict(os.environ, PATH=f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}", FAKE_RUN="interrupted",
+    # the integration tests' session names a base, an image and a compose project in os.environ: the
+    # driver here must meet the environment a user's shell gives it, not theirs
+    outside = {key: value for key, value in os.environ.items()
+               if key not in ("PROFILECTL_BASE_IMAGE", "PROFILECTL_IMAGE", "COMPOSE_PROJECT_NAME")}
+    env = dict(outside, PATH=f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}", FAKE_RUN="interrupted",
                FAKE_DOCKER_LOG=str(tmp_path / "docker.log"), PROFILECTL_REPO=str(REPO),
                PROFILECTL_TRACES_HOST_DIR=str(tmp_path / "traces"))
     process = subprocess.Popen([sys.executable, str(REPO / "tools/profilectl"), "docker", "--vendor", "none", "profile"],

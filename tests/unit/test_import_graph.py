@@ -165,3 +165,13 @@ def test_loading_never_imports_rendering():
     for loader in LOADING:
         above = {m for m in reachable(graph, loader) if m.startswith(RENDERING)}
         assert not above, (loader, sorted(above))
+
+
+def test_the_wheel_ships_every_package_of_the_source_tree():
+    """pyproject.toml lists its packages by name: a package added to src/ and not there is missing from
+    the installed tool (the wheel of the layers commit had no read/ or model/: `report` failed)."""
+    import tomllib
+    listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    src = REPO / "src"
+    packages = {".".join(init.parent.relative_to(src).parts) for init in src.rglob("__init__.py")}
+    assert packages - listed == set()

@@ -47,11 +47,12 @@ def power_chart(power: PowerSummary | None, width: int = 720, height: int = 240)
 
 
 def power_svg(raw: Sequence[tuple[object, Sequence[tuple[float, float]]]], source: str, width: int = 720,
-              height: int = 240, what: str = "GPU power (W)", series_name: str = "GPU {}", scale: float = 1.0,
-              x_what: str = "time (s)") -> str:
+              height: int = 240, what: str = "GPU power", unit: str = "W", series_name: str = "GPU {}",
+              scale: float = 1.0, x_what: str = "time (s)") -> str:
     """The chart of (GPU, [(time s, watts)]) series, each downsampled to MAX_POINTS. Other series
-    (GPU memory over time) name their quantity (`what`), their lines (`series_name`) and the unit
-    their values are divided by for the axis (`scale`: 2**30 for GiB)."""
+    (GPU memory over time) name their quantity (`what`, the chart's title and label: "GPU memory over
+    time"), its axis unit (`unit`), their lines (`series_name`) and the number their values are
+    divided by for the axis (`scale`: 2**30 for GiB)."""
     series = [(gpu, downsample(points)) for gpu, points in raw if points]
     if not series:
         return ""
@@ -69,7 +70,7 @@ def power_svg(raw: Sequence[tuple[object, Sequence[tuple[float, float]]]], sourc
              f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(what)} over time" font-family="sans-serif" '
              'font-size="11">',
              f"<title>{escape(what)} over time ({escape(source)})</title>",
-             f'<text x="{left}" y="16" font-size="13">{escape(what)} over {escape(x_what)}, {escape(source)}</text>',
+             f'<text x="{left}" y="16" font-size="13">{escape(what)} ({escape(unit)}) over {escape(x_what)}, {escape(source)}</text>',
              f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" fill="none" stroke="#999"/>']
     for k in range(5):  # horizontal grid and watt labels
         watts = w_top * k / 4

@@ -131,7 +131,8 @@ def line(chart: Chart, table: TableBlock, top: int) -> str:
     for label, x, y in zip(column(table, chart.label), column(table, chart.x), column(table, chart.y)):
         series.setdefault(label, []).append((x, y))
     extra = dict(chart.extra)
-    return power_svg(list(series.items()), str(extra.get("source", "")), what=str(extra.get("what", "GPU power (W)")),
+    return power_svg(list(series.items()), str(extra.get("source", "")), what=str(extra.get("what", "GPU power")),
+                     unit=str(extra.get("unit", "W")),
                      series_name=str(extra.get("series_name", "GPU {}")), scale=float(extra.get("scale", 1.0)),
                      x_what=str(extra.get("x_what", "time (s)")))
 

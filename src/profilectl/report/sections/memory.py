@@ -105,7 +105,7 @@ def build(summary: Any) -> Section | None:
     basis = {r.time_basis for r in reports}
     chart = Chart(kind="line", title="GPU memory: allocated against reserved", table="memory_series", x="at",
                   y="bytes", label="series",
-                  extra=(("what", "GPU memory (GiB)"), ("series_name", "{}"), ("scale", GIB),
+                  extra=(("what", "GPU memory"), ("unit", "GiB"), ("series_name", "{}"), ("scale", GIB),
                          ("x_what", "time (s)" if basis == {"seconds"} else "allocator events"),
                          ("source", "torch memory history")))
     return Section(key="memory", title="GPU memory (torch's memory history)", tables=tuple(tables),
