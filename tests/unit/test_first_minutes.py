@@ -129,12 +129,15 @@ def test_compare_of_cpu_traces_adds_self_times_not_nested_totals(tmp_path):
 
 def test_the_id_ls_prints_and_latest_are_taken_wherever_a_run_is(tmp_path):
     env = {"PROFILECTL_TRACES_DIR": str(tmp_path / "traces"), "PROFILECTL_CACHE_DIR": str(tmp_path / "cache")}
+    made_in_order: list[str] = []
     for _ in range(2):
         made = cli("profile", "--repeat", "1", "--warmup", "0", "--no-sample", "--quiet", "--", sys.executable, "-c",
                    "print('from the workload')", cwd=tmp_path, env=env)
         assert made.returncode == 0, made.stderr
         assert "from the workload" not in made.stdout + made.stderr  # --quiet: in stdout.log only
-    older, newer = sorted(p.name for p in (tmp_path / "traces").iterdir())
+        # two runs in one second: their names sort by the random suffix, not by time
+        made_in_order += sorted({p.name for p in (tmp_path / "traces").iterdir()} - set(made_in_order))
+    older, newer = made_in_order
     assert "from the workload" in (tmp_path / "traces" / newer / "stdout.log").read_text()
     listed = cli("ls", "--json", cwd=tmp_path, env=env)
     assert [r["run"] for r in json.loads(listed.stdout)] == [newer, older]
