@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from profilectl import errors, screen
+from profilectl import errors, screen, settings
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -58,7 +58,7 @@ def say(message: str) -> None:
 
 def _probe(root: str | None = None, path: str | None = None, deep: bool = False, remember: bool = False) -> "Facts":
     from profilectl.probe import probe
-    return probe(root or os.environ.get(ROOT_ENV) or "/", path=path, deep=deep, remember=remember)
+    return probe(root or str(settings.get_path(ROOT_ENV) or "/"), path=path, deep=deep, remember=remember)
 
 
 def _env_report(facts: "Facts") -> "EnvReport":
@@ -79,12 +79,12 @@ def run_path(text: str) -> str:
 
 def shown_path(run_dir: Path) -> str:
     """In a container the run directory is under /workspace/traces; say where it is on the host."""
-    on_host = os.environ.get("PROFILECTL_TRACES_ON_HOST")
+    on_host = settings.get_path("PROFILECTL_TRACES_ON_HOST")
     try:  # a folder outside the mounted traces folder (--traces-dir /tmp/x) is not on the host
         inside = run_dir.resolve().relative_to(_runs().default_traces_root().resolve())
     except ValueError:
         return str(run_dir)
-    return str(Path(on_host) / inside) if on_host else str(run_dir)
+    return str(on_host / inside) if on_host else str(run_dir)
 
 
 def _load(path: Path, quiet: bool = False) -> Any:
@@ -246,7 +246,7 @@ def prepare(service: str, workload: list[str], *, backend: str | None, timeout: 
     if attach is not None:  # the running process is the workload: its command line goes in the manifest
         from profilectl.probe.attach import snapshot
         from profilectl.probe.machine import Machine
-        target = snapshot(Machine(root=Path(os.environ.get(ROOT_ENV) or "/")), attach, duration)
+        target = snapshot(Machine(root=settings.get_path(ROOT_ENV) or Path("/")), attach, duration)
         if not target.exists:
             raise errors.UsageError(f"--attach {attach}: no such process (give the PID of a running process)")
         argv, source = target.cmdline or (f"pid {attach}",), "attach"
@@ -267,7 +267,7 @@ def prepare(service: str, workload: list[str], *, backend: str | None, timeout: 
     # who the run is for: root writing into another user's traces folder runs as that user (privilege.py)
     request = dataclasses.replace(request, run_for=_runs().host_owner(traces_root))
     from profilectl.jobs import SlurmTask
-    task = SlurmTask.from_env() if os.environ.get("PROFILECTL_NO_JOB") != "1" else None
+    task = None if settings.get_bool("PROFILECTL_NO_JOB") else SlurmTask.from_env()
     job_dir = task.job_dir(traces_root, service) if task else None
     # A task of a SLURM job step: its run is <job dir>/<host>-rank<R>/ (jobs.py)
     proposed = task.rank_dir(job_dir) if task and job_dir else _runs().proposed_run_dir(traces_root, service)
@@ -339,9 +339,10 @@ def _update_job(job_dir: Path, task: Any) -> None:
     from profilectl import jobs
     # PROFILECTL_JOB_SCRATCH=1: ranks write to node-local folders on purpose, copied back later
     # (examples/slurm/profile.sbatch): a folder with one node's ranks is expected, not a mistake.
-    scratch = os.environ.get("PROFILECTL_JOB_SCRATCH") == "1"
-    try:
-        wait = 0.0 if scratch else float(os.environ.get("PROFILECTL_JOB_WAIT_S", "15"))
+    scratch = False
+    try:  # a variable that does not fit costs job.json only, said in one line
+        scratch = settings.get_bool("PROFILECTL_JOB_SCRATCH")
+        wait = 0.0 if scratch else settings.get_float("PROFILECTL_JOB_WAIT_S") or 0.0
         job = jobs.write(job_dir, task, wait_for_ranks_s=wait)
         _runs().hand_over(job_dir / jobs.JOB_MANIFEST, _runs().host_owner(job_dir.parent))
         _runs().hand_over(job_dir, _runs().host_owner(job_dir.parent), recursive=False)
