@@ -262,16 +262,16 @@ def run(service: str, args: Sequence[str] = (), *, stream_output: bool = True) -
     "python3", "x.py"])` is `profilectl trace --preset api -- python3 x.py` (the same request, plan
     and execution; `--dry-run` returns the Plan). Errors raise profilectl.errors.ProfilectlError
     (its exit_code is the CLI's)."""
-    from profilectl import cli, commands
+    from profilectl import cli, measuring
     from profilectl.errors import UsageError
     if service not in ("profile", "counters", "trace"):
         raise UsageError(f"run: {service!r} is not a measuring service (profile, counters, trace)")
     parsed = cli.parse([service, *args])
-    prepared = commands.prepare(service, parsed.workload, dry_run=parsed.dry_run, **cli.measure_options(parsed))
+    prepared = measuring.prepare(cli.run_options(parsed))
     if parsed.dry_run:
         return prepared.plan.redacted()
     from profilectl.runner import terminal_streams
     streams = terminal_streams(quiet_stdout=False) if stream_output else (None, None)
-    outcome = commands.execute_prepared(prepared, streams, quiet=parsed.quiet)
+    outcome = measuring.execute_prepared(prepared, streams, quiet=parsed.quiet)
     return RunResult(exit_code=outcome.exit_code, status=outcome.status, message=outcome.message,
                      run_dir=outcome.run_dir)

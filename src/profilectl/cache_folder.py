@@ -26,6 +26,8 @@ import stat
 import sys
 from pathlib import Path
 
+from profilectl import settings
+
 CACHE_ENV = "PROFILECTL_CACHE_DIR"
 MAX_ENV = "PROFILECTL_CACHE_MAX_MB"
 DEFAULT_MAX_MB = 512.0
@@ -65,9 +67,9 @@ def _owner_of_nearest(path: Path) -> int | None:
 
 def cache_dir() -> Path | None:
     """The cache folder of the running user, or None when there is none (see the module's docstring)."""
-    explicit = os.environ.get(CACHE_ENV)
-    if explicit:
-        return Path(explicit)
+    explicit = settings.get_path(CACHE_ENV)
+    if explicit is not None:
+        return explicit
     xdg = os.environ.get("XDG_CACHE_HOME")
     if xdg and os.path.isabs(xdg) and _owner_of_nearest(Path(xdg)) == os.geteuid():
         return Path(xdg) / "profilectl"
@@ -77,17 +79,8 @@ def cache_dir() -> Path | None:
 
 def max_bytes() -> int:
     """The bound on the cache's entries together ($PROFILECTL_CACHE_MAX_MB; 0: no cache)."""
-    text = os.environ.get(MAX_ENV)
-    if text is None or not text.strip():
-        return int(DEFAULT_MAX_MB * 1e6)
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not (value >= 0 and value != float("inf")):  # also NaN
-        from profilectl.errors import UsageError
-        raise UsageError(f"{MAX_ENV}={text}: not a size in MB (a number, 0 or more; 0 turns the cache off)")
-    return int(value * 1e6)
+    value = settings.get_float(MAX_ENV)  # a number, 0 or more (else one line naming it)
+    return int((DEFAULT_MAX_MB if value is None else value) * 1e6)
 
 
 def _trusted(fd: int, where: Path) -> bool:
@@ -95,7 +88,7 @@ def _trusted(fd: int, where: Path) -> bool:
     owner = os.fstat(fd).st_uid
     if owner == os.geteuid():
         return True
-    if os.environ.get(CACHE_ENV):
+    if settings.raw(CACHE_ENV) is not None:
         _note_once(f"the cache folder {where} belongs to uid {owner}, not to this user (uid {os.geteuid()}): "
                    f"no cache is used (set {CACHE_ENV} to a folder of your own)")
     return False

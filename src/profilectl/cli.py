@@ -11,9 +11,12 @@ import difflib
 import errno
 import re
 import sys
-from typing import Any, Callable, NoReturn
+from typing import TYPE_CHECKING, Any, Callable, NoReturn
 
 from profilectl import __version__, commands, errors
+
+if TYPE_CHECKING:
+    from profilectl.measuring import RunOptions
 
 DOCKER_USAGE = "profilectl docker [--vendor {auto,amd,nvidia,none}] [--build] SERVICE [ARGS ...]"
 DOCKER_FORMS = """
@@ -419,19 +422,20 @@ def parse(argv: list[str]) -> argparse.Namespace:
     return args
 
 
-def _bounds_of(args: argparse.Namespace) -> dict[str, object]:
-    return {"kernel": args.kernel, "exclude_kernel": args.exclude_kernel, "launch_skip": args.launch_skip,
-            "launch_count": args.launch_count, "steps": args.steps, "nvtx_range": args.nvtx_range,
-            "profiler_args": args.profiler_args}
+def _bounds_of(args: argparse.Namespace) -> tuple[tuple[str, Any], ...]:
+    return (("kernel", args.kernel), ("exclude_kernel", args.exclude_kernel), ("launch_skip", args.launch_skip),
+            ("launch_count", args.launch_count), ("steps", args.steps), ("nvtx_range", args.nvtx_range),
+            ("profiler_args", args.profiler_args))
 
 
 def _attach_of(args: argparse.Namespace) -> dict[str, object]:
     return {"attach": args.attach, "duration": args.duration, "ranks": args.ranks}
 
 
-def measure_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The options of a measuring command (profile, counters, trace) as commands.prepare takes them:
+def run_options(args: argparse.Namespace) -> "RunOptions":
+    """The options of a measuring command (profile, counters, trace) as one value (measuring.RunOptions):
     the CLI and the Python API (profilectl.run) parse the same words into the same request."""
+    from profilectl.measuring import RunOptions
     extra = {"profile": lambda: {"repeat": args.repeat, "warmup": args.warmup, "torch_pass": args.torch_pass,
                                  "live": args.live},
              "counters": lambda: {"counter_set": args.counter_set, "fallback": args.fallback,
@@ -439,8 +443,10 @@ def measure_options(args: argparse.Namespace) -> dict[str, Any]:
                                   "include_collectives": args.include_collectives, **_attach_of(args)},
              "trace": lambda: {"preset": args.preset, "bounds": _bounds_of(args), "live": args.live,
                                "shapes": args.shapes, "memory": args.memory, **_attach_of(args)}}[args.command]()
-    return {"backend": args.backend, "timeout": args.timeout, "traces_dir": args.traces_dir, "env_items": args.env,
-            "serialize": args.serialize, "sample": not args.no_sample, "as_root": args.as_root, "redact": not args.no_redact, **extra}
+    return RunOptions(service=args.command, workload=tuple(args.workload), dry_run=args.dry_run, as_json=args.json,
+                      quiet=args.quiet, backend=args.backend, timeout=args.timeout, traces_dir=args.traces_dir,
+                      env_items=tuple(args.env), serialize=args.serialize, sample=not args.no_sample,
+                      as_root=args.as_root, redact=not args.no_redact, **extra)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -452,8 +458,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "env-check":
             return commands.env_check(args.json, args.deep, args.require, args.root, args.path)
         if args.command in ("profile", "counters", "trace"):
-            return commands.measure(args.command, args.workload, dry_run=args.dry_run, as_json=args.json,
-                                    quiet=args.quiet, **measure_options(args))
+            from profilectl import measuring
+            return measuring.measure(run_options(args))
         if args.command == "ls":
             return commands.ls(args.traces_dir, args.json)
         if args.command == "report":

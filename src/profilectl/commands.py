@@ -1,4 +1,5 @@
-"""One function per CLI command: wire probe -> plan -> execute -> read -> report, and render.
+"""One function per CLI command: wire probe -> plan -> execute -> read -> report, and render (the
+measuring commands, profile/counters/trace, are in measuring.py).
 
 Heavier modules (the probe, the backends, rich) are imported inside the commands that use them,
 so `report --format json` on a finished run starts fast.
@@ -12,17 +13,15 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
-from profilectl import errors, screen
+from profilectl import errors, screen, settings
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from profilectl.envreport import EnvReport
-    from profilectl.execute import Outcome
     from profilectl.facts import Facts
-    from profilectl.plan import Plan
 
 ROOT_ENV = "PROFILECTL_PROBE_ROOT"  # probe a different root file system (tests, chroots)
 REQUIRE_CHOICES = {"tracing": "tracing", "counters": "counters", "pc-sampling": "pc_sampling", "timing": "timing",
@@ -58,7 +57,7 @@ def say(message: str) -> None:
 
 def _probe(root: str | None = None, path: str | None = None, deep: bool = False, remember: bool = False) -> "Facts":
     from profilectl.probe import probe
-    return probe(root or os.environ.get(ROOT_ENV) or "/", path=path, deep=deep, remember=remember)
+    return probe(root or str(settings.get_path(ROOT_ENV) or "/"), path=path, deep=deep, remember=remember)
 
 
 def _env_report(facts: "Facts") -> "EnvReport":
@@ -79,12 +78,12 @@ def run_path(text: str) -> str:
 
 def shown_path(run_dir: Path) -> str:
     """In a container the run directory is under /workspace/traces; say where it is on the host."""
-    on_host = os.environ.get("PROFILECTL_TRACES_ON_HOST")
+    on_host = settings.get_path("PROFILECTL_TRACES_ON_HOST")
     try:  # a folder outside the mounted traces folder (--traces-dir /tmp/x) is not on the host
         inside = run_dir.resolve().relative_to(_runs().default_traces_root().resolve())
     except ValueError:
         return str(run_dir)
-    return str(Path(on_host) / inside) if on_host else str(run_dir)
+    return str(on_host / inside) if on_host else str(run_dir)
 
 
 def _load(path: Path, quiet: bool = False) -> Any:
@@ -163,198 +162,6 @@ def env_check(as_json: bool, deep: bool, require: str | None, root: str | None, 
         say(f"{require} unavailable: {reason}.{f' Fix: {fix}' if fix else ''}")
         return errors.UNAVAILABLE
     return errors.OK
-
-
-def measure(service: str, workload: list[str], *, backend: str | None, dry_run: bool, timeout: float | None,
-            as_json: bool, traces_dir: str | None, env_items: list[str], serialize: bool,
-            repeat: int | None = None, warmup: int | None = None, counter_set: str = "basic", fallback: bool = False,
-            preset: str = "lightweight", clock_control: str = "base", bounds: dict[str, Any] | None = None,
-            include_collectives: bool = False, sample: bool = True, attach: int | None = None,
-            duration: float | None = None, ranks: str | None = None, redact: bool = True,
-            torch_pass: str = "auto", as_root: bool = False, quiet: bool = False, live: bool = False,
-            shapes: bool = False, memory: bool = False) -> int:
-    prepared = prepare(service, workload, backend=backend, timeout=timeout, traces_dir=traces_dir,
-                       env_items=env_items, serialize=serialize, repeat=repeat, warmup=warmup, torch_pass=torch_pass,
-                       counter_set=counter_set, fallback=fallback, preset=preset, clock_control=clock_control,
-                       bounds=bounds, include_collectives=include_collectives, sample=sample, dry_run=dry_run,
-                       attach=attach, duration=duration, ranks=ranks, redact=redact, as_root=as_root, live=live,
-                       shapes=shapes, memory=memory)
-    plan, task = prepared.plan, prepared.task
-    if dry_run:
-        if as_json:
-            _print_json(plan.redacted().to_dict())
-        else:
-            from profilectl.report import render
-            render.plan(_console(), plan.redacted())
-        return errors.OK
-    from profilectl.console import deliver, held_signals, writer
-    from profilectl.runner import terminal_streams
-    job_dir = prepared.job_dir
-    # From here a signal stops the run (the runner's handlers) or cuts the printing of its result
-    # short, never profilectl itself: the exit code is always the one the final manifest holds.
-    with held_signals() as held:
-        outcome = execute_prepared(prepared, terminal_streams(quiet_stdout=as_json), quiet=quiet)
-        if as_json:
-            text = json.dumps({"exit_code": outcome.exit_code, "status": outcome.status, "message": outcome.message,
-                               "run_dir": str(outcome.run_dir), "manifest": outcome.manifest.to_dict(),
-                               "summary": outcome.summary.to_dict()}, indent=2, default=str) + "\n"
-        else:
-            from profilectl.report import render
-            brief = f"rank {task.rank} on {task.node}: " if task and task.rank != 0 else ""
-            console, captured = _captured_console()
-            render.outcome(console, outcome.manifest, outcome.summary, shown_path(outcome.run_dir), brief)
-            text = captured.getvalue()
-        # Bounded: a reader that stopped reading gets the result for a while, then profilectl ends anyway.
-        printed = deliver(1, text, held)
-        if outcome.exit_code != errors.OK:
-            if quiet:  # the workload's last words, which --quiet kept off the terminal
-                deliver(2, _log_tail(outcome.run_dir / "stderr.log"), held)
-            deliver(2, f"profilectl: {outcome.status}: {outcome.message}\n", held)
-        if not printed and not writer(1).broken:  # a reader that left (`| head`) chose to; one that stalled is told
-            deliver(2, f"profilectl: stdout did not take the result (the run is complete: {outcome.run_dir})\n",
-                    held, wait_s=1.0)
-    return outcome.exit_code
-
-
-class Prepared(NamedTuple):
-    """A measuring command decided, not yet run: the plan, the machine's facts, the SLURM task."""
-    plan: "Plan"
-    facts: "Facts"
-    task: Any
-    job_dir: Path | None
-
-
-def prepare(service: str, workload: list[str], *, backend: str | None, timeout: float | None,
-            traces_dir: str | None, env_items: list[str], serialize: bool, repeat: int | None = None,
-            warmup: int | None = None, torch_pass: str = "auto",
-            counter_set: str = "basic", fallback: bool = False, preset: str = "lightweight",
-            clock_control: str = "base", bounds: dict[str, Any] | None = None, include_collectives: bool = False,
-            sample: bool = True, dry_run: bool = False, attach: int | None = None, duration: float | None = None,
-            ranks: str | None = None, redact: bool = True, as_root: bool = False, live: bool = False,
-            shapes: bool = False, memory: bool = False) -> Prepared:
-    """probe -> request -> plan, for the CLI and the Python API alike (profilectl.run)."""
-    from profilectl import execute
-    from profilectl.plan import make_plan
-    from profilectl.request import Request, parse_bounds, parse_env_assignments, parse_ranks, resolve_workload
-    env_overrides = parse_env_assignments(env_items)
-    if duration is not None and attach is None:
-        raise errors.UsageError("--duration goes with --attach PID (a started workload runs to its end; see --timeout)")
-    if attach is not None and workload:
-        raise errors.UsageError("--attach PID profiles a running process: give no workload after --")
-    facts = _probe()
-    target = None
-    if attach is not None:  # the running process is the workload: its command line goes in the manifest
-        from profilectl.probe.attach import snapshot
-        from profilectl.probe.machine import Machine
-        target = snapshot(Machine(root=Path(os.environ.get(ROOT_ENV) or "/")), attach, duration)
-        if not target.exists:
-            raise errors.UsageError(f"--attach {attach}: no such process (give the PID of a running process)")
-        argv, source = target.cmdline or (f"pid {attach}",), "attach"
-    else:
-        prefer_hip = facts.first_gpu("amd") is not None and facts.torch.backend != "rocm"
-        argv, source = resolve_workload(workload, prefer_hip)
-    request = Request(service=service, workload=tuple(argv), workload_source=source, backend=backend,
-                      counter_set=counter_set, preset=preset, fallback=fallback, timeout_s=timeout,
-                      serialize=serialize, repeat=repeat, warmup=warmup, torch_pass=torch_pass,
-                      env_overrides=env_overrides,
-                      clock_control=clock_control, bounds=parse_bounds(**(bounds or {})),
-                      include_collectives=include_collectives, sample=sample, attach=target,
-                      ranks=parse_ranks(ranks), redact=redact, as_root=as_root, live=live, record_shapes=shapes,
-                      memory_history=memory)
-    traces_root = Path(traces_dir) if traces_dir else _runs().default_traces_root()
-    if as_root and facts.host.uid != 0:
-        raise errors.UsageError(f"--as-root: profilectl runs as uid {facts.host.uid}, not root; leave --as-root out")
-    # who the run is for: root writing into another user's traces folder runs as that user (privilege.py)
-    request = dataclasses.replace(request, run_for=_runs().host_owner(traces_root))
-    from profilectl.jobs import SlurmTask
-    task = SlurmTask.from_env() if os.environ.get("PROFILECTL_NO_JOB") != "1" else None
-    job_dir = task.job_dir(traces_root, service) if task else None
-    # A task of a SLURM job step: its run is <job dir>/<host>-rank<R>/ (jobs.py)
-    proposed = task.rank_dir(job_dir) if task and job_dir else _runs().proposed_run_dir(traces_root, service)
-    if task and proposed.exists():  # never a second folder name: ranks find each other by these names
-        raise errors.UsageError(f"{shown_path(proposed)} already holds rank {task.rank} of an earlier job "
-                                f"{task.job_id}.{task.step_id} (job ids start again on a new cluster): move it "
-                                "away or use another --traces-dir")
-    from profilectl.probe.listing_cache import cached_lister
-    # Counter names are checked against the GPU's listing, kept per machine and release: a dry run
-    # reads a kept listing (or runs the listing command, never the profiler) and says when it has none.
-    plan = make_plan(request, facts, proposed, list_counters=cached_lister(facts, execute.list_counters))
-    return Prepared(plan, facts, task, job_dir)
-
-
-def _log_tail(path: Path, lines: int = 10) -> str:
-    """The last lines of a run's log, for a failed --quiet run (empty when there are none)."""
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(max(0, fh.seek(0, os.SEEK_END) - 64 * 1024))
-            tail = fh.read().decode(errors="replace").splitlines()[-lines:]
-    except OSError:
-        return ""
-    return "".join(f"  {line}\n" for line in tail) if tail else ""
-
-
-def execute_prepared(prepared: Prepared, streams: Any, update_job: bool = True, quiet: bool = False) -> "Outcome":
-    """Run a prepared plan (the run directory, the processes, the summary); a SLURM task's job
-    manifest is updated after it unless the caller does that itself. `quiet`: the workload's output
-    to its logs only."""
-    from profilectl import execute
-    outcome = execute.run(prepared.plan, _env_report(prepared.facts), streams, quiet=quiet)
-    if prepared.task and prepared.job_dir:
-        _write_partial(outcome, prepared.task)
-    if update_job and prepared.task and prepared.job_dir:
-        _update_job(prepared.job_dir, prepared.task)
-    return outcome
-
-
-def _write_partial(outcome: "Outcome", task: Any) -> None:
-    """The rank's partial, made where it ran as it ends (read/partials.py): the job's report
-    merges these instead of re-reading every rank's raw files. It only saves time: a failure to
-    make it is one line, and the report rebuilds it."""
-    from profilectl.jobs import JobRank
-    from profilectl.read import partials
-    rank = JobRank(rank=task.rank, host=task.node, status=outcome.status, run=outcome.run_dir.name,
-                   exit_code=outcome.manifest.exit_code, message=outcome.manifest.message)
-    try:
-        written = partials.write(outcome.run_dir, partials.make(outcome.run_dir / "raw", rank))
-        if written is not None:
-            _runs().hand_over(written, _runs().host_owner(outcome.run_dir.parent.parent), recursive=False)
-    except (OSError, errors.ProfilectlError) as exc:
-        say(f"rank {task.rank}: partial not written ({exc}); the report will read its raw files")
-
-
-def _captured_console() -> tuple["Console", Any]:
-    """A console like the terminal's (width, colours) that renders into a string."""
-    import io
-
-    from profilectl.screen import console
-    real = _console()
-    captured = io.StringIO()
-    return console(file=captured, soft_wrap=False, width=real.width, force_terminal=real.is_terminal,
-                   color_system=real.color_system or None), captured
-
-
-def _update_job(job_dir: Path, task: Any) -> None:
-    """This rank's view of the whole job, written as it ends (a full disk or a read-only share
-    costs the job.json convenience file only: the rank's own run is complete)."""
-    from profilectl import jobs
-    # PROFILECTL_JOB_SCRATCH=1: ranks write to node-local folders on purpose, copied back later
-    # (examples/slurm/profile.sbatch): a folder with one node's ranks is expected, not a mistake.
-    scratch = os.environ.get("PROFILECTL_JOB_SCRATCH") == "1"
-    try:
-        wait = 0.0 if scratch else float(os.environ.get("PROFILECTL_JOB_WAIT_S", "15"))
-        job = jobs.write(job_dir, task, wait_for_ranks_s=wait)
-        _runs().hand_over(job_dir / jobs.JOB_MANIFEST, _runs().host_owner(job_dir.parent))
-        _runs().hand_over(job_dir, _runs().host_owner(job_dir.parent), recursive=False)
-    except (OSError, errors.ProfilectlError) as exc:
-        say(f"job manifest not updated: {exc}")
-        return
-    if scratch:
-        return
-    first_here = task.rank == min((r.rank for r in job.ranks), default=task.rank)
-    # One voice for the job (rank 0), unless rank 0 cannot speak or sees another folder than this node
-    if task.rank == 0 or job.status == "failed" or (job.status == "incomplete" and first_here):
-        say(f"job {job.job_id}.{job.step_id}: {job.status}: {job.message} → {shown_path(job_dir)} "
-            "(profilectl report on it reads every rank)")
 
 
 def docker(service: str, service_args: list[str], vendor: str, build: bool) -> int:

@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
+from profilectl import settings
 from profilectl.errors import ProfilectlError, UsageError
 
 COMPOSE_NAME = "docker-compose.profiling.yml"
@@ -42,11 +43,11 @@ def project_dir(command: str = "profilectl docker") -> Path:
     $PROFILECTL_REPO, else the checkout this profilectl runs from, else the current folder or one
     of its parents (as `docker compose` itself looks). An installed wheel carries no build context,
     so it needs one of these."""
-    explicit = os.environ.get(REPO_ENV)
-    if explicit:
-        if not (Path(explicit) / COMPOSE_NAME).is_file():
+    explicit = settings.get_path(REPO_ENV)
+    if explicit is not None:
+        if not (explicit / COMPOSE_NAME).is_file():
             raise UsageError(f"${REPO_ENV}={explicit} has no {COMPOSE_NAME}: point it at a profilectl checkout")
-        return Path(explicit)
+        return explicit
     checkout = Path(__file__).resolve().parents[2]
     for candidate in (checkout, Path.cwd(), *Path.cwd().parents):
         if (candidate / COMPOSE_NAME).is_file() and (candidate / "docker" / "Dockerfile").is_file():
@@ -119,8 +120,8 @@ def check_mount_sources() -> None:
     and a control character is no folder name anyone meant. Either is one line and exit 2, before
     any folder is made or anything runs."""
     for name in MOUNTED_FOLDERS:
-        value = os.environ.get(name)
-        if not value:
+        value = settings.raw(name)
+        if value is None:
             continue
         bad = next((c for c in value if c == ":" or ord(c) < 32 or ord(c) == 127), None)
         if bad is not None:
@@ -134,7 +135,7 @@ def prepare_host_folders(repo: Path) -> Path:
     create it as root and the user could not delete the outputs. A missing application folder is
     a mistake (a typo in $PROFILECTL_APP_DIR), not something to create."""
     check_mount_sources()
-    traces = Path(os.environ.get("PROFILECTL_TRACES_HOST_DIR") or repo / "traces")
+    traces = settings.get_path("PROFILECTL_TRACES_HOST_DIR") or repo / "traces"
     if not traces.is_absolute():
         traces = repo / traces  # compose resolves relative host paths against the project folder
     try:
@@ -144,8 +145,8 @@ def prepare_host_folders(repo: Path) -> Path:
     if not os.access(traces, os.W_OK | os.X_OK):
         raise UsageError(f"the traces folder {traces} is not writable by you (uid {os.getuid()}): the services "
                          f"run as you; fix its owner or set PROFILECTL_TRACES_HOST_DIR")
-    app = os.environ.get("PROFILECTL_APP_DIR")
-    if app and not Path(app).is_dir():
+    app = settings.get_path("PROFILECTL_APP_DIR")
+    if app is not None and not app.is_dir():
         raise UsageError(f"$PROFILECTL_APP_DIR={app} is not a folder: it is mounted as the workload's working folder")
     return traces
 
@@ -177,7 +178,7 @@ def run_service(service: str, service_args: list[str], vendor: str | None, build
             raise DockerProblem("Docker Compose v2 is missing: install the compose plugin (tools/install-host-deps does)")
         config = docker.compose.config()
         image = config.services[service].image
-        wanted = os.environ.get("PROFILECTL_BASE_IMAGE")
+        wanted = settings.get_str("PROFILECTL_BASE_IMAGE")
         if build or not docker.image.exists(image):
             echo(f"building {image} (base {wanted or 'default ROCm image'})")
             _build(docker, service, image)

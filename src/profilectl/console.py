@@ -34,10 +34,10 @@ HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def output_wait_s() -> float:
-    try:
-        return max(0.0, float(os.environ.get(OUTPUT_WAIT_ENV, "")))
-    except ValueError:
-        return OUTPUT_WAIT_S
+    """$PROFILECTL_OUTPUT_WAIT_S (negative: 0), else OUTPUT_WAIT_S; read as a finished run's last output
+    goes, where no error can be said: a value that is not a number gives the default."""
+    from profilectl import settings
+    return max(0.0, settings.get_float_or_default(OUTPUT_WAIT_ENV))
 
 
 class BoundedWriter:

@@ -12,10 +12,10 @@ A missing shipped folder is an installation error (DataError), never an empty ta
 from __future__ import annotations
 
 import functools
-import os
 from pathlib import Path
 from typing import Any
 
+from profilectl import settings
 from profilectl.errors import DataError, UsageError
 
 OVERRIDE_ENV = "PROFILECTL_PROFILING_DIR"
@@ -38,11 +38,11 @@ def shipped_dir() -> Path:
 
 def profiling_dirs() -> list[Path]:
     dirs = []
-    override = os.environ.get(OVERRIDE_ENV)
-    if override:
-        if not Path(override).is_dir():
+    override = settings.get_path(OVERRIDE_ENV)
+    if override is not None:
+        if not override.is_dir():
             raise UsageError(f"${OVERRIDE_ENV}={override} is not a folder")
-        dirs.append(Path(override))
+        dirs.append(override)
     shipped = shipped_dir()
     if shipped not in dirs:
         dirs.append(shipped)

@@ -223,13 +223,10 @@ def read_json(path: Path) -> Any:
 
 def env_limit(name: str, default: int) -> int:
     """A bound on hostile or broken input from $PROFILECTL_<name> (a whole number; 0 lifts it), else
-    `default`; FormatError naming the variable when it is not a number."""
-    value = os.environ.get(f"PROFILECTL_{name}", "")
-    try:
-        number = int(value) if value.strip() else default
-    except ValueError:
-        raise FormatError(f"PROFILECTL_{name}={value!r} is not a whole number") from None
-    return number if number > 0 else 1 << 62
+    `default`; a SettingError (UsageError) naming the variable when it is not a whole number."""
+    from profilectl import settings
+    variable = f"PROFILECTL_{name}"
+    return default if settings.raw(variable) is None else settings.get_limit(variable)
 
 
 def read_regular(path: Path, limit: int, limit_name: str | None = None) -> bytes:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from typing import TYPE_CHECKING
 
-from profilectl import data
+from profilectl import data, settings
 from profilectl.errors import UsageError
 
 if TYPE_CHECKING:
@@ -120,7 +120,7 @@ class Request:
 
 def hip_workload() -> str | None:
     """The HIP matmul the image builds with hipcc (docker/Dockerfile), if this is such an image."""
-    candidate = Path(os.environ.get("PROFILECTL_HOME", "/opt/profilectl")) / "bin" / "hip_matmul"
+    candidate = (settings.get_path("PROFILECTL_HOME") or Path("/opt/profilectl")) / "bin" / "hip_matmul"
     return str(candidate) if os.access(candidate, os.X_OK) else None
 
 
@@ -139,7 +139,7 @@ def resolve_workload(argv: list[str] | tuple[str, ...], prefer_hip: bool = False
         argv = argv[1:]
     if argv:
         return tuple(argv), "argument"
-    from_env = os.environ.get(WORKLOAD_ENV, "").strip()
+    from_env = (settings.get_str(WORKLOAD_ENV) or "").strip()
     if from_env:
         try:
             return tuple(shlex.split(from_env)), "environment"

@@ -493,11 +493,9 @@ class Runner:
 def folder_wait_s() -> float:
     """$PROFILECTL_FOLDER_WAIT_S, else FOLDER_WAIT_S: seconds without progress before the traces
     folder counts as stalled."""
-    try:
-        value = float(os.environ.get(FOLDER_WAIT_ENV, ""))
-    except ValueError:
-        return FOLDER_WAIT_S
-    return value if value > 0 and value == value and value != float("inf") else FOLDER_WAIT_S
+    from profilectl import settings
+    value = settings.get_float_or_default(FOLDER_WAIT_ENV)  # read as a step ends: no error can be said there
+    return value if value > 0 else FOLDER_WAIT_S
 
 
 def _state(pid: int) -> str:

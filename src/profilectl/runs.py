@@ -24,6 +24,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Callable
 
+from profilectl import settings
 from profilectl.errors import DiskFullError, UsageError
 from profilectl.manifest import OutputFile
 
@@ -67,7 +68,7 @@ def iso(moment: datetime | Moment) -> str:
 
 
 def default_traces_root() -> Path:
-    return Path(os.environ.get(TRACES_ENV) or "traces")
+    return settings.get_path(TRACES_ENV) or Path("traces")
 
 
 def run_name(service: str, moment: datetime | Moment, run_id: str) -> str:
@@ -151,9 +152,9 @@ def host_owner(traces_root: Path) -> tuple[int, int] | None:
     In a container the profiler may run as root (capabilities only work for root), but the folder
     is mounted from the host and belongs to the user who ran compose: files are handed to them.
     """
-    uid, gid = os.environ.get("PROFILECTL_HOST_UID"), os.environ.get("PROFILECTL_HOST_GID")
-    if uid and uid.isdigit():
-        return int(uid), int(gid) if gid and gid.isdigit() else int(uid)
+    uid, gid = settings.get_int("PROFILECTL_HOST_UID"), settings.get_int("PROFILECTL_HOST_GID")
+    if uid is not None:
+        return uid, uid if gid is None else gid
     try:
         st = traces_root.stat()
     except OSError:

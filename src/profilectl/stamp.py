@@ -12,7 +12,7 @@ import functools
 import hashlib
 import os
 
-from profilectl import __version__
+from profilectl import __version__, settings
 
 PACKAGE = os.path.dirname(os.path.abspath(__file__))
 OVERRIDE_ENV = "PROFILECTL_PROFILING_DIR"  # data.OVERRIDE_ENV (data imports yaml, so not imported here)
@@ -35,7 +35,8 @@ def _walk(top: str, digest: "hashlib._Hash", suffixes: tuple[str, ...] | None) -
 
 def _data_folders() -> list[str]:
     checkout = os.path.join(os.path.dirname(os.path.dirname(PACKAGE)), "profiling")
-    folders = [os.environ.get(OVERRIDE_ENV) or "", checkout, os.path.join(PACKAGE, "profiling")]
+    override = settings.get_path(OVERRIDE_ENV)
+    folders = [str(override or ""), checkout, os.path.join(PACKAGE, "profiling")]
     return [f for f in folders if f and os.path.isdir(f)]
 
 

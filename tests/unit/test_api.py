@@ -143,6 +143,7 @@ def test_parquet_and_sqlite_read_back_equal_the_json_report(fixtures, tmp_path):
     assert again.returncode == errors.USAGE and "refusing to overwrite" in again.stderr
 
 
+@needs_torch  # the traces are made by /usr/bin/python3's torch.profiler
 def test_compare_of_cpu_only_traces_says_what_it_compares(tmp_path):
     """Two CPU-only torch.profiler traces (Debian's torch, no GPU): their operators, not two header lines."""
     script = ("import sys, torch\nfrom torch.profiler import profile, ProfilerActivity\nx = torch.randn(128, 128)\n"

@@ -179,6 +179,7 @@ def test_a_backend_that_cannot_honour_a_bound_says_which(machine, tmp_path):
     assert "from ROCm 6.3" in done.stderr
 
 
+@needs_mpirun  # the plan checks that the workload's program, mpirun, is on PATH
 def test_ncu_wraps_every_launcher_and_refuses_srun(machine):
     """ncu's --log-file expands no placeholders (Nsight Compute 2025.3, docs/validation.md): one ncu
     around the launcher follows its children; srun's tasks are no children of srun."""

@@ -17,6 +17,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from profilectl import settings
 from profilectl.backends.base import Backend, Job, SizedRuns, Step, StepResult, rank_hook_env, unsupported
 from profilectl.facts import Facts, Verdict
 from profilectl.files import write_text_atomic
@@ -56,20 +57,17 @@ def in_job_step() -> bool:
     """profilectl runs as one task of a SLURM job step (jobs.SlurmTask.from_env's condition, without
     its look-ups): each rank sizes nothing on its own."""
     env = os.environ
-    return env.get("PROFILECTL_NO_JOB") != "1" and all(env.get(k) for k in ("SLURM_JOB_ID", "SLURM_PROCID",
-                                                                              "SLURM_STEP_ID"))
+    return not settings.get_bool("PROFILECTL_NO_JOB", env) and all(
+        env.get(k) for k in ("SLURM_JOB_ID", "SLURM_PROCID", "SLURM_STEP_ID"))
 
 
 BUDGET_ENV = "PROFILECTL_REPEAT_BUDGET_S"  # the time budget of sized repeats, in seconds (default 10)
 
 
 def repeat_sizing() -> RepeatSizing:
-    """The sizing rule, with $PROFILECTL_REPEAT_BUDGET_S as its budget when set (a positive number)."""
-    try:
-        budget = float(os.environ.get(BUDGET_ENV) or RepeatSizing.budget_s)
-    except ValueError:
-        budget = RepeatSizing.budget_s
-    return RepeatSizing(budget_s=budget if 0 < budget < float("inf") else RepeatSizing.budget_s)
+    """The sizing rule, with $PROFILECTL_REPEAT_BUDGET_S as its budget when set (0 or less: the default)."""
+    budget = settings.get_float(BUDGET_ENV)  # a value that is not a number: one line, before the run
+    return RepeatSizing(budget_s=budget if budget is not None and budget > 0 else RepeatSizing.budget_s)
 
 
 class Timing(Backend):

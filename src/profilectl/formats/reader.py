@@ -11,6 +11,7 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Sequence, TypeVar
 
+from profilectl import settings
 from profilectl.errors import FormatError
 from profilectl.model.tables import Source, Tables, merge_all
 
@@ -67,7 +68,7 @@ def each_file(read: Callable[[Path], T], files: Sequence[Path], concurrent: bool
         total = sum(f.stat().st_size for f in files)
     except OSError:
         total = 0
-    if not concurrent or len(files) < 2 or total < CONCURRENT_MIN_BYTES or os.environ.get("PROFILECTL_NO_PARALLEL"):
+    if not concurrent or len(files) < 2 or total < CONCURRENT_MIN_BYTES or settings.get_bool("PROFILECTL_NO_PARALLEL"):
         return [read(f) for f in files]
     from concurrent.futures import ThreadPoolExecutor
     with ThreadPoolExecutor(max_workers=min(len(files), os.cpu_count() or 1)) as pool:

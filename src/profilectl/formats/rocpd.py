@@ -282,13 +282,13 @@ def is_rocpd(path: Path) -> bool:
 FETCH_ROWS = 1 << 16  # rows per fetch of the column scan: Python objects only for a batch at a time
 # connectorx + pyarrow, where installed, read the dispatch columns as Arrow (bench/ingest.py: 1 M
 # dispatches 2.1 s against 4.9 s through sqlite3 rows); PROFILECTL_NO_ARROW=1 turns it off.
-ARROW_ROUTE = not os.environ.get("PROFILECTL_NO_ARROW")
 
 
 def arrow_route() -> bool:
     """Whether the dispatch columns come through connectorx's Arrow batches (else sqlite3 rows)."""
     import importlib.util
-    return ARROW_ROUTE and importlib.util.find_spec("connectorx") is not None and \
+    from profilectl import settings
+    return not settings.get_bool("PROFILECTL_NO_ARROW") and importlib.util.find_spec("connectorx") is not None and \
         importlib.util.find_spec("pyarrow") is not None
 
 

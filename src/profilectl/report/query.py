@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
-from profilectl import errors
+from profilectl import errors, settings
 from profilectl.errors import ProfilectlError, UsageError
 from profilectl.model.document import Document
 
@@ -87,18 +87,12 @@ class Budget:
 
 
 def _bound(option: str, name: str, given: float | None, env: Mapping[str, str], default: float) -> float | None:
-    where = option
-    if given is None:
-        text = env.get(name, "").strip()
-        if not text:
+    if given is None:  # the variable: a number, 0 or more (else one line naming it), or the default
+        given = settings.get_float(name, env)
+        if given is None:
             return default
-        where = f"${name}"
-        try:
-            given = float(text)
-        except ValueError:
-            raise UsageError(f"query: {where}={text!r} is not a number (seconds or MiB; 0: no bound)") from None
     if not math.isfinite(given) or given < 0:
-        raise UsageError(f"query: {where} {given:g} must be a finite number >= 0 (0: no bound)")
+        raise UsageError(f"query: {option} {given:g} must be a finite number >= 0 (0: no bound)")
     return None if given == 0 else given
 
 
