@@ -104,7 +104,7 @@ def measure(argv: list[str], env: dict[str, str] | None = None, stdout: Path | N
     try:
         started = time.perf_counter()
         process = subprocess.Popen(argv, stdout=out, stderr=subprocess.PIPE, env=measured_env() if env is None else env)
-        stderr = process.stderr.read() if process.stderr else b""  # type: ignore[union-attr]
+        stderr = process.stderr.read() if process.stderr else b""
         _, status, usage = os.wait4(process.pid, 0)
         wall = time.perf_counter() - started
     finally:
