@@ -260,3 +260,17 @@ def test_a_bare_partial_reads_the_same_without_msgspec(tmp_path):
         data = path.read_bytes()
         assert partials._decode_stdlib(data, str(path)) == partials.decode(data, str(path))
         assert partials.decode(data).bare is not None
+
+
+def test_load_asks_for_partials_by_bare_partials_own_names(tmp_path):
+    """read/load decides without importing bare_partials whether a folder may hold partials (cold
+    start): its names are bare_partials', and it says yes wherever stored_partials finds some."""
+    from profilectl.read import load as load_module
+    assert (load_module.PARTIALS_FOLDER, load_module.PARTIAL_SUFFIX) == (bare_partials.FOLDER, bare_partials.SUFFIX)
+    assert not load_module.may_hold_partials(tmp_path)
+    (tmp_path / f"rank0{bare_partials.SUFFIX}").write_text("{}")
+    assert load_module.may_hold_partials(tmp_path) and bare_partials.stored_partials(tmp_path) == tmp_path
+    inside = tmp_path / "b"
+    (inside / bare_partials.FOLDER).mkdir(parents=True)
+    (inside / bare_partials.FOLDER / f"rank0{bare_partials.SUFFIX}").write_text("{}")
+    assert load_module.may_hold_partials(inside) and bare_partials.stored_partials(inside) == inside / bare_partials.FOLDER

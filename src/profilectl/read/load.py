@@ -154,7 +154,8 @@ def load(path: Path, raw: bool = False) -> Summary:
         if runs_inside:  # a traces folder: merging every run's raw files would mean nothing
             raise FormatError(f"{path} is a traces folder with {len(runs_inside)} runs: list them with "
                               f"`profilectl ls {path}` and report one run directory")
-    if path.is_dir() and not raw:  # a bare output reduced per rank (`report --reduce-here`): its partials
+    if path.is_dir() and not raw and may_hold_partials(path):  # a bare output reduced per rank (--reduce-here)
+        # imported here: bare_partials and read/partials (their dataclasses) only where partials may be
         from profilectl.read import bare_partials
         place = bare_partials.stored_partials(path)
         if place is not None:
@@ -183,6 +184,15 @@ def load(path: Path, raw: bool = False) -> Summary:
         raise FormatError(f"{path}: no records in it: {len(files)} {kinds} file(s) recognised, but they hold "
                           f"no kernels, calls, counters or timings (header only, or an empty trace?)")
     return dataclasses.replace(result, cache_hit=hit, metadata=files_metadata(result))
+
+
+PARTIALS_FOLDER, PARTIAL_SUFFIX = "profilectl-partials", ".partial.json"  # bare_partials.FOLDER, .SUFFIX
+
+
+def may_hold_partials(folder: Path) -> bool:
+    """bare_partials.stored_partials can find partials here (a superset of its answer, asked
+    without importing it: a plain folder of profiler files, the usual case, needs none of it)."""
+    return (folder / PARTIALS_FOLDER).is_dir() or any(folder.glob(f"*{PARTIAL_SUFFIX}"))
 
 
 def load_window(path: Path, request: "WindowRequest") -> Summary:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -18,6 +17,7 @@ from profilectl.model.document import Document, TableBlock
 from profilectl.report.renderers.common import machine_columns
 
 if TYPE_CHECKING:
+    import sqlite3
     import polars as pl
 
 CsvTable = tuple[Sequence[str], list[dict[str, Any]]]  # columns, rows
@@ -164,6 +164,7 @@ def sqlite_bytes(document: Document) -> bytes:
             return data
         import tempfile  # Python 3.10: a copy in a private folder of this process's, read back
         with tempfile.TemporaryDirectory(prefix="profilectl-sqlite-") as private:
+            import sqlite3
             copy = sqlite3.connect(Path(private) / "export.sqlite")
             try:
                 db.backup(copy)
@@ -182,6 +183,7 @@ def write_sqlite(document: Document, path: Path) -> None:
 
 def in_memory(document: Document) -> sqlite3.Connection:
     """The document as an in-memory SQLite database (`profilectl query`)."""
+    import sqlite3  # SQLite output and query only: JSON and CSV renders (every report) do without it
     db = sqlite3.connect(":memory:")
     fill_sqlite(document, db)
     return db
