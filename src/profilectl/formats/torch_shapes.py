@@ -60,19 +60,40 @@ def signature_of(name: str, dims: Any, types: Any, concrete: Any) -> Signature |
 
 
 def add_calls(into: "Partial", found: list[tuple[Any, Any, int, int, str, Any, Any, Any]]) -> None:
-    """Calls (pid, tid, start, end, name, dims, types, concrete) into the partial, signatures interned."""
+    """Calls (pid, tid, start, end, name, dims, types, concrete) into the partial, signatures interned.
+    dims, types and concrete are decoded values (the per-event loop) or their JSON text as bytes
+    (`shaped_of`): a chunk's calls share a few signatures, so each distinct text is decoded and made
+    hashable once (per call that cost more than the rest of the chunk's reading)."""
     if not found:
         return
     known = {s: i for i, s in enumerate(into.shaped_signatures)}
+    by_text: dict[tuple[str, bytes, bytes, bytes], int | None] = {}
     for pid, tid, start, end, name, dims, types, concrete in found:
-        sig = signature_of(name, dims, types, concrete)
-        if sig is None:
-            continue
-        index = known.get(sig)
-        if index is None:
-            index = known[sig] = len(into.shaped_signatures)
-            into.shaped_signatures.append(sig)
-        into.shaped.append((pid, tid, start, end, index))
+        if isinstance(dims, bytes):
+            text_key = (name, dims, types, concrete)
+            index = by_text.get(text_key, -1)
+            if index == -1:
+                index = by_text[text_key] = _intern(into, known, signature_of(
+                    name, _json(dims), _json(types), _json(concrete) if concrete else None))
+        else:
+            index = _intern(into, known, signature_of(name, dims, types, concrete))
+        if index is not None:
+            into.shaped.append((pid, tid, start, end, index))
+
+
+def _intern(into: "Partial", known: dict[Signature, int], sig: Signature | None) -> int | None:
+    if sig is None:
+        return None
+    index = known.get(sig)
+    if index is None:
+        index = known[sig] = len(into.shaped_signatures)
+        into.shaped_signatures.append(sig)
+    return index
+
+
+def _json(text: bytes) -> Any:
+    import msgspec
+    return msgspec.json.decode(text)
 
 
 _DECODER: list[Any] = []
@@ -90,27 +111,43 @@ def shaped_of(text: bytes | bytearray | memoryview, roles: dict[str, int],
         event = msgspec.defstruct("ShapedEvent", [("ph", Any, None), ("cat", Any, None), ("name", Any, "?"),
                                                   ("pid", Any, 0), ("tid", Any, 0), ("ts", Any, None),
                                                   ("dur", Any, None), ("args", msgspec.Raw, msgspec.Raw())], gc=False)
-        args = msgspec.defstruct("ShapeArgs", [(field, Any, None) for field, _ in SHAPE_ARGS], gc=False,
-                                 rename=dict(SHAPE_ARGS))
+        # the shape args as their JSON text (add_calls decodes each distinct one once)
+        args = msgspec.defstruct("ShapeArgs", [(field, msgspec.Raw, msgspec.Raw()) for field, _ in SHAPE_ARGS],
+                                 gc=False, rename=dict(SHAPE_ARGS))
+        # the args typed in the same pass (one decode per chunk, not one per event); a chunk where an
+        # event's args are not an object or null fails that as a whole and takes the per-event path
+        typed = msgspec.defstruct("ShapedEventArgs", [("ph", Any, None), ("cat", Any, None), ("name", Any, "?"),
+                                                      ("pid", Any, 0), ("tid", Any, 0), ("ts", Any, None),
+                                                      ("dur", Any, None), ("args", args | None, None)], gc=False)
         _DECODER.extend((msgspec.json.Decoder(list[event], float_hook=str).decode,  # type: ignore[valid-type]
-                         msgspec.json.Decoder(args).decode))
-    decode, decode_args = _DECODER
+                         msgspec.json.Decoder(args).decode,
+                         msgspec.json.Decoder(list[typed], float_hook=str).decode))  # type: ignore[valid-type]
+    decode, decode_args, decode_typed = _DECODER
     wanted = names()
     found = []
-    for event in decode(text):
-        if event.ph != "X" or not len(event.args) or event.ts is None or event.dur is None \
+    try:
+        events, typed_args = decode_typed(text), True
+    except msgspec.ValidationError:
+        events, typed_args = decode(text), False
+    for event in events:
+        if event.ph != "X" or not event.args or event.ts is None or event.dur is None \
                 or not isinstance(event.name, str) or event.name not in wanted \
                 or not (roles.get(event.cat, 0) if isinstance(event.cat, str) else 0) & 4:
             continue
-        try:
-            values = decode_args(event.args)
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            continue  # args null, or not an object
-        if values.dims is None:
+        if typed_args:
+            values = event.args
+        else:
+            try:
+                values = decode_args(event.args)
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                continue  # args null, or not an object
+        dims = bytes(values.dims)
+        if not dims or dims == b"null":
             continue
         start = nanoseconds("", event, event.ts, "ts")
+        concrete = bytes(values.concrete)
         found.append((event.pid, event.tid, start, start + nanoseconds("", event, event.dur, "dur"), event.name,
-                      values.dims, values.types, values.concrete))
+                      dims, bytes(values.types) or b"null", b"" if concrete == b"null" else concrete))
     return found
 
 
