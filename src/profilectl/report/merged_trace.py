@@ -3,7 +3,7 @@ rocprofv3's per-process outputs, cut to a window of steps, on one clock, as one 
 trace with a process track per rank.
 
 How it reads (memory does not follow the job's size):
-- Pass 1, one rank at a time, streamed in chunks (chrome_stream's chunker): the ProfilerStep#N
+- Pass 1, one rank at a time, streamed in chunks (formats/chrome_io.py's chunker): the ProfilerStep#N
   ranges, the collectives (NCCL/RCCL kernels on the GPU; gloo/nccl/c10d operators on the CPU), the
   track names, and for every event 25 bytes (start, end, tier, estimated size) from which the
   rank's window and a histogram of its in-window bytes by duration are kept; the arrays are
@@ -46,7 +46,7 @@ import msgspec
 
 from profilectl.errors import FormatError, UsageError
 from profilectl.model.collectives import is_collective, is_host_collective
-from profilectl.formats import chrome_stream
+from profilectl.formats import chrome_decode, chrome_io, chrome_parallel
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -166,11 +166,11 @@ _EXACT = None  # built on first need: ts kept as text where a double would lose 
 
 
 def _decode(buffer: bytes | bytearray) -> list[_Event]:
-    """`[` + events + `]`; timestamps exact to the ns (chrome_stream's rule for large clocks)."""
+    """`[` + events + `]`; timestamps exact to the ns (chrome_decode's rule for large clocks)."""
     global _EXACT
-    if chrome_stream.needs_exact(buffer):
+    if chrome_decode.needs_exact(buffer):
         if _EXACT is None:
-            _EXACT = msgspec.json.Decoder(list[_Event], float_hook=chrome_stream.exact_float)
+            _EXACT = msgspec.json.Decoder(list[_Event], float_hook=chrome_decode.exact_float)
         return _EXACT.decode(buffer)
     return _PLAIN.decode(buffer)
 
@@ -180,26 +180,26 @@ def iter_events(path: Path) -> Iterator[tuple[list[_Event], str]]:
     before the events array: kineto's baseTimeNanoseconds is there or after the array). A chunk cut
     at a false boundary (inside a string) is joined with the next one; a file that does not decode
     to its end is a FormatError naming it."""
-    cs = chrome_stream
+    cs = chrome_io
     with cs.open_stream(path) as fh:
         layout, first = cs.find_events(path, fh)
         gz = cs.is_gzip(path)
         size = path.stat().st_size
-        tasks = cs._tasks(path, fh, layout, first, size, cs.CHUNK_MIN, True, seekable=not gz)  # noqa: SLF001
+        tasks = cs.chunk_tasks(path, fh, layout, first, size, cs.CHUNK_MIN, True, seekable=not gz)
         pending: bytearray | None = None
         for task in tasks:
-            body = cs._chunk_bytes(task)[1:-1]  # noqa: SLF001  (the chunk without the added brackets)
+            body = cs.chunk_bytes(task)[1:-1]  # the chunk without the added brackets
             data = body if pending is None else pending + b"," + body
             if task.last:
                 events, tail = _last(path, data)
                 yield events, layout.head + tail
-                cs._check_document(path, layout, tail)  # noqa: SLF001
+                cs.check_document(path, layout, tail)
                 return
             try:
                 events = _decode(b"[" + data + b"]")
             except msgspec.DecodeError:
                 pending = data  # a guessed boundary inside a string: decode it with the next chunk
-                cs._bound_event(path, len(pending), cs._limit("MAX_EVENT_BYTES", cs.MAX_EVENT_BYTES))  # noqa: SLF001
+                cs.bound_event(path, len(pending), cs.limit_of("MAX_EVENT_BYTES", cs.MAX_EVENT_BYTES))
                 continue
             except msgspec.ValidationError as exc:
                 raise FormatError(f"{path}: not a Chrome trace event list: {exc}") from None
@@ -272,13 +272,13 @@ CLOCK_LIMIT_NS = 1 << 61  # ~73 years either side of a clock's zero: room for an
 
 
 def _ns(path: Path, event: _Event, value: Any, what: str) -> int:
-    """µs to integer ns, as chrome_stream reads them (its general path for text and odd values);
+    """µs to integer ns, as chrome_decode.nanoseconds reads them (its general path for text and odd values);
     FormatError for a time no clock gives (|t| beyond CLOCK_LIMIT_NS): that rank is left out, named."""
-    if type(value) is float and -9.2e15 < value < 9.2e15:  # the common case, inline: chrome_stream's arithmetic
+    if type(value) is float and -9.2e15 < value < 9.2e15:  # the common case, inline: nanoseconds' arithmetic
         whole = int(value)
         found = whole * 1000 + round((value - whole) * 1000)
     else:
-        found = chrome_stream._nanoseconds(str(path), event, value, what)  # noqa: SLF001
+        found = chrome_decode.nanoseconds(str(path), event, value, what)
     if not -CLOCK_LIMIT_NS < found < CLOCK_LIMIT_NS:
         shown = str(value)[:40]
         raise FormatError(f"{path}: event {str(event.name)[:80]!r} has {what} {shown} µs, out of any clock's range")
@@ -778,10 +778,10 @@ def _workers(ranks: Sequence[RankInput]) -> int:
     for rank in ranks:
         for f in rank.files + rank.timeline_files:
             try:
-                size += f.stat().st_size * (10 if chrome_stream.is_gzip(f) else 1)  # torch traces inflate ~10x
+                size += f.stat().st_size * (10 if chrome_io.is_gzip(f) else 1)  # torch traces inflate ~10x
             except OSError:
                 pass
-    return min(len(ranks), chrome_stream.workers_for(size))
+    return min(len(ranks), chrome_parallel.workers_for(size))
 
 
 T = TypeVar("T")
@@ -795,7 +795,7 @@ def _in_order(work: Callable[[J], T], jobs: Sequence[J], workers: int) -> Iterat
         yield from map(work, jobs)
         return
     from collections import deque
-    with chrome_stream.pool(workers) as executor:
+    with chrome_parallel.pool(workers) as executor:
         in_flight: deque[Future[T]] = deque()
         for job in jobs:
             in_flight.append(executor.submit(work, job))
