@@ -31,6 +31,7 @@ def aggregate(path: str, events: Iterable[Any], into: Partial | None = None) -> 
     name_index: dict[str, int] = {n: i for i, n in enumerate(names)}
     role_of = ROLE.get
     unset = chrome_decode.UNSET  # msgspec.UNSET once a msgspec decoder was made (it made these events)
+    legacy_role_of = LEGACY_ROLE.get  # a local: a name imported from a module is called through LOAD_ATTR
     tree_kind = TREE_KIND
     unlisted = UNLISTED_BY_TORCH
     # One thread's events in plain lists (appending to a list is cheaper than to an array).
@@ -74,7 +75,7 @@ def aggregate(path: str, events: Iterable[Any], into: Partial | None = None) -> 
             if event.cat in GPU_MARKERS:
                 role = 16  # a range on the GPU (ProfilerStep#N ranges on the GPU timeline)
             else:
-                role = LEGACY_ROLE.get(event.pid) if type(event.pid) is str else None
+                role = legacy_role_of(event.pid) if type(event.pid) is str else None
                 if role is None:
                     continue
         dur = event.dur
@@ -247,9 +248,3 @@ def merge_partials(parts: Iterable[Partial]) -> Partial:
         if part.tail is not None:
             out.tail = part.tail
     return out
-
-
-# --------------------------------------------------------------------------------------------
-# Aggregating a chunk by columns: the same Partial as `aggregate`, without a Python loop per event
-#
-# The chunk is decoded into strictly typed Structs, tagged by "ph": complete events ("X") with

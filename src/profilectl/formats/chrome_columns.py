@@ -17,6 +17,7 @@ from profilectl.formats.chrome_events import (LEGACY_ANNOTATIONS, LEGACY_ROLE, R
                                               ThreadEvents)
 from profilectl.formats.torch_shapes import SHAPES_TEXT, add_calls, shaped_of
 
+
 # --------------------------------------------------------------------------------------------
 # Aggregating a chunk by columns: the same Partial as `aggregate`, without a Python loop per event
 #
@@ -218,7 +219,3 @@ def aggregate_columns(events: list[Any], into: Partial | None = None,
             _extend(thread.name, tree_names[rows])
             thread.operator.extend(kinds[rows].tobytes())
     return out
-
-
-# --------------------------------------------------------------------------------------------
-# Operators: torch's key_averages() from the nesting of CPU events

@@ -27,10 +27,6 @@ class Undecodable(Exception):
     """A chunk that the chunk decoder could not read: re-read it incrementally from its start."""
 
 
-# --------------------------------------------------------------------------------------------
-# Decoding
-
-
 def _msgspec_decoder(exact: bool = False) -> Callable[[bytes | bytearray | memoryview], list[Any]] | None:
     try:
         import msgspec
@@ -195,8 +191,9 @@ def collectives_of(text: bytes | bytearray | memoryview) -> list[tuple[bool, str
                                     msgspec.convert, args))
     decode, convert, args_type = _COLLECTIVE_DECODER
     found = []
+    role_of = ROLE_OF_CAT.get  # a local: a name imported from a module is called through LOAD_ATTR
     for event in decode(text):
-        role = ROLE_OF_CAT.get(event.cat, 0) if type(event.cat) is str else 0
+        role = role_of(event.cat, 0) if type(event.cat) is str else 0
         if event.ph != "X" or not (role & 3 == 1 or role & 8) or not isinstance(event.args, dict) \
                 or "Collective name" not in event.args or event.ts is None or event.dur is None:
             continue

@@ -409,6 +409,7 @@ def _rank_bytes(job: tuple[RankScan, int, int, Cut, str]) -> tuple[bytes, int]:
 def _write_rank(s: RankScan, shift: int, pid: int, cut: Cut, emit: Callable[[dict[str, Any]], None]) -> int:
     low, high = s.window if s.window is not None else (-(1 << 62), 1 << 62)
     kept = 0
+    step_of = STEP.match  # a local: a name imported from a module is called through LOAD_ATTR
     for file, events, _ in rank_batches(s.rank):
         for event in events:
             if event.ph == "M" or event.ts is None:
@@ -421,7 +422,7 @@ def _write_rank(s: RankScan, shift: int, pid: int, cut: Cut, emit: Callable[[dic
             tier = tier_of(event, name)
             if tier != KEPT and cut.drops_event(tier, dur):
                 continue
-            step = STEP.match(name) if tier == KEPT else None
+            step = step_of(name) if tier == KEPT else None
             if step and s.window is not None and int(step.group(1)) not in s.window_steps:
                 continue  # a step outside the window that reaches into it (torch 2.11's GPU-side step 0 spans all)
             out: dict[str, Any] = {"ph": event.ph, "name": name, "pid": pid,
