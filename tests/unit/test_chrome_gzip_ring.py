@@ -1,4 +1,4 @@
-""".json.gz chunks through the shared ring (formats/chrome_stream.py: _Ring, _ring_tasks): the same
+""".json.gz chunks through the shared ring (formats/chrome_parallel.py: Ring; chrome_io.py: _ring_tasks): the same
 chunks, bytes and numbers as the chunks in their own buffers; events longer than a slot, false
 boundaries inside strings, broken gzip and a worker that dies end as before, in one line."""
 
@@ -10,7 +10,7 @@ import random
 import pytest
 
 from profilectl.errors import FormatError, ProfilectlError
-from profilectl.formats import chrome_stream
+from profilectl.formats import chrome_io, chrome_parallel, chrome_stream
 
 
 def _trace(tmp_path, count=3000, seed=5):
@@ -37,9 +37,9 @@ def _trace(tmp_path, count=3000, seed=5):
 def _chunks(path, ring=None, chunk=8_000):
     """(start, end, last) and `[` + bytes + `]` of each chunk _tasks cuts, copied as it comes (a slot
     is written again three chunks later)."""
-    with chrome_stream.open_stream(path) as fh:
-        layout, first = chrome_stream.find_events(path, fh)
-        for task in chrome_stream._tasks(path, fh, layout, first, path.stat().st_size, chunk, True,
+    with chrome_io.open_stream(path) as fh:
+        layout, first = chrome_io.find_events(path, fh)
+        for task in chrome_io.chunk_tasks(path, fh, layout, first, path.stat().st_size, chunk, True,
                                          seekable=False, ring=ring):
             if task.slot >= 0:
                 data = ring.memory[task.slot:task.slot + task.end - task.start + 2]
@@ -51,7 +51,7 @@ def _chunks(path, ring=None, chunk=8_000):
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_ring_chunks_are_the_buffered_chunks(tmp_path, seed):
     _, zipped = _trace(tmp_path, seed=seed)
-    ring = chrome_stream._Ring(3, 8_000 + 8_000 + 2)
+    ring = chrome_parallel.Ring(3, 8_000 + 8_000 + 2)
     try:
         placed = list(_chunks(zipped, ring))
     finally:
@@ -70,7 +70,7 @@ def test_gzip_through_the_ring_reads_what_the_plain_file_gives(tmp_path, chunk):
     assert expected.events == 3000
     assert chrome_stream.read_trace(zipped, workers=2, chunk=chunk) == expected
     assert chrome_stream.read_trace(zipped, workers=2, chunk=chunk, fast=False) == expected
-    assert not chrome_stream._RING  # nothing kept after the read
+    assert not chrome_parallel._RING  # nothing kept after the read
 
 
 def test_truncated_gzip_through_the_ring_is_one_line(tmp_path):
@@ -92,11 +92,11 @@ def test_a_worker_that_dies_is_one_line(tmp_path, monkeypatch):
     with pytest.raises(ProfilectlError, match="a process reading it ended abruptly") as excinfo:
         chrome_stream.read_trace(zipped, workers=2, chunk=5_000)
     assert "\n" not in str(excinfo.value)
-    assert not chrome_stream._RING
+    assert not chrome_parallel._RING
 
 
 def test_a_gzip_bomb_through_the_ring_is_refused(tmp_path, monkeypatch):
-    monkeypatch.setattr(chrome_stream, "INFLATE_CHECK_FLOOR", 1 << 20)
+    monkeypatch.setattr(chrome_io, "INFLATE_CHECK_FLOOR", 1 << 20)
     path = tmp_path / "bomb.json.gz"
     with gzip.open(path, "wb", compresslevel=9) as fh:
         fh.write(b'{"traceEvents": [')
@@ -104,4 +104,4 @@ def test_a_gzip_bomb_through_the_ring_is_refused(tmp_path, monkeypatch):
         fh.write(b'{"ph":"X"}]}')
     with pytest.raises(FormatError, match="refused: it inflates to more than 100x"):
         chrome_stream.read_trace(path, workers=2, chunk=1 << 20)
-    assert not chrome_stream._RING
+    assert not chrome_parallel._RING

@@ -12,7 +12,7 @@ import test_torch_trace
 
 from profilectl.analysis.intervals import gap_min_ns
 from profilectl.analysis.timeline import analyse
-from profilectl.formats import chrome_stream, torch_trace
+from profilectl.formats import chrome_stream, chrome_tree, torch_trace
 
 NS_TRACE = Path(__file__).resolve().parents[1] / "fixtures" / "hta" / "ns_resolution_rank-0.pt.trace.json.gz"
 GPU = ("kernel", "gpu_memcpy", "gpu_memset")
@@ -97,4 +97,4 @@ def test_exactness_does_not_depend_on_the_chunking_or_the_decoder():
     for fast in (True, False):
         small = chrome_stream.read_trace(NS_TRACE, fast=fast, workers=1, chunk=64 << 10)
         assert sorted(small.timeline.start) == sorted(whole.timeline.start)
-        assert chrome_stream.operator_sums(small) == chrome_stream.operator_sums(whole)
+        assert chrome_tree.operator_sums(small) == chrome_tree.operator_sums(whole)

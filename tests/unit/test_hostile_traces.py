@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from profilectl.errors import FormatError
-from profilectl.formats import chrome_stream, torch_trace
+from profilectl.formats import chrome_io, chrome_stream, torch_trace
 
 REPO = Path(__file__).resolve().parents[2]
 EVENT = '{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":1,"ts":1.0,"dur":2.0'
@@ -31,7 +31,7 @@ def test_args_nested_200000_deep_is_one_line_exit_2(tmp_path):
 
 
 def test_a_gzip_that_inflates_absurdly_is_refused_with_its_limit(tmp_path, monkeypatch):
-    monkeypatch.setattr(chrome_stream, "INFLATE_CHECK_FLOOR", 1 << 20)
+    monkeypatch.setattr(chrome_io, "INFLATE_CHECK_FLOOR", 1 << 20)
     path = tmp_path / "bomb.json.gz"
     with gzip.open(path, "wb", compresslevel=9) as fh:
         fh.write(b'{"traceEvents": [')

@@ -16,7 +16,7 @@ import pytest
 
 from profilectl.backends import READERS
 from profilectl.errors import FormatError
-from profilectl.formats import chrome_stream, json_head, torch_trace
+from profilectl.formats import chrome_io, json_head, torch_trace
 from profilectl.formats.reader import recognised
 
 HARNESS = "harness/tracelens_h100_bert-small-uncased__1016001.json.gz"
@@ -88,6 +88,6 @@ def test_reading_still_names_what_is_wrong(tmp_path):
     text = tmp_path / "notes.json"
     text.write_text("not json")
     with pytest.raises(FormatError, match="not a JSON object or array"):
-        with chrome_stream.open_stream(text) as fh:
-            chrome_stream.find_events(text, fh)
+        with chrome_io.open_stream(text) as fh:
+            chrome_io.find_events(text, fh)
     assert not torch_trace.is_chrome_trace(other) and not torch_trace.is_chrome_trace(text)

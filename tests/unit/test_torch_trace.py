@@ -9,7 +9,7 @@ from decimal import Decimal
 import pytest
 
 from profilectl.errors import FormatError
-from profilectl.formats import chrome_stream, torch_trace
+from profilectl.formats import chrome_events, chrome_stream, chrome_tree, torch_trace
 from profilectl.formats.reader import read_path
 from profilectl.read.summary import kernel_rows
 
@@ -49,11 +49,11 @@ def ns(us):
 
 def torch_key_averages(events):
     nodes = [Node(e["name"], ns(e["ts"]), ns(e["ts"]) + ns(e["dur"]), e["cat"] == "cpu_op")
-             for e in events if e.get("ph") == "X" and e["cat"] in chrome_stream.TREE_CATEGORIES
-             and e["name"] not in chrome_stream.UNLISTED_BY_TORCH]
+             for e in events if e.get("ph") == "X" and e["cat"] in chrome_events.TREE_CATEGORIES
+             and e["name"] not in chrome_events.UNLISTED_BY_TORCH]
     threads = {}
-    for e, node in zip([e for e in events if e.get("ph") == "X" and e["cat"] in chrome_stream.TREE_CATEGORIES
-                        and e["name"] not in chrome_stream.UNLISTED_BY_TORCH], nodes):
+    for e, node in zip([e for e in events if e.get("ph") == "X" and e["cat"] in chrome_events.TREE_CATEGORIES
+                        and e["name"] not in chrome_events.UNLISTED_BY_TORCH], nodes):
         threads.setdefault((e["pid"], e["tid"]), []).append(node)
     for thread in threads.values():
         stack = []
@@ -172,7 +172,7 @@ def test_chunked_parallel_stdlib_and_gzip_reads_are_identical(tmp_path, fixtures
         for workers in (1, 2):
             for chunk in (2_000, 7_777, None):
                 partial = chrome_stream.read_trace(plain, fast=fast, workers=workers, chunk=chunk)
-                assert chrome_stream.operator_sums(partial).keys() == expected[0].keys()
+                assert chrome_tree.operator_sums(partial).keys() == expected[0].keys()
                 assert everything(torch_trace.read(plain, fast=fast, workers=workers)) == expected
                 partial = chrome_stream.read_trace(zipped, fast=fast, workers=workers, chunk=chunk)
                 assert partial.events == len(events)

@@ -4,7 +4,7 @@ type", "Concrete Inputs"), linked to the kernels each call launched.
 
 Only the operators profiling/operator_flops.yaml has a formula for are kept (the roofline needs
 nothing else), as distinct signatures plus one small tuple per call, while the trace is streamed
-(formats/chrome_stream.py calls `shaped_of` on a chunk whose text holds "Input Dims", and its
+(formats/chrome_columns.py calls `shaped_of` on a chunk whose text holds "Input Dims", and its
 per-event loop keeps the same fields): a trace without shapes pays one substring search per chunk.
 
 A call's GPU time: the kernels (not copies or memsets) whose launch call (cudaLaunchKernel,
@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, Any, Callable
 from profilectl.model.operators import KERNELS_KEPT, OperatorShape
 
 if TYPE_CHECKING:
-    from profilectl.formats.chrome_stream import Partial
+    from profilectl.formats.chrome_events import Partial
 
-# The args read, in the order of chrome_stream's EventArgs fields (name there, key in the trace)
+# The args read, in the order of chrome_decode's EventArgs fields (name there, key in the trace)
 SHAPE_ARGS = (("dims", "Input Dims"), ("types", "Input type"), ("concrete", "Concrete Inputs"))
 OPERATOR_FLOPS = "operator_flops.yaml"  # the formulas (analysis/operator_roofline.py evaluates them)
 SHAPES_TEXT = re.compile(rb'"Input Dims"')  # a chunk without it has no shapes (`in` would not search a memoryview)
@@ -104,7 +104,7 @@ def shaped_of(text: bytes | bytearray | memoryview, roles: dict[str, int],
     """The calls of a chunk (`[` + events + `]`) that the columns read: decoded once more with the
     args left raw, and only the operators of the data's args decoded; times exact (numbers as their
     text, to ns as the reader's other paths make them). `roles` and `nanoseconds` are the stream
-    reader's (formats/chrome_stream.py), passed in: that module imports this one."""
+    reader's (formats/chrome_events.py, chrome_decode.py), passed in: that module imports this one."""
     import msgspec
 
     if not _DECODER:

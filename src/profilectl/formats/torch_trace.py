@@ -17,7 +17,7 @@ from profilectl.model.tables import (PER_DISPATCH, AnnotationRow, CollectiveCall
 if TYPE_CHECKING:
     from profilectl.model.memory import MemoryReport
     from profilectl.model.timeline import RankTimeline
-    from profilectl.formats.chrome_stream import Partial, SumsByName, TimelineEvents
+    from profilectl.formats.chrome_events import Partial, SumsByName, TimelineEvents
 
 
 BASE_TIME = "baseTimeNanoseconds"  # Kineto's: the epoch time (ns) the trace's timestamps count from
@@ -32,10 +32,11 @@ def _stats(sums: "SumsByName") -> StatsByName:
 
 def read(path: Path, fast: bool = True, workers: int | None = None) -> Tables:
     """Chrome traces carry microseconds; tables are in integer nanoseconds like every other reader."""
-    from profilectl.formats import chrome_stream  # only when a trace is read (env-check loads this module)
+    from profilectl.formats import chrome_stream, chrome_tree  # only when a trace is read (env-check loads this module)
+    from profilectl.formats.chrome_parallel import gc_paused
     partial = chrome_stream.read_trace(path, fast=fast, workers=workers)
-    with chrome_stream.gc_paused():  # a million small lists: the cyclic collector would rescan them
-        sums, annotation_sums = chrome_stream.tree_sums(partial)
+    with gc_paused():  # a million small lists: the cyclic collector would rescan them
+        sums, annotation_sums = chrome_tree.tree_sums(partial)
     operators = {name: KernelStats.from_integer_sums(n, total, total_sq, low, high, self_total=self_ns)
                  for name, (n, total, self_ns, total_sq, low, high) in sums.items()}
     kernels = _stats(partial.kernels)
@@ -75,7 +76,7 @@ def _text(value: Any) -> str | None:
 
 
 def _collectives(rank: str, partial: "Partial") -> tuple[CollectiveCall, ...]:
-    """The events carrying a collective's args (chrome_stream.COLLECTIVE_ARGS), in file order."""
+    """The events carrying a collective's args (chrome_events.COLLECTIVE_ARGS), in file order."""
     rows = []
     for on_gpu, event, start, end, values in partial.collectives:
         (name, pg_name, pg_id, pg_desc, seq, seq_lower, in_nelems, out_nelems, group_size, dtype,
@@ -150,11 +151,11 @@ class ChromeTraceReader(Reader):
     def read(self, files: list[Path]) -> Tables:
         """One trace per rank: each large one is spread over the cores by itself; several smaller
         ones are read side by side, one process each."""
-        from profilectl.formats import chrome_stream
-        if len(files) < 2 or any(chrome_stream.workers_for(f.stat().st_size) > 1 for f in files) \
-                or chrome_stream.workers_for(sum(f.stat().st_size for f in files)) <= 1:
+        from profilectl.formats.chrome_parallel import pool, workers_for
+        if len(files) < 2 or any(workers_for(f.stat().st_size) > 1 for f in files) \
+                or workers_for(sum(f.stat().st_size for f in files)) <= 1:
             return merge_all(read(f) for f in files)
-        with chrome_stream.pool(chrome_stream.workers_for(sum(f.stat().st_size for f in files))) as executor:
+        with pool(workers_for(sum(f.stat().st_size for f in files))) as executor:
             return merge_all(executor.map(_read_alone, files))
 
 

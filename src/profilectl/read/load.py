@@ -308,9 +308,9 @@ _NUMBER = r'"{}"\s*:\s*(-?\d+(?:\.\d+)?)'
 def trace_header(path: Path) -> dict[str, str]:
     """GPU, CUDA versions and start time from the head of a torch.profiler (kineto) Chrome trace;
     nothing for a file without that header. Read from the first bytes only: the events can be GiBs."""
-    from profilectl.formats import chrome_stream
+    from profilectl.formats.chrome_io import open_stream
     try:
-        with chrome_stream.open_stream(path) as fh:
+        with open_stream(path) as fh:
             head = fh.read(HEADER_BYTES).decode("utf-8", errors="replace")
     except OSError:
         return {}
