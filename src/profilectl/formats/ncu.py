@@ -47,7 +47,7 @@ INSTALL_PATHS = ("/opt/nvidia/nsight-compute/*/ncu", "/usr/local/cuda/bin/ncu")
 
 
 @dataclass
-class Launch:
+class ProfiledLaunch:
     """One profiled kernel launch: its metric values and, when collected, its duration."""
     kernel: str
     values: dict[str, tuple[float, str]] = field(default_factory=dict)  # metric -> (value, unit)
@@ -99,7 +99,7 @@ def _number(text: str) -> float | None:
     return value if value == value and value not in (float("inf"), float("-inf")) else None
 
 
-def launches_of(name: str, lines: Iterable[str]) -> list[Launch]:
+def launches_of(name: str, lines: Iterable[str]) -> list[ProfiledLaunch]:
     """Rows grouped by launch (the ID column, per process), from the details page or the raw page."""
     numbered = csv_lines(lines)
     first = next(numbered, None)
@@ -107,7 +107,7 @@ def launches_of(name: str, lines: Iterable[str]) -> list[Launch]:
         raise FormatError(f"{name}: no Nsight Compute CSV header (a row naming \"Kernel Name\") in it")
     header = _fields(first[1])
     width = len(header)
-    by_id: dict[tuple[str, str], Launch] = {}
+    by_id: dict[tuple[str, str], ProfiledLaunch] = {}
     details = "Metric Name" in header
     units: dict[str, str] = {}
     for number, line in numbered:
@@ -120,7 +120,7 @@ def launches_of(name: str, lines: Iterable[str]) -> list[Launch]:
             units = {column: unit for column, unit in row.items() if column not in LAUNCH_COLUMNS}
             continue
         key = (row.get("Process ID") or "", row.get("ID") or f"row {number}")
-        launch = by_id.setdefault(key, Launch(row.get("Kernel Name", "")))
+        launch = by_id.setdefault(key, ProfiledLaunch(row.get("Kernel Name", "")))
         if details:
             if "Metric Value" not in row:
                 raise FormatError(f"{name}:{number}: truncated or malformed row")
@@ -134,7 +134,7 @@ def launches_of(name: str, lines: Iterable[str]) -> list[Launch]:
     return list(by_id.values())
 
 
-def launches(path: Path) -> list[Launch]:
+def launches(path: Path) -> list[ProfiledLaunch]:
     try:
         with open(path, newline="", errors="replace") as fh:
             return launches_of(str(path), (line.rstrip("\r\n") for line in fh))
@@ -142,7 +142,7 @@ def launches(path: Path) -> list[Launch]:
         raise FormatError(f"{path}: cannot read ({exc.strerror})") from None
 
 
-def metrics(launched: list[Launch]) -> tuple[CounterValue, ...]:
+def metrics(launched: list[ProfiledLaunch]) -> tuple[CounterValue, ...]:
     """Per (kernel, metric): every launch's value with that launch's duration (weights for means)."""
     values: dict[tuple[str, str], list[tuple[float, float | None]]] = {}
     units: dict[str, str] = {}
@@ -153,7 +153,7 @@ def metrics(launched: list[Launch]) -> tuple[CounterValue, ...]:
     return tuple(CounterValue.of(kernel, metric, items, units[metric]) for (kernel, metric), items in values.items())
 
 
-def kernels(launched: list[Launch]) -> StatsByName:
+def kernels(launched: list[ProfiledLaunch]) -> StatsByName:
     """Kernel times from each launch's duration, when it was collected."""
     stats: StatsByName = {}
     for launch in launched:
@@ -198,7 +198,7 @@ def import_argv(ncu: str, report: Path) -> list[str]:
     return [ncu, "--import", str(report), "--csv", "--page", "raw"]
 
 
-def imported(report: Path) -> tuple[list[Launch], list[str]]:
+def imported(report: Path) -> tuple[list[ProfiledLaunch], list[str]]:
     """A report's launches from `ncu --import REPORT --csv --page raw`, and that argv; ncu missing is
     one UnavailableError line saying what to do."""
     ncu = find_ncu()
@@ -219,7 +219,7 @@ def imported(report: Path) -> tuple[list[Launch], list[str]]:
     return launches_of(str(report), done.stdout.splitlines()), argv
 
 
-def _tables(launched: list[Launch], notes: tuple[str, ...] = ()) -> Tables:
+def _tables(launched: list[ProfiledLaunch], notes: tuple[str, ...] = ()) -> Tables:
     timed = kernels(launched)
     return Tables(kernels=timed, kernel_detail=DURATION_METRIC if timed else 0, counters=metrics(launched),
                   kernel_timing="Nsight Compute kernel replay (clock control not recorded in the CSV; ncu's "

@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 from typing import Sequence
 
-from profilectl.launchers.base import Launch, Launcher, RankFailure, is_python
+from profilectl.launchers.base import Launch, Launcher, ExitedRank, is_python
 from profilectl.launchers.mpirun import Mpirun
 from profilectl.launchers.plain import Plain
 from profilectl.launchers.srun import Srun
@@ -46,4 +46,4 @@ def recognise(argv: Sequence[str]) -> Launch:
     raise AssertionError("the plain launcher recognises every command")
 
 
-__all__ = ["LAUNCHERS", "Launch", "Launcher", "RankFailure", "interpreter", "recognise"]
+__all__ = ["LAUNCHERS", "Launch", "Launcher", "ExitedRank", "interpreter", "recognise"]

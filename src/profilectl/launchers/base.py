@@ -47,7 +47,7 @@ class Launch:
 
 
 @dataclass(frozen=True)
-class RankFailure:
+class ExitedRank:
     rank: str
     exit_code: int | None
     host: str | None = None
@@ -117,7 +117,7 @@ class Launcher(ABC):
         found = re.findall(pattern, text, re.MULTILINE) if pattern else []
         return found[-1].strip() if found else None
 
-    def failed_ranks(self, text: str) -> list[RankFailure]:
+    def failed_ranks(self, text: str) -> list[ExitedRank]:
         """The ranks the launcher reported as failed, from its output."""
         pattern = self.facts.get("failure")
         if not pattern:
@@ -126,7 +126,7 @@ class Launcher(ABC):
         for match in re.finditer(pattern, text):
             groups = match.groupdict()
             code = groups.get("code")
-            found.append(RankFailure(rank=groups["rank"], exit_code=int(code) if code else None,
+            found.append(ExitedRank(rank=groups["rank"], exit_code=int(code) if code else None,
                                      host=groups.get("host")))
         return list({(f.rank, f.host): f for f in found}.values())
 

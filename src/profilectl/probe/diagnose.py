@@ -12,35 +12,35 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
-class Diagnosis:
+class ToolFailure:
     cause: str
     reason: str
     fix: str
 
 
-AQLPROFILE_LOAD = Diagnosis(
+AQLPROFILE_LOAD = ToolFailure(
     "aqlprofile-load-failed",
     "the profiler aborted with 'aqlprofile API table load failed': the HSA runtime in the process could "
     "not load libhsa-amd-aqlprofile64.so (only its versioned name in the loader path, or a workload that "
     "brings its own HIP/HSA runtime, such as a PyTorch wheel built for another ROCm release)",
     "run `profilectl env-check --deep` for the precise cause; tracing and timing still work "
     "(`profile`, `trace`)")
-AGENT_ITERATION = Diagnosis(
+AGENT_ITERATION = ToolFailure(
     "hsa-agent-iteration-failed",
     "the profiler aborted with 'Error Calling hsa_iterate_agents': aqlprofile met an agent it does not "
     "handle (the NPU of Strix/Strix Halo APUs, gfx115x, before the fix backported to ROCm 7.2.1; "
     "rocm-systems issue #2169)",
     "use ROCm 7.2.1 or later for counters on gfx115x; tracing and timing still work (`profile`, `trace`)")
-PERFMON = Diagnosis(
+PERFMON = ToolFailure(
     "missing-perfmon",
     "the GPU could not be locked for profiling: the process lacks CAP_PERFMON / CAP_SYS_ADMIN",
     "run the counters service (it runs as root with cap_add SYS_ADMIN), or run as root")
-NVIDIA_PERMISSION = Diagnosis(
+NVIDIA_PERMISSION = ToolFailure(
     "nvidia-counter-permission",
     "ncu was refused access to the GPU performance counters (ERR_NVGPUCTRPERM)",
     "run as root / with CAP_SYS_ADMIN (the counters service does), or set "
     "`options nvidia NVreg_RestrictProfilingToAdminUsers=0` on the host and reload the driver")
-ABORTED = Diagnosis(
+ABORTED = ToolFailure(
     "profiler-aborted",
     "the profiler aborted (SIGABRT) without a recognised message",
     "see stderr.log in the run directory; `profilectl env-check --deep` tests counters live")
@@ -53,7 +53,7 @@ _PATTERNS = [
 ]
 
 
-def diagnose(output: str, returncode: int | None) -> Diagnosis | None:
+def diagnose(output: str, returncode: int | None) -> ToolFailure | None:
     """The recognised cause of a profiler failure, or None when the output shows none."""
     for pattern, diagnosis in _PATTERNS:
         if pattern.search(output):

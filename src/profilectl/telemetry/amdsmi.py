@@ -23,13 +23,13 @@ from typing import Any
 
 from profilectl.telemetry.model import Reading
 from profilectl.telemetry.plan import source_facts
-from profilectl.telemetry.source import Probe, Source, SourceError, number
+from profilectl.telemetry.source import Probe, GpuReadings, SourceError, number
 
 CALL_TIMEOUT_S = 10.0
 COMMAND_SPACING = 4.0  # wait 3x a call's own duration before the next: the command uses <= ~25 % of a core
 
 
-class AmdSmiLibrary(Source):
+class AmdSmiLibrary(GpuReadings):
     name = "amdsmi"
     power_reading = "amdsmi_get_power_info: current socket power where the GPU reports it, else the average"
 
@@ -115,7 +115,7 @@ class AmdSmiLibrary(Source):
                 pass
 
 
-class CommandSource(Source):
+class CommandSource(GpuReadings):
     """A command printing JSON for every GPU, called once per sweep."""
     final_sweep = False  # a call takes a fraction of a second: the end of the run is not held up for it
 

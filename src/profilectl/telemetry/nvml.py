@@ -12,13 +12,13 @@ from typing import Any
 
 from profilectl.telemetry.model import Reading
 from profilectl.telemetry.plan import source_facts
-from profilectl.telemetry.source import Probe, Source, SourceError, number
+from profilectl.telemetry.source import Probe, GpuReadings, SourceError, number
 
 # c_nvmlValue_t member for each NVML_VALUE_TYPE_* (pynvml: NVML_VALUE_TYPE_DOUBLE = 0 ... USHORT = 6)
 _VALUE_MEMBERS = ("dVal", "uiVal", "ulVal", "ullVal", "sllVal", "siVal", "usVal")
 
 
-class NvmlSource(Source):
+class NvmlSource(GpuReadings):
     name = "nvml"
 
     def __init__(self, gpus: tuple[int, ...] = ()):

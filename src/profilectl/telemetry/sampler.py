@@ -22,12 +22,12 @@ from pathlib import Path
 
 from profilectl.telemetry.energy import summarise_file
 from profilectl.telemetry.model import CSV_COLUMNS, CSV_NAME, PowerSummary, Reading, SamplingPlan, SourceSpec
-from profilectl.telemetry.source import Source, SourceError
+from profilectl.telemetry.source import GpuReadings, SourceError
 
 STOP_WAIT_S = 5.0
 
 
-def make_source(spec: SourceSpec, gpus: tuple[int, ...]) -> Source:
+def make_source(spec: SourceSpec, gpus: tuple[int, ...]) -> GpuReadings:
     if spec.name == "nvml":
         from profilectl.telemetry.nvml import NvmlSource
         return NvmlSource(gpus)
@@ -61,7 +61,7 @@ class Sampler:
         self.plan = plan
         self.path = run_dir / (plan.file if plan else CSV_NAME)
         self.notes: list[str] = []
-        self.source: Source | None = None
+        self.source: GpuReadings | None = None
         self.rows = 0
         self.sweeps = 0
         self.cpu_seconds = 0.0  # the sampling thread's own CPU time (bench/sampler_overhead.py)
@@ -124,7 +124,7 @@ class Sampler:
                                         name="profilectl-sampler", daemon=True)
         self._thread.start()
 
-    def _run(self, source: Source, interval_s: float) -> None:
+    def _run(self, source: GpuReadings, interval_s: float) -> None:
         next_at = time.monotonic()
         try:
             while True:

@@ -18,7 +18,7 @@ class SourceError(Exception):
     """The source cannot start, or stopped working: the message says why, in one line."""
 
 
-class Source:
+class GpuReadings:
     name = ""
     power_reading: str | None = None  # how power is read (instantaneous, or an average over a window)
     # a library reads in well under a millisecond: one more sweep when the steps end closes the
