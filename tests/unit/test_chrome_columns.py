@@ -115,7 +115,7 @@ def test_tree_by_columns_equals_the_walk_on_random_trees(nested, block, monkeypa
     monkeypatch.setattr(chrome_tree, "TREE_BLOCK", block)
     rng = random.Random(26)
     for _ in range(300):
-        partial = chrome_events.Partial(names=["a", "b", "c", "d"])
+        partial = chrome_events.ChunkSums(names=["a", "b", "c", "d"])
         partial.threads[(1, 1)] = _random_thread(rng, nested)
         partial.threads[(1, 2)] = _random_thread(rng, nested)
         timeline = partial.timeline

@@ -76,16 +76,16 @@ def test_docs_settings_md_is_the_modules_table():
 def test_the_defaults_are_those_the_readers_use():
     from profilectl import cache_folder, console, runner
     from profilectl.backends.timing import RepeatSizing
-    from profilectl.formats import chrome_stream, nccl_inspector, torch_memory
+    from profilectl.formats import chrome_io, nccl_inspector, torch_memory
     from profilectl.read import partials
     from profilectl.report import query
     expected = {
         "PROFILECTL_MAX_SNAPSHOT_BYTES": torch_memory.MAX_BYTES,
         "PROFILECTL_MAX_INSPECTOR_BYTES": nccl_inspector.MAX_BYTES,
         "PROFILECTL_MAX_PARTIAL_BYTES": partials.MAX_BYTES,
-        "PROFILECTL_MAX_INFLATE_RATIO": chrome_stream.MAX_INFLATE_RATIO,
-        "PROFILECTL_MAX_INFLATED_BYTES": chrome_stream.MAX_INFLATED_BYTES,
-        "PROFILECTL_MAX_EVENT_BYTES": chrome_stream.MAX_EVENT_BYTES,
+        "PROFILECTL_MAX_INFLATE_RATIO": chrome_io.MAX_INFLATE_RATIO,
+        "PROFILECTL_MAX_INFLATED_BYTES": chrome_io.MAX_INFLATED_BYTES,
+        "PROFILECTL_MAX_EVENT_BYTES": chrome_io.MAX_EVENT_BYTES,
         "PROFILECTL_CACHE_MAX_MB": cache_folder.DEFAULT_MAX_MB,
         "PROFILECTL_OUTPUT_WAIT_S": console.OUTPUT_WAIT_S,
         "PROFILECTL_FOLDER_WAIT_S": runner.FOLDER_WAIT_S,

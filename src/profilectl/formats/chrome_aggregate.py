@@ -12,7 +12,7 @@ from typing import Any, Iterable
 from profilectl.formats import chrome_decode
 from profilectl.formats.chrome_decode import collective_values, nanoseconds
 from profilectl.formats.chrome_events import (GPU_MARKERS, LEGACY_ANNOTATIONS, LEGACY_ROLE, MISSING, ROLE, STEP_MARKER,
-                                              TREE_ANNOTATION, TREE_KIND, UNLISTED_BY_TORCH, Partial, SumsByName,
+                                              TREE_ANNOTATION, TREE_KIND, UNLISTED_BY_TORCH, ChunkSums, SumsByName,
                                               ThreadEvents, remapped)
 from profilectl.formats.torch_shapes import add_calls
 
@@ -22,10 +22,10 @@ def _shaped_names() -> frozenset[str]:
     return names()
 
 
-def aggregate(path: str, events: Iterable[Any], into: Partial | None = None) -> Partial:
+def aggregate(path: str, events: Iterable[Any], into: ChunkSums | None = None) -> ChunkSums:
     """Sums per name of kernels, copies and runtime/driver calls, and the CPU events of each
     thread. The hottest loop of a trace read: kept flat on purpose (no calls per event)."""
-    out = into or Partial()
+    out = into or ChunkSums()
     tables: tuple[SumsByName, ...] = ({}, out.kernels, out.copies, out.api)
     names, threads = out.names, out.threads
     name_index: dict[str, int] = {n: i for i, n in enumerate(names)}
@@ -202,9 +202,9 @@ def aggregate(path: str, events: Iterable[Any], into: Partial | None = None) -> 
     return out
 
 
-def merge_partials(parts: Iterable[Partial]) -> Partial:
+def merge_partials(parts: Iterable[ChunkSums]) -> ChunkSums:
     """Chunks in file order: sums added, thread events appended with names re-indexed."""
-    out = Partial()
+    out = ChunkSums()
     index: dict[str, int] = {}
     for part in parts:
         for mine, theirs in ((out.kernels, part.kernels), (out.copies, part.copies), (out.api, part.api)):

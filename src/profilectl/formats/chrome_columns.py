@@ -1,4 +1,4 @@
-"""Aggregating a chunk of Chrome-trace events by columns: the same Partial as chrome_aggregate's
+"""Aggregating a chunk of Chrome-trace events by columns: the same ChunkSums as chrome_aggregate's
 per-event loop, without Python code per event (C-level field maps and numpy), for the chunks that
 chrome_decode's columnar decoder takes.
 """
@@ -13,13 +13,13 @@ from typing import Any
 
 from profilectl.formats.chrome_decode import NO_CORRELATION, collectives_of, nanoseconds
 from profilectl.formats.chrome_events import (LEGACY_ANNOTATIONS, LEGACY_ROLE, ROLE, ROLE_OF_CAT, STEP_MARKER,
-                                              TREE_ANNOTATION, TREE_KIND, UNLISTED_BY_TORCH, Partial, SumsByName,
+                                              TREE_ANNOTATION, TREE_KIND, UNLISTED_BY_TORCH, ChunkSums, SumsByName,
                                               ThreadEvents)
 from profilectl.formats.torch_shapes import SHAPES_TEXT, add_calls, shaped_of
 
 
 # --------------------------------------------------------------------------------------------
-# Aggregating a chunk by columns: the same Partial as `aggregate`, without a Python loop per event
+# Aggregating a chunk by columns: the same ChunkSums as `aggregate`, without a Python loop per event
 #
 # The chunk is decoded into strictly typed Structs, tagged by "ph": complete events ("X") with
 # strings, floats (NaN where a time is missing) and an integer correlation, every other phase (flows,
@@ -110,8 +110,8 @@ _TREE_KIND_BY_ROLE = bytes(TREE_KIND)
 _EXACT_DOUBLE = float(1 << 53)
 
 
-def aggregate_columns(events: list[Any], into: Partial | None = None,
-                      text: bytes | bytearray | memoryview | None = None) -> Partial | None:
+def aggregate_columns(events: list[Any], into: ChunkSums | None = None,
+                      text: bytes | bytearray | memoryview | None = None) -> ChunkSums | None:
     """`aggregate` of events from columnar_decoder's decoding (of `text`), by columns. None (nothing
     changed) where the chunk needs the general loop: a duration or time beyond a double's exact
     integers, the legacy profiler's layout, a correlation id spelt like the stand-in for none, a
@@ -162,7 +162,7 @@ def aggregate_columns(events: list[Any], into: Partial | None = None,
     if carrying and text is None:
         return None
 
-    out = into or Partial()
+    out = into or ChunkSums()
     out.events += count
     out.untimed += int(m - np.count_nonzero(timed))
     if carrying and text is not None:

@@ -176,7 +176,7 @@ _COLLECTIVE_DECODER: list[Any] = []
 
 
 def collectives_of(text: bytes | bytearray | memoryview) -> list[tuple[bool, str, int, int, tuple[Any, ...]]]:
-    """Partial.collectives of a chunk that the columns read (their decoder keeps only args.correlation,
+    """ChunkSums.collectives of a chunk that the columns read (their decoder keeps only args.correlation,
     so that the many chunks without a collective pay nothing for them): the chunk decoded once more,
     into the args of COLLECTIVE_ARGS only, times exact (numbers as their text, to ns by nanoseconds).
     The same events and values as `aggregate` takes."""

@@ -1,6 +1,6 @@
 """The values a Chrome-trace read produces, and what each event category is for: the categories
 torch/kineto write (current and legacy), their roles (a table of their own, the operator tree, a
-range on the GPU, a step marker), the fields read of an event, and the Partial that one chunk of a
+range on the GPU, a step marker), the fields read of an event, and the ChunkSums that one chunk of a
 trace yields (sums per name, each thread's CPU events for the operator tree, the timeline's arrays,
 collectives, shapes, memory events). No code runs here beyond small helpers of these values: the
 decoders (chrome_decode), aggregations (chrome_aggregate, chrome_columns) and the operator tree
@@ -60,7 +60,7 @@ class ThreadEvents:
 
 
 @dataclass
-class Partial:
+class ChunkSums:
     """What one chunk yields: sums per name, the CPU events for the operator tree (names as indices
     into `names`), and, for the chunk that holds the end of the events array, the text after it."""
     kernels: SumsByName = field(default_factory=dict)

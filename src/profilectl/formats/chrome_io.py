@@ -14,7 +14,6 @@ proves the next chunk's start (formats/chrome_stream.py reads on incrementally f
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Iterator
@@ -22,6 +21,7 @@ from typing import IO, TYPE_CHECKING, Any, Iterator
 if TYPE_CHECKING:  # imported where used: `profilectl env-check` loads this module and needs none
     import mmap
 
+from profilectl import settings
 from profilectl.errors import FormatError
 from profilectl.formats.chrome_decode import Undecodable
 from profilectl.formats.chrome_parallel import Ring, slot_bytes
@@ -66,7 +66,7 @@ def gzip_reader() -> tuple[Any, tuple[type[BaseException], ...]]:
     import gzip
     import zlib
     errors: tuple[type[BaseException], ...] = (EOFError, gzip.BadGzipFile, zlib.error)
-    if not os.environ.get("PROFILECTL_NO_ISAL"):
+    if not settings.get_bool("PROFILECTL_NO_ISAL"):
         try:
             from isal import igzip, isal_zlib
         except ImportError:

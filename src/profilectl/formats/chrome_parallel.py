@@ -11,6 +11,8 @@ import gc
 import os
 from typing import TYPE_CHECKING, Any, Iterator
 
+from profilectl import settings
+
 if TYPE_CHECKING:
     import mmap
     from concurrent.futures import Executor
@@ -65,7 +67,7 @@ def gc_paused() -> Iterator[None]:
 
 
 def workers_for(size: int) -> int:
-    if size < PARALLEL_MIN_BYTES or os.environ.get("PROFILECTL_NO_PARALLEL"):
+    if size < PARALLEL_MIN_BYTES or settings.get_bool("PROFILECTL_NO_PARALLEL"):
         return 1
     return max(1, min(os.cpu_count() or 1, 8))
 

@@ -45,7 +45,7 @@ from profilectl.errors import FormatError, ProfilectlError
 from profilectl.formats.chrome_aggregate import aggregate, merge_partials
 from profilectl.formats.chrome_columns import aggregate_columns
 from profilectl.formats.chrome_decode import Undecodable, Values, columnar_decoder, decoder, needs_exact
-from profilectl.formats.chrome_events import Partial
+from profilectl.formats.chrome_events import ChunkSums
 from profilectl.formats.chrome_io import (CHUNK_MAX, CHUNK_MIN, Task, check_document, chunk_bytes, chunk_tasks,
                                           find_events, gzip_reader, is_gzip, last_cut, line_at, open_stream,
                                           read_bytes)
@@ -53,7 +53,7 @@ from profilectl.formats.chrome_parallel import Ring, forks, gc_paused, pool, slo
 from profilectl.formats.torch_memory_events import MEMORY_TEXT, memory_events_of
 
 
-def incremental(path: Path, start: int, at_array_start: bool, into: Partial) -> Partial:
+def incremental(path: Path, start: int, at_array_start: bool, into: ChunkSums) -> ChunkSums:
     """Events from a proven boundary to the end of the array, read incrementally: right wherever
     the chunk cuts were wrong, and it names the line where a broken file breaks."""
     utf8 = codecs.getincrementaldecoder("utf-8")()
@@ -86,7 +86,7 @@ def incremental(path: Path, start: int, at_array_start: bool, into: Partial) -> 
 
 
 
-def read_chunk(task: Task) -> Partial:
+def read_chunk(task: Task) -> ChunkSums:
     """A worker's job: decode one chunk and aggregate it. Undecodable if it does not decode."""
     with gc_paused():
         if task.slot >= 0 and not task.last:
@@ -98,7 +98,7 @@ def read_chunk(task: Task) -> Partial:
             return _aggregate_chunk(task.path, buffer, task.fast, exact)
         # The last chunk holds the array's end and the document's tail: most of it through the
         # chunk decoder, its last events and the `]` through the incremental reader.
-        partial = Partial()
+        partial = ChunkSums()
         body_end = len(buffer) - 1
         cut = last_cut(buffer, body_end - task.window) if body_end > 2 * task.window else None
         tail_from = 1
@@ -120,7 +120,7 @@ def read_chunk(task: Task) -> Partial:
         return partial
 
 
-def _aggregate_chunk(path: str, data: bytearray | memoryview, fast: bool, exact: bool, into: Partial | None = None) -> Partial:
+def _aggregate_chunk(path: str, data: bytearray | memoryview, fast: bool, exact: bool, into: ChunkSums | None = None) -> ChunkSums:
     """By columns where the chunk's types allow it, else the general decoder and loop; the
     profile_memory events of its text either way."""
     columnar = columnar_decoder() if fast and not exact else None
@@ -137,7 +137,7 @@ def _aggregate_chunk(path: str, data: bytearray | memoryview, fast: bool, exact:
 
 
 
-def read_trace(path: Path, fast: bool = True, workers: int | None = None, chunk: int | None = None) -> Partial:
+def read_trace(path: Path, fast: bool = True, workers: int | None = None, chunk: int | None = None) -> ChunkSums:
     """Every event of a Chrome trace, aggregated: the file is streamed in chunks (of `chunk` bytes;
     default from the size), decoded in `workers` processes (default: one per core for large files),
     merged in file order."""
@@ -155,7 +155,7 @@ def read_trace(path: Path, fast: bool = True, workers: int | None = None, chunk:
         tasks = chunk_tasks(path, fh, layout, first, size, chunk, fast, seekable=not gz, ring=ring)
         failed_at: list[int] = []  # where a chunk did not decode: read on incrementally from there
 
-        def in_process() -> Iterator[Partial]:
+        def in_process() -> Iterator[ChunkSums]:
             for task in tasks:
                 try:
                     yield read_chunk(task)
@@ -163,8 +163,8 @@ def read_trace(path: Path, fast: bool = True, workers: int | None = None, chunk:
                     failed_at.append(task.start)
                     return
 
-        def in_workers(executor: Executor) -> Iterator[Partial]:
-            in_flight: deque[tuple[Task, Future[Partial]]] = deque()
+        def in_workers(executor: Executor) -> Iterator[ChunkSums]:
+            in_flight: deque[tuple[Task, Future[ChunkSums]]] = deque()
             for task in tasks:
                 in_flight.append((task, executor.submit(read_chunk, task)))
                 if len(in_flight) > ahead:
@@ -199,7 +199,7 @@ def read_trace(path: Path, fast: bool = True, workers: int | None = None, chunk:
     return merged
 
 
-def _done(item: tuple[Task, "Future[Partial]"], failed_at: list[int]) -> Iterator[Partial]:
+def _done(item: tuple[Task, "Future[ChunkSums]"], failed_at: list[int]) -> Iterator[ChunkSums]:
     task, future = item
     try:
         yield future.result()

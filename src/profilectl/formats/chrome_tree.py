@@ -9,16 +9,16 @@ import itertools
 from array import array
 from typing import Any, Callable, Iterable, Iterator
 
-from profilectl.formats.chrome_events import (TREE_ANNOTATION, TREE_OPERATOR, TREE_OTHER, Partial, ThreadEvents,
+from profilectl.formats.chrome_events import (TREE_ANNOTATION, TREE_OPERATOR, TREE_OTHER, ChunkSums, ThreadEvents,
                                               TimelineEvents)
 
 
-def operator_sums(partial: Partial) -> dict[str, list[int]]:
+def operator_sums(partial: ChunkSums) -> dict[str, list[int]]:
     """tree_sums' operators."""
     return tree_sums(partial)[0]
 
 
-def tree_sums(partial: Partial) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
+def tree_sums(partial: ChunkSums) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
     """Per operator name, and per user annotation name (record_function, ProfilerStep#N, with a 7th
     value: GPU ns launched inside the range, see _launched_columns): [calls, total ns, self ns, sum of squares, min, max], as torch's
     `key_averages()` counts them.

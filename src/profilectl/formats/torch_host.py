@@ -1,6 +1,6 @@
 """What the host did in a torch.profiler trace, as columnar arrays for the idle-time diagnosis
 (analysis/idle.py): built from the per-thread CPU events the Chrome-trace reader already keeps for
-the operator tree (formats/chrome_events.py, Partial.threads), so the reader's hot loop is untouched.
+the operator tree (formats/chrome_events.py, ChunkSums.threads), so the reader's hot loop is untouched.
 
 Categories: a CPU operator (`cpu_op`), a runtime or driver call (`cuda_runtime`/`cuda_driver`, HIP
 calls too: their names start with cuda/cu/hip/hsa), or an annotation (`user_annotation`: the
@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from profilectl.model.timeline import HostActivity
-    from profilectl.formats.chrome_events import Partial
+    from profilectl.formats.chrome_events import ChunkSums
 
 RUNTIME_PREFIXES = ("cuda", "cu", "hip", "hsa")
 
 
-def host_activity(partial: "Partial") -> "HostActivity | None":
+def host_activity(partial: "ChunkSums") -> "HostActivity | None":
     import numpy as np
 
     from profilectl.model.timeline import HOST_ANNOTATION, HOST_OPERATOR, HOST_RUNTIME, HostActivity

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from profilectl.model.operators import KERNELS_KEPT, OperatorShape
 
 if TYPE_CHECKING:
-    from profilectl.formats.chrome_events import Partial
+    from profilectl.formats.chrome_events import ChunkSums
 
 # The args read, in the order of chrome_decode's EventArgs fields (name there, key in the trace)
 SHAPE_ARGS = (("dims", "Input Dims"), ("types", "Input type"), ("concrete", "Concrete Inputs"))
@@ -31,7 +31,7 @@ OPERATOR_FLOPS = "operator_flops.yaml"  # the formulas (analysis/operator_roofli
 SHAPES_TEXT = re.compile(rb'"Input Dims"')  # a chunk without it has no shapes (`in` would not search a memoryview)
 MAX_DEPTH = 4  # "Input Dims" nests a TensorList's shapes one level deeper; nothing deeper is a shape
 
-# One call: (pid, tid, start ns, end ns, signature index into Partial.shaped_signatures)
+# One call: (pid, tid, start ns, end ns, signature index into ChunkSums.shaped_signatures)
 Call = tuple[Any, Any, int, int, int]
 # A signature: (operator name, dims, types, concrete), hashable
 Signature = tuple[str, tuple[Any, ...], tuple[str, ...], tuple[str, ...]]
@@ -59,7 +59,7 @@ def signature_of(name: str, dims: Any, types: Any, concrete: Any) -> Signature |
             tuple(str(c) for c in concrete) if isinstance(concrete, list) else ())
 
 
-def add_calls(into: "Partial", found: list[tuple[Any, Any, int, int, str, Any, Any, Any]]) -> None:
+def add_calls(into: "ChunkSums", found: list[tuple[Any, Any, int, int, str, Any, Any, Any]]) -> None:
     """Calls (pid, tid, start, end, name, dims, types, concrete) into the partial, signatures interned.
     dims, types and concrete are decoded values (the per-event loop) or their JSON text as bytes
     (`shaped_of`): a chunk's calls share a few signatures, so each distinct text is decoded and made
@@ -81,7 +81,7 @@ def add_calls(into: "Partial", found: list[tuple[Any, Any, int, int, str, Any, A
             into.shaped.append((pid, tid, start, end, index))
 
 
-def _intern(into: "Partial", known: dict[Signature, int], sig: Signature | None) -> int | None:
+def _intern(into: "ChunkSums", known: dict[Signature, int], sig: Signature | None) -> int | None:
     if sig is None:
         return None
     index = known.get(sig)
@@ -169,7 +169,7 @@ def _outermost(calls: list[Call]) -> list[Call]:
     return kept
 
 
-def _launches(partial: "Partial") -> tuple[dict[tuple[Any, Any], tuple[list[int], list[int]]],
+def _launches(partial: "ChunkSums") -> tuple[dict[tuple[Any, Any], tuple[list[int], list[int]]],
                                            dict[int, list[tuple[int, int]]]]:
     """Per launching thread: its runtime calls' starts (sorted) and correlation ids; per correlation
     id: the kernels it launched as (name index, ns)."""
@@ -197,7 +197,7 @@ def _launches(partial: "Partial") -> tuple[dict[tuple[Any, Any], tuple[list[int]
     return threads, kernels
 
 
-def operator_shapes(rank: str, partial: "Partial") -> tuple[OperatorShape, ...]:
+def operator_shapes(rank: str, partial: "ChunkSums") -> tuple[OperatorShape, ...]:
     """One row per signature: its outermost calls, their CPU time and the kernels they launched."""
     if not partial.shaped:
         return ()

@@ -17,7 +17,7 @@ from profilectl.model.tables import (PER_DISPATCH, AnnotationRow, CollectiveCall
 if TYPE_CHECKING:
     from profilectl.model.memory import MemoryReport
     from profilectl.model.timeline import RankTimeline
-    from profilectl.formats.chrome_events import Partial, SumsByName, TimelineEvents
+    from profilectl.formats.chrome_events import ChunkSums, SumsByName, TimelineEvents
 
 
 BASE_TIME = "baseTimeNanoseconds"  # Kineto's: the epoch time (ns) the trace's timestamps count from
@@ -75,7 +75,7 @@ def _text(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
-def _collectives(rank: str, partial: "Partial") -> tuple[CollectiveCall, ...]:
+def _collectives(rank: str, partial: "ChunkSums") -> tuple[CollectiveCall, ...]:
     """The events carrying a collective's args (chrome_events.COLLECTIVE_ARGS), in file order."""
     rows = []
     for on_gpu, event, start, end, values in partial.collectives:
@@ -90,7 +90,7 @@ def _collectives(rank: str, partial: "Partial") -> tuple[CollectiveCall, ...]:
     return tuple(rows)
 
 
-def _memory(rank: str, path: Path, partial: "Partial") -> tuple["MemoryReport", ...]:
+def _memory(rank: str, path: Path, partial: "ChunkSums") -> tuple["MemoryReport", ...]:
     """profile_memory's events, where the trace has them (formats/torch_memory.py)."""
     if not partial.memory_events:
         return ()
@@ -98,12 +98,12 @@ def _memory(rank: str, path: Path, partial: "Partial") -> tuple["MemoryReport", 
     return from_profile_events(partial.memory_events, rank, path.name)
 
 
-def _clocks(rank: str, host: str | None, partial: "Partial") -> tuple[TraceClock, ...]:
+def _clocks(rank: str, host: str | None, partial: "ChunkSums") -> tuple[TraceClock, ...]:
     base = _whole(partial.top_level.get(BASE_TIME))
     return (TraceClock(rank=rank, host=host, base_ns=base, source=BASE_TIME),) if base is not None else ()
 
 
-def _notes(path: Path, partial: "Partial") -> tuple[str, ...]:
+def _notes(path: Path, partial: "ChunkSums") -> tuple[str, ...]:
     if partial.untimed:
         return (f"no timeline analysis for {path.name}: {partial.untimed} events have no timestamp (\"ts\"); the "
                 "tables are complete",)
@@ -114,7 +114,7 @@ def _notes(path: Path, partial: "Partial") -> tuple[str, ...]:
     return ()
 
 
-def _timeline(rank: str, host: str | None, events: "TimelineEvents", partial: "Partial | None" = None
+def _timeline(rank: str, host: str | None, events: "TimelineEvents", partial: "ChunkSums | None" = None
               ) -> tuple["RankTimeline", ...]:
     if not len(events.start):
         return ()

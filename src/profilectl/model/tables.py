@@ -223,7 +223,7 @@ class CollectiveCall:
     exactly by (process_group, sequence) where the trace has sequence numbers, else by (process_group,
     name, the call's position among that group's calls on the rank). Times are on the rank's trace
     clock in ns, like its timeline (TraceClock gives the epoch). Each field's key in the trace is in
-    its comment (formats/chrome_stream.py COLLECTIVE_ARGS reads them); None where the trace lacks it."""
+    its comment (formats/chrome_events.py COLLECTIVE_ARGS reads them); None where the trace lacks it."""
     rank: str
     side: str  # "host" or "gpu"
     event: str  # the event's name: record_param_comms, or the kernel's (ncclDevKernel_AllReduce_...)

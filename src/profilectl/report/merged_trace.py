@@ -62,7 +62,7 @@ RETRIES = 2  # re-plans when the written file came out above the cap (the estima
 
 
 @dataclass(frozen=True)
-class Straggler:
+class MergedStraggler:
     """The report's straggler (analysis/stragglers.py judge: the rank the others wait for in
     collectives, per steady step), as the merge names it and puts the trace on its host's clock."""
     rank: int
@@ -93,7 +93,7 @@ def _waits(scan_: RankScan) -> Any:
                                  for w in steps.steady))
 
 
-def find_straggler(scans: Sequence[RankScan]) -> Straggler | None:
+def find_straggler(scans: Sequence[RankScan]) -> MergedStraggler | None:
     """The straggler by the report's one rule, from every rank's steps (not only the window's)."""
     from profilectl.analysis.stragglers import judge
     found = judge([_waits(s) for s in scans])
@@ -101,7 +101,7 @@ def find_straggler(scans: Sequence[RankScan]) -> Straggler | None:
         return None
     s = found.straggler
     host = next(scan.rank.host for scan in scans if str(scan.rank.rank) == s.rank)
-    return Straggler(int(s.rank), host, int(s.lead_ns), s.steps_led, s.steps,
+    return MergedStraggler(int(s.rank), host, int(s.lead_ns), s.steps_led, s.steps,
                      "collective call" if found.unit == "collective" else "step")
 
 
@@ -168,7 +168,7 @@ class MergedTrace:
     steps: tuple[int, int] | None
     offsets: tuple[HostOffset, ...]
     clock: str  # whose clock the output is on
-    straggler: Straggler | None
+    straggler: MergedStraggler | None
     events_in_window: int
     events_written: int
     dropped: dict[str, int]  # tier name -> events dropped
@@ -329,7 +329,7 @@ class OutputError(Exception):
 
 
 def _write(scans: Sequence[RankScan], output: Path, offsets: dict[str, HostOffset], origin: int | None, cut: Cut,
-           steps: tuple[int, int] | None, left: list[LeftOut], straggler: Straggler | None, clock_host: str,
+           steps: tuple[int, int] | None, left: list[LeftOut], straggler: MergedStraggler | None, clock_host: str,
            cap: int, histogram: Any, workers: int) -> MergedTrace:
     """The merged trace as `output`, whole or not at all (files.write_into: a temporary with an
     unpredictable name in the output's folder, renamed over it once complete; removed on a failure)."""
@@ -351,7 +351,7 @@ def _write(scans: Sequence[RankScan], output: Path, offsets: dict[str, HostOffse
 
 def _write_to(target: Any, gz: bool, scans: Sequence[RankScan], output: Path, offsets: dict[str, HostOffset],
               origin: int | None, cut: Cut, steps: tuple[int, int] | None, left: list[LeftOut],
-              straggler: Straggler | None, clock_host: str, cap: int, histogram: Any,
+              straggler: MergedStraggler | None, clock_host: str, cap: int, histogram: Any,
               workers: int) -> tuple[MergedTrace, int]:
     """The trace's bytes into the open binary file `target` (gzip'd when `gz`; the file stays open)."""
     import contextlib
