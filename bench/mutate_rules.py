@@ -52,7 +52,7 @@ FORMULAS = [
      "the first step of three is warm-up"),
     ("analysis/steps.py", "edges = {first - 1, first, end - 1, end}", "edges = set()",
      "the profiler's window edges pay its start and stop"),
-    ("analysis/idle.py", "exposed = communication - _intersection_length(intersection(comm, compute), window)",
+    ("analysis/idle.py", "exposed = communication - intersection_length(intersection(comm, compute), window)",
      "exposed = communication", "exposed communication is what compute does not hide"),
     ("analysis/diagnosis.py", "busy_percent=sum(busy) / count", "busy_percent=max(busy)",
      "a job's busy is its ranks' mean"),
@@ -119,7 +119,10 @@ def main() -> int:
         scratch = Path(tmp)
         # a copy of the checkout as it is now: the tree may change while the mutants run
         copy = scratch / "repo"
-        for part in ("src", "tests", "profiling", "tools", "bench", "pyproject.toml"):
+        # docs and README too: tests read them (the exit codes' table), and a test that fails for want
+        # of a file would "kill" every mutant that reaches it
+        for part in ("src", "tests", "profiling", "tools", "bench", "docs", "docker", "examples", "README.md",
+                     "pyproject.toml"):
             source = REPO / part
             (shutil.copytree if source.is_dir() else shutil.copy2)(source, copy / part)
         if args.only != "formulas":

@@ -466,9 +466,9 @@ def main(argv: list[str] | None = None) -> int:
             if args.report_range is not None or args.report_steps is not None or args.report_step_mark is not None:
                 return commands.report_window(args.path, args.format, args.output, args.top, args.force,
                                               args.report_range, args.report_steps, args.report_step_mark)
-            return commands.report(args.path, args.format, args.output, args.top, args.force, raw=args.raw,
-                                   on_cluster=args.on_cluster, nodes=args.nodes, dry_run=args.dry_run,
-                                   reduce_here=args.reduce_here)
+            job = commands.JobOptions(raw=args.raw, on_cluster=args.on_cluster, nodes=args.nodes,
+                                      dry_run=args.dry_run, reduce_here=args.reduce_here)
+            return commands.report(args.path, args.format, args.output, args.top, args.force, job)
         if args.command == "query":
             return commands.query(args.path, args.sql, args.format, args.timeout, args.memory_mb)
         if args.command == "compare":

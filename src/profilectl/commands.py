@@ -105,6 +105,18 @@ def _load(path: Path, quiet: bool = False) -> Any:
 
 
 @dataclasses.dataclass(frozen=True)
+class JobOptions:
+    """`report`'s options for a job or a bare folder, as the command line gives them: every raw file
+    (--raw), reduced on the nodes (--on-cluster, --nodes, --dry-run), or this node's reduction
+    (--reduce-here)."""
+    raw: bool = False
+    on_cluster: bool = False
+    nodes: str | None = None
+    dry_run: bool = False
+    reduce_here: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
 class JobRead:
     """How `report` reads a SLURM job folder: its ranks' partials (default), every raw file (--raw),
     or reduced on the nodes that hold the files (--on-cluster)."""
@@ -116,11 +128,11 @@ class JobRead:
 _JOB_READ: contextvars.ContextVar[JobRead] = contextvars.ContextVar("job_read", default=JobRead())
 
 
-def report_job_options(path: str, raw: bool, on_cluster: bool, nodes: str | None, dry_run: bool,
-                       reduce_here: bool, output: str | None = None) -> int | JobRead:
+def report_job_options(path: str, job: JobOptions, output: str | None = None) -> int | JobRead:
     """report's job options: an exit code when they did the whole work (--reduce-here, --dry-run),
     else how to read the job."""
-    if reduce_here:
+    raw, on_cluster, nodes, dry_run = job.raw, job.on_cluster, job.nodes, job.dry_run
+    if job.reduce_here:
         from profilectl import jobs
         if not jobs.is_job_dir(Path(path)):  # a bare profiler output: one partial per rank, into a folder
             from profilectl.read import bare_partials
@@ -192,13 +204,13 @@ def ls(traces_dir: str | None, as_json: bool) -> int:
     return errors.OK
 
 
-def report(path: str, fmt: str, output: str | None, top: int, force: bool = False, raw: bool = False,
-           on_cluster: bool = False, nodes: str | None = None, dry_run: bool = False, reduce_here: bool = False) -> int:
+def report(path: str, fmt: str, output: str | None, top: int, force: bool = False,
+           job: JobOptions = JobOptions()) -> int:
     if top < 1:
         raise errors.UsageError("--top must be at least 1")
     # --on-cluster: the job folder is each node's (node-local scratch); it need not exist here
-    path = path if on_cluster and "/" in path and not Path(path).exists() else run_path(path)
-    how = report_job_options(path, raw, on_cluster, nodes, dry_run, reduce_here, output=output)
+    path = path if job.on_cluster and "/" in path and not Path(path).exists() else run_path(path)
+    how = report_job_options(path, job, output=output)
     if isinstance(how, int):
         return how
     if how != JobRead():
