@@ -235,3 +235,24 @@ def test_step_time_of_traces_comes_from_their_profiler_steps(tmp_path):
     gate = json.loads(done.stdout)["gate"]
     assert (gate["base"], gate["new"]) == (0.001, 0.002) and gate["change_percent"] == pytest.approx(100.0)
     assert "ProfilerStep" in gate["description"]
+
+
+NSYS_SOLVES = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "nsys"
+
+
+def test_gpu_time_and_the_compare_table_count_copies_and_memsets():
+    """Two real Nsight Systems runs of the same solver (tests/fixtures/real/nsys): the summary's GPU
+    time is its kernels' plus its copies' and memsets', and compare's table has a row for each copy
+    kind beside the kernels, so a change in copies moves the gate (docs/definitions.md)."""
+    from profilectl.read.load import load
+    la, ca = (NSYS_SOLVES / f"lower-triangular-solves_{v}.sqlite" for v in ("la", "ca"))
+    summary = load(la)
+    kernels = sum(k.total_ns for k in summary.kernels)
+    copies = sum(c.total_ns for c in summary.memory_copies)
+    assert copies > 0 and summary.totals.gpu_time_ns == pytest.approx(kernels + copies)
+    done = cli("compare", str(la), str(ca), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    compared = json.loads(done.stdout)
+    names = {row["name"] for row in compared["kernels"]}
+    assert {c.name for c in summary.memory_copies} <= names, names
+    assert compared["totals"]["gpu_time_ns_a"] == pytest.approx(kernels + copies)

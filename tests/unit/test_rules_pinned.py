@@ -59,8 +59,10 @@ def test_cover_min_is_half_the_gap():
 
 
 def test_slow_call_min_ns_is_one_millisecond():
+    # a 1.5 ms hole: either call covers more than half of it, so only the threshold tells them apart
+    # (in a 2 ms hole the 0.95 ms call fell under cover_min too, and halving the threshold survived)
     def launch(duration: int) -> str:
-        return hole_cause(2 * MS, [("cudaLaunchKernel", HOST_RUNTIME, 0, duration)])
+        return hole_cause(int(1.5 * MS), [("cudaLaunchKernel", HOST_RUNTIME, 0, duration)])
     assert launch(int(0.95 * MS)) != "startup" and launch(int(1.05 * MS)) == "startup"
 
 
@@ -217,3 +219,24 @@ def test_every_threshold_is_pinned_here(name):
               "profiler_overhead_percent", "warmup_steps", "live_window_steps", "live_straggler_min_ns",
               "live_straggler_share"}
     assert name in pinned and "def test_" in source, f"{name}: no test pins it"
+
+
+def test_a_ranks_copy_share_is_of_its_busy_time_not_of_its_span():
+    """figures_of: 30 ms of copies in a 100 ms steady span whose GPU is busy 50 ms are 60 % of the
+    busy time (data-movement-bound), not 30 % of the span."""
+    from profilectl.analysis.diagnosis import figures_of
+    from profilectl.model.reductions import RankIdle
+    rank = RankIdle(rank="0", host=None, span_ns=100 * MS, idle_ns=50 * MS, scope="steps 2-8 (steady state)",
+                    steady_span_ns=100 * MS, steady_idle_ns=50 * MS, steady=UNRECORDED, whole=UNRECORDED, phases=(),
+                    steady_copy_ns=30 * MS)
+    found = figures_of(rank)
+    assert found.copy_share == pytest.approx(0.6) and found.busy_percent == pytest.approx(50.0)
+    assert steady_finding(found).verdict == "data-movement-bound"
+
+
+def test_rccl_and_nccl_kernels_are_collectives():
+    from profilectl.model.collectives import collective_names, is_collective
+    assert is_collective("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)")
+    assert is_collective("rcclGenericKernel<1, false>")  # a name with RCCL's prefix and no "nccl"
+    assert not is_collective("void at::native::vectorized_elementwise_kernel<4>")
+    assert collective_names(["rccl_AllGather", "gemm"]).tolist() == [True, False]
