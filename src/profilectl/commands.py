@@ -131,7 +131,6 @@ _JOB_READ: contextvars.ContextVar[JobRead] = contextvars.ContextVar("job_read", 
 def report_job_options(path: str, job: JobOptions, output: str | None = None) -> int | JobRead:
     """report's job options: an exit code when they did the whole work (--reduce-here, --dry-run),
     else how to read the job."""
-    raw, on_cluster, nodes, dry_run = job.raw, job.on_cluster, job.nodes, job.dry_run
     if job.reduce_here:
         from profilectl import jobs
         if not jobs.is_job_dir(Path(path)):  # a bare profiler output: one partial per rank, into a folder
@@ -139,15 +138,15 @@ def report_job_options(path: str, job: JobOptions, output: str | None = None) ->
             return bare_partials.reduce_command(Path(path), output, sys.stdout)
         from profilectl.read import on_cluster as cluster_read  # subprocess, shutil: only where used
         return cluster_read.reduce_here(Path(path), sys.stdout)
-    if dry_run and not on_cluster:
+    if job.dry_run and not job.on_cluster:
         raise errors.UsageError("report --dry-run shows the job steps of --on-cluster: add --on-cluster")
-    if raw and on_cluster:
+    if job.raw and job.on_cluster:
         raise errors.UsageError("--raw and --on-cluster: choose one (--on-cluster reads the raw files on the nodes)")
-    if not on_cluster:
-        return JobRead(raw=raw)
+    if not job.on_cluster:
+        return JobRead(raw=job.raw)
     from profilectl.read import on_cluster as cluster_read
-    chosen = cluster_read.job_nodes(Path(path), nodes)
-    if dry_run:
+    chosen = cluster_read.job_nodes(Path(path), job.nodes)
+    if job.dry_run:
         import shlex
         for node in chosen:
             print(shlex.join(cluster_read.step_argv(Path(path), node)))
