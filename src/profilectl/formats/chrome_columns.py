@@ -11,11 +11,12 @@ import re
 from array import array
 from typing import Any
 
-from profilectl.formats.chrome_decode import NO_CORRELATION, collectives_of, nanoseconds
-from profilectl.formats.chrome_events import (LEGACY_ANNOTATIONS, LEGACY_ROLE, ROLE, ROLE_OF_CAT, STEP_MARKER,
+from profilectl.formats.chrome_decode import NO_CORRELATION, collectives_of
+from profilectl.formats.chrome_events import (LEGACY_ANNOTATIONS, LEGACY_ROLE, ROLE_OF_CAT, STEP_MARKER,
                                               TREE_ANNOTATION, TREE_KIND, UNLISTED_BY_TORCH, ChunkSums, SumsByName,
                                               ThreadEvents)
-from profilectl.formats.torch_shapes import SHAPES_TEXT, add_calls, shaped_of
+from profilectl.formats.torch_shapes import add_calls
+from profilectl.formats.torch_shapes import names as shaped_names
 
 
 # --------------------------------------------------------------------------------------------
@@ -101,6 +102,23 @@ def _extend(target: array, values: Any) -> None:
     target.frombytes(np.ascontiguousarray(values, dtype=np.dtype(target.typecode)).tobytes())
 
 
+def _shaped_calls(picked: list[Any], rows: list[int], keys: list[Any], key_code: Any, names: list[str],
+                  name_code: Any, start: Any, end: Any) -> list[tuple[Any, Any, int, int, str, Any, Any, Any]]:
+    """The operator calls among `rows` that carry "Input Dims", as add_calls takes them: the shape
+    args as their JSON text (a null or absent one: no shapes)."""
+    found = []
+    starts, ends, threads, called = start[rows].tolist(), end[rows].tolist(), key_code[rows].tolist(), name_code[rows].tolist()
+    for k, row in enumerate(rows):
+        args = picked[row].args
+        dims = bytes(args.dims)
+        if not dims or dims == b"null":
+            continue
+        concrete = bytes(args.concrete)
+        found.append((*keys[threads[k]], starts[k], ends[k], names[called[k]], dims, bytes(args.types) or b"null",
+                      b"" if concrete == b"null" else concrete))
+    return found
+
+
 _CAT = operator.attrgetter("cat")
 _NAME, _TS, _DUR = operator.attrgetter("name"), operator.attrgetter("ts"), operator.attrgetter("dur")
 _PID, _PID_TID = operator.attrgetter("pid"), operator.attrgetter("pid", "tid")
@@ -167,8 +185,11 @@ def aggregate_columns(events: list[Any], into: ChunkSums | None = None,
     out.untimed += int(m - np.count_nonzero(timed))
     if carrying and text is not None:
         out.collectives.extend(collectives_of(text))
-    if text is not None and SHAPES_TEXT.search(text):  # recorded with shapes: those the data knows are kept
-        add_calls(out, shaped_of(text, ROLE, nanoseconds))
+    # recorded with shapes: the calls of the operators the data knows, at the times the timeline has
+    known_shapes = np.array([name in shaped_names() for name in names] or [False], dtype=bool)
+    operators = np.flatnonzero(timed & ((roles & 4) != 0) & known_shapes[name_code])
+    if len(operators):
+        add_calls(out, _shaped_calls(picked, operators.tolist(), keys, key_code, names, name_code, start, end))
     for table, which in ((out.kernels, 1), (out.copies, 2), (out.api, 3)):
         rows = np.flatnonzero(low == which)
         _add_sums(table, names, name_code[rows], ns[rows])

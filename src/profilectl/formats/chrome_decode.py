@@ -209,6 +209,7 @@ _NOT_COMPLETE = "\0"  # the "cat" of every phase but "X": no role
 # Chrome's trace event format: every phase it defines (one Struct each: msgspec tags by value)
 PHASES = ("B", "E", "i", "I", "C", "b", "n", "e", "S", "T", "p", "F", "s", "t", "f", "P", "O", "N", "D", "M", "R",
           "c", "(", ")", "V", "v")
+INSTANT_PHASES = ("i", "I")
 
 
 def _columnar_decoder() -> Callable[[bytes | bytearray | memoryview], list[Any] | None] | None:
@@ -218,15 +219,23 @@ def _columnar_decoder() -> Callable[[bytes | bytearray | memoryview], list[Any] 
     except ImportError:
         return None
     nan = float("nan")
-    # "Collective name" only says whether the event carries a collective's args (collectives_of reads them)
-    column_args = msgspec.defstruct("ColumnArgs", [("correlation", int, NO_CORRELATION), ("collective", Any, None)],
-                                    gc=False, frozen=True, rename={"collective": "Collective name"})
+    # "Collective name" only says whether the event carries a collective's args (collectives_of reads
+    # them); the shape args stay their JSON text, a span of the chunk (torch_shapes.add_calls decodes
+    # each distinct text once), so a chunk recorded with shapes is decoded once, not twice
+    column_args = msgspec.defstruct("ColumnArgs", [("correlation", int, NO_CORRELATION), ("collective", Any, None),
+                                                   *((field, msgspec.Raw, msgspec.Raw()) for field, _ in SHAPE_ARGS)],
+                                    gc=False, frozen=True, rename={"collective": "Collective name", **dict(SHAPE_ARGS)})
     complete = msgspec.defstruct("CompleteEvent", [
         ("cat", str, ""), ("name", str, "?"), ("pid", int | str, 0), ("tid", int | str, 0),
         ("ts", float, nan), ("dur", float, nan), ("args", column_args, column_args())],
         gc=False, tag_field="ph", tag="X")
-    others = [msgspec.defstruct(f"Phase{i}", [], gc=False, tag_field="ph", tag=phase,
-                                namespace={"cat": _NOT_COMPLETE, "pid": None}) for i, phase in enumerate(PHASES)]
+    # instants keep their name: profile_memory's "[memory]" events are instants (one name lookup per
+    # chunk then says whether its text needs searching for them)
+    others = [msgspec.defstruct(f"Phase{i}", [("name", Any, None)] if phase in INSTANT_PHASES else [], gc=False,
+                                tag_field="ph", tag=phase,
+                                namespace={"cat": _NOT_COMPLETE, "pid": None,
+                                           **({} if phase in INSTANT_PHASES else {"name": None})})
+              for i, phase in enumerate(PHASES)]
     event: Any = Union.__getitem__((complete, *others))
     typed = msgspec.json.Decoder(list[event])
 

@@ -34,6 +34,7 @@ either finds the real boundaries (slower, the same numbers) or names the line wh
 from __future__ import annotations
 
 import codecs
+import operator
 from collections import deque
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
@@ -50,7 +51,7 @@ from profilectl.formats.chrome_io import (CHUNK_MAX, CHUNK_MIN, Task, check_docu
                                           find_events, gzip_reader, is_gzip, last_cut, line_at, open_stream,
                                           read_bytes)
 from profilectl.formats.chrome_parallel import Ring, forks, gc_paused, pool, slot_bytes, workers_for
-from profilectl.formats.torch_memory_events import MEMORY_TEXT, memory_events_of
+from profilectl.formats.torch_memory_events import MEMORY_NAMES, MEMORY_TEXT, memory_events_of
 
 
 def incremental(path: Path, start: int, at_array_start: bool, into: ChunkSums) -> ChunkSums:
@@ -129,11 +130,17 @@ def _aggregate_chunk(path: str, data: bytearray | memoryview, fast: bool, exact:
         events = columnar(data)
         if events is not None:
             done = aggregate_columns(events, into, data)
+            # the events' names say whether the text holds memory events: searching it costs more
+            if done is not None and MEMORY_NAMES.isdisjoint(map(_NAME, events)):
+                return done
     if done is None:
         done = aggregate(path, decoder(fast, exact)(data), into)
     if MEMORY_TEXT.search(data):
         done.memory_events.extend(memory_events_of(data))
     return done
+
+
+_NAME = operator.attrgetter("name")
 
 
 

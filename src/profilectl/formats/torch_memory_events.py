@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 
+MEMORY_NAMES = frozenset({"[memory]", "[OutOfMemory]"})  # instant events (Kineto's cpu_instant_event)
 MEMORY_TEXT = re.compile(rb'"\[(memory|OutOfMemory)\]"')  # a chunk without it has none (memoryview: no `in`)
 MEMORY_EVENT = re.compile(rb'\{[^{}]*"name"\s*:\s*"\[(?:memory|OutOfMemory)\]"[^{}]*\{[^{}]*\}[^{}]*\}')
 CUDA_DEVICE_TYPE = 1  # c10::DeviceType::CUDA (ROCm builds report their GPUs as CUDA too)

@@ -3,9 +3,9 @@ dtypes and scalar arguments as Kineto writes them on each `cpu_op` event ("Input
 type", "Concrete Inputs"), linked to the kernels each call launched.
 
 Only the operators profiling/operator_flops.yaml has a formula for are kept (the roofline needs
-nothing else), as distinct signatures plus one small tuple per call, while the trace is streamed
-(formats/chrome_columns.py calls `shaped_of` on a chunk whose text holds "Input Dims", and its
-per-event loop keeps the same fields): a trace without shapes pays one substring search per chunk.
+nothing else), as distinct signatures plus one small tuple per call, while the trace is streamed:
+chrome_decode's columnar decoder keeps the shape args as their JSON text (chrome_columns picks the
+calls), the per-event loop (chrome_aggregate) as decoded values; add_calls takes either.
 
 A call's GPU time: the kernels (not copies or memsets) whose launch call (cudaLaunchKernel,
 hipLaunchKernel, cudaGraphLaunch, ...) starts inside the operator's range on its thread, linked by
@@ -15,10 +15,8 @@ thread (aten::addmm inside aten::linear), the outermost one is the call (profili
 
 from __future__ import annotations
 
-import bisect
 import functools
-import re
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from profilectl.model.operators import KERNELS_KEPT, OperatorShape
 
@@ -28,7 +26,6 @@ if TYPE_CHECKING:
 # The args read, in the order of chrome_decode's EventArgs fields (name there, key in the trace)
 SHAPE_ARGS = (("dims", "Input Dims"), ("types", "Input type"), ("concrete", "Concrete Inputs"))
 OPERATOR_FLOPS = "operator_flops.yaml"  # the formulas (analysis/operator_roofline.py evaluates them)
-SHAPES_TEXT = re.compile(rb'"Input Dims"')  # a chunk without it has no shapes (`in` would not search a memoryview)
 MAX_DEPTH = 4  # "Input Dims" nests a TensorList's shapes one level deeper; nothing deeper is a shape
 
 # One call: (pid, tid, start ns, end ns, signature index into ChunkSums.shaped_signatures)
@@ -62,7 +59,7 @@ def signature_of(name: str, dims: Any, types: Any, concrete: Any) -> Signature |
 def add_calls(into: "ChunkSums", found: list[tuple[Any, Any, int, int, str, Any, Any, Any]]) -> None:
     """Calls (pid, tid, start, end, name, dims, types, concrete) into the partial, signatures interned.
     dims, types and concrete are decoded values (the per-event loop) or their JSON text as bytes
-    (`shaped_of`): a chunk's calls share a few signatures, so each distinct text is decoded and made
+    (the columnar path): a chunk's calls share a few signatures, so each distinct text is decoded and made
     hashable once (per call that cost more than the rest of the chunk's reading)."""
     if not found:
         return
@@ -96,133 +93,132 @@ def _json(text: bytes) -> Any:
     return msgspec.json.decode(text)
 
 
-_DECODER: list[Any] = []
-
-
-def shaped_of(text: bytes | bytearray | memoryview, roles: dict[str, int],
-              nanoseconds: Callable[[str, Any, Any, str], int]) -> list[tuple[Any, Any, int, int, str, Any, Any, Any]]:
-    """The calls of a chunk (`[` + events + `]`) that the columns read: decoded once more with the
-    args left raw, and only the operators of the data's args decoded; times exact (numbers as their
-    text, to ns as the reader's other paths make them). `roles` and `nanoseconds` are the stream
-    reader's (formats/chrome_events.py, chrome_decode.py), passed in: that module imports this one."""
-    import msgspec
-
-    if not _DECODER:
-        event = msgspec.defstruct("ShapedEvent", [("ph", Any, None), ("cat", Any, None), ("name", Any, "?"),
-                                                  ("pid", Any, 0), ("tid", Any, 0), ("ts", Any, None),
-                                                  ("dur", Any, None), ("args", msgspec.Raw, msgspec.Raw())], gc=False)
-        # the shape args as their JSON text (add_calls decodes each distinct one once)
-        args = msgspec.defstruct("ShapeArgs", [(field, msgspec.Raw, msgspec.Raw()) for field, _ in SHAPE_ARGS],
-                                 gc=False, rename=dict(SHAPE_ARGS))
-        # the args typed in the same pass (one decode per chunk, not one per event); a chunk where an
-        # event's args are not an object or null fails that as a whole and takes the per-event path
-        typed = msgspec.defstruct("ShapedEventArgs", [("ph", Any, None), ("cat", Any, None), ("name", Any, "?"),
-                                                      ("pid", Any, 0), ("tid", Any, 0), ("ts", Any, None),
-                                                      ("dur", Any, None), ("args", args | None, None)], gc=False)
-        _DECODER.extend((msgspec.json.Decoder(list[event], float_hook=str).decode,  # type: ignore[valid-type]
-                         msgspec.json.Decoder(args).decode,
-                         msgspec.json.Decoder(list[typed], float_hook=str).decode))  # type: ignore[valid-type]
-    decode, decode_args, decode_typed = _DECODER
-    wanted = names()
-    found = []
-    try:
-        events, typed_args = decode_typed(text), True
-    except msgspec.ValidationError:
-        events, typed_args = decode(text), False
-    for event in events:
-        if event.ph != "X" or not event.args or event.ts is None or event.dur is None \
-                or not isinstance(event.name, str) or event.name not in wanted \
-                or not (roles.get(event.cat, 0) if isinstance(event.cat, str) else 0) & 4:
-            continue
-        if typed_args:
-            values = event.args
-        else:
-            try:
-                values = decode_args(event.args)
-            except (msgspec.DecodeError, msgspec.ValidationError):
-                continue  # args null, or not an object
-        dims = bytes(values.dims)
-        if not dims or dims == b"null":
-            continue
-        start = nanoseconds("", event, event.ts, "ts")
-        concrete = bytes(values.concrete)
-        found.append((event.pid, event.tid, start, start + nanoseconds("", event, event.dur, "dur"), event.name,
-                      dims, bytes(values.types) or b"null", b"" if concrete == b"null" else concrete))
-    return found
-
-
 # ------------------------------------------------------------------ calls -> rows
-def _outermost(calls: list[Call]) -> list[Call]:
-    """Per thread, the calls not inside another call of the data (torch's nesting by time)."""
-    by_thread: dict[tuple[Any, Any], list[Call]] = {}
-    for call in calls:
-        by_thread.setdefault((call[0], call[1]), []).append(call)
-    kept = []
-    for mine in by_thread.values():
-        mine.sort(key=lambda c: (c[2], -c[3]))
-        reach = None
-        for call in mine:
-            if reach is not None and call[2] < reach and call[3] <= reach:
-                continue  # inside the last outermost call
-            kept.append(call)
-            reach = call[3]
-    return kept
+# By columns (numpy), not a loop per call: a trace recorded with shapes has one call per operator
+# event, millions of them. tests/unit/test_operator_shapes_columns.py holds the rule as a loop and
+# checks these give the same rows, in the same order, on real traces and random ones.
 
-
-def _launches(partial: "ChunkSums") -> tuple[dict[tuple[Any, Any], tuple[list[int], list[int]]],
-                                           dict[int, list[tuple[int, int]]]]:
-    """Per launching thread: its runtime calls' starts (sorted) and correlation ids; per correlation
-    id: the kernels it launched as (name index, ns)."""
+def _outermost(thread: Any, start: Any, end: Any) -> Any:
+    """The calls not inside another call of the data on their thread (torch's nesting by time), in
+    the order the rows are made: threads in order of first appearance, then by start, the longer
+    first. A call is inside when it starts before and ends no later than the furthest end of the
+    calls before it on its thread."""
     import numpy as np
-    timeline = partial.timeline
-    kernels: dict[int, list[tuple[int, int]]] = {}
-    if len(timeline.correlation):
-        corr = np.frombuffer(timeline.correlation, dtype=np.int64)
-        kind = np.frombuffer(bytes(timeline.kind), dtype=np.uint8)
-        mine = (kind == 0) & (corr >= 0)
-        duration = (np.frombuffer(timeline.end, dtype=np.int64) - np.frombuffer(timeline.start, dtype=np.int64))[mine]
-        width = np.int64 if timeline.name.itemsize == 8 else np.int32
-        for c, n, d in zip(corr[mine].tolist(), np.frombuffer(timeline.name, dtype=width)[mine].tolist(),
-                           duration.tolist()):
-            kernels.setdefault(c, []).append((n, d))
-    threads: dict[tuple[Any, Any], tuple[list[int], list[int]]] = {}
-    if len(timeline.api_correlation):
-        starts = np.frombuffer(timeline.api_start, dtype=np.int64)
-        corr = np.frombuffer(timeline.api_correlation, dtype=np.int64)
-        who = np.frombuffer(timeline.api_thread, dtype=np.int64 if timeline.api_thread.itemsize == 8 else np.int32)
-        for index, key in enumerate(timeline.threads):
-            chosen = np.flatnonzero(who == index)
-            order = chosen[np.argsort(starts[chosen], kind="stable")]
-            threads[key] = (starts[order].tolist(), corr[order].tolist())
-    return threads, kernels
+    order = np.lexsort((-end, start, thread))
+    t, s, e = thread[order], start[order], end[order]
+    bounds = np.flatnonzero(np.r_[True, t[1:] != t[:-1], True])
+    reach = np.empty_like(e)
+    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        reach[a] = np.iinfo(np.int64).min  # the first call of a thread is outermost
+        if b - a > 1:
+            reach[a + 1:b] = np.maximum.accumulate(e[a:b - 1])
+    first = np.zeros(len(t), dtype=bool)
+    first[bounds[:-1]] = True
+    inside = ~first & (s < reach) & (e <= reach)
+    return order[~inside]
+
+
+def _kernels_by_launch(timeline: Any) -> tuple[Any, Any, Any, Any]:
+    """The kernels (not copies or memsets) that have a correlation id, sorted by it (file order
+    within one id): (correlation, name index, ns, prefix sums of ns)."""
+    import numpy as np
+    if not len(timeline.correlation):
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty, np.zeros(1, dtype=np.int64)
+    corr = np.frombuffer(timeline.correlation, dtype=np.int64)
+    mine = (np.frombuffer(bytes(timeline.kind), dtype=np.uint8) == 0) & (corr >= 0)
+    width = np.int64 if timeline.name.itemsize == 8 else np.int32
+    ns = (np.frombuffer(timeline.end, dtype=np.int64) - np.frombuffer(timeline.start, dtype=np.int64))[mine]
+    corr, name = corr[mine], np.frombuffer(timeline.name, dtype=width)[mine].astype(np.int64)
+    order = np.argsort(corr, kind="stable")
+    ns = ns[order]
+    return corr[order], name[order], ns, np.r_[0, np.cumsum(ns)]
+
+
+def _spans(lo: Any, hi: Any) -> tuple[Any, Any]:
+    """For ranges [lo, hi): the index of the range each member belongs to, and the member."""
+    import numpy as np
+    counts = hi - lo
+    owner = np.repeat(np.arange(len(lo)), counts)
+    starts = np.r_[0, np.cumsum(counts)[:-1]] if len(counts) else counts
+    return owner, lo[owner] + (np.arange(len(owner)) - np.repeat(starts, counts))
 
 
 def operator_shapes(rank: str, partial: "ChunkSums") -> tuple[OperatorShape, ...]:
-    """One row per signature: its outermost calls, their CPU time and the kernels they launched."""
+    """One row per signature: its outermost calls, their CPU time and the kernels their launch calls
+    (on the call's thread, starting inside it) launched, linked by correlation id."""
+    import numpy as np
     if not partial.shaped:
         return ()
-    threads, kernels = _launches(partial)
-    names_ = partial.timeline.names
-    sums: dict[int, list[Any]] = {}  # signature -> [calls, cpu ns, gpu ns, launches, {kernel name index: ns}]
-    for pid, tid, start, end, sig in _outermost(list(partial.shaped)):
-        row = sums.setdefault(sig, [0, 0, 0, 0, {}])
-        row[0] += 1
-        row[1] += end - start
-        launched = threads.get((pid, tid))
-        if launched is None:
-            continue
-        begins, correlations = launched
-        for k in range(bisect.bisect_left(begins, start), bisect.bisect_left(begins, end)):
-            for name, ns in kernels.get(correlations[k], ()):
-                row[2] += ns
-                row[3] += 1
-                row[4][name] = row[4].get(name, 0) + ns
+    pids, tids, starts, ends, sigs = zip(*partial.shaped)
+    keys = list(dict.fromkeys(zip(pids, tids)))
+    code = {key: i for i, key in enumerate(keys)}
+    thread = np.fromiter(map(code.__getitem__, zip(pids, tids)), dtype=np.int64, count=len(pids))
+    start, end = np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64)
+    sig = np.array(sigs, dtype=np.int64)
+    kept = _outermost(thread, start, end)
+    thread, start, end, sig = thread[kept], start[kept], end[kept], sig[kept]
+
+    # the launch calls of each call's thread that start inside it: [lo, hi) into `launch_corr`
+    timeline = partial.timeline
+    lo, hi = np.zeros(len(kept), dtype=np.int64), np.zeros(len(kept), dtype=np.int64)
+    launch_corr = np.zeros(0, dtype=np.int64)
+    if len(timeline.api_correlation):
+        api_start = np.frombuffer(timeline.api_start, dtype=np.int64)
+        api_corr = np.frombuffer(timeline.api_correlation, dtype=np.int64)
+        who = np.frombuffer(timeline.api_thread, dtype=np.int64 if timeline.api_thread.itemsize == 8 else np.int32)
+        by_thread = np.lexsort((api_start, who))  # by thread, then start (file order among equal starts)
+        launch_corr, launch_start, launch_thread = api_corr[by_thread], api_start[by_thread], who[by_thread]
+        call_code = np.array([code.get(key, -1) for key in timeline.threads] or [-1], dtype=np.int64)
+        for index in range(len(timeline.threads)):
+            mine = call_code[index]
+            if mine < 0:
+                continue
+            a, b = np.searchsorted(launch_thread, [index, index + 1])
+            calls = np.flatnonzero(thread == mine)
+            lo[calls] = a + np.searchsorted(launch_start[a:b], start[calls], side="left")
+            hi[calls] = a + np.searchsorted(launch_start[a:b], end[calls], side="left")
+    # each launch's kernels: [first, last) into the kernels sorted by correlation
+    k_corr, k_name, k_ns, k_prefix = _kernels_by_launch(timeline)
+    first, last = np.searchsorted(k_corr, launch_corr, "left"), np.searchsorted(k_corr, launch_corr, "right")
+    launch_ns, launch_count = np.r_[0, np.cumsum(k_prefix[last] - k_prefix[first])], np.r_[0, np.cumsum(last - first)]
+    gpu, launches = launch_ns[hi] - launch_ns[lo], launch_count[hi] - launch_count[lo]
+
+    # rows in order of each signature's first call; per signature its kernels' ns by name
+    distinct, first_call, inverse = np.unique(sig, return_index=True, return_inverse=True)
+    calls_of = np.bincount(inverse, minlength=len(distinct))
+    cpu_of, gpu_of, launches_of = (_sum_by(inverse, values, len(distinct)) for values in (end - start, gpu, launches))
+    call_of_launch, launch = _spans(lo, hi)
+    launch_of_kernel, kernel = _spans(first[launch], last[launch])
+    pair_sig = inverse[call_of_launch[launch_of_kernel]]
+    width = int(k_name.max()) + 1 if len(k_name) else 1
+    pair = pair_sig * width + k_name[kernel]
+    pairs, first_pair, pair_inverse = np.unique(pair, return_index=True, return_inverse=True)
+    pair_ns = _sum_by(pair_inverse, k_ns[kernel], len(pairs))
+    by_signature: dict[int, list[tuple[int, int, int]]] = {}
+    for value, at, ns in zip(pairs.tolist(), first_pair.tolist(), pair_ns):
+        by_signature.setdefault(value // width, []).append((at, value % width, ns))
+    names_ = timeline.names
     out = []
-    for sig, (calls, cpu, gpu, launches, by_kernel) in sums.items():
-        name, dims, types, concrete = partial.shaped_signatures[sig]
-        heaviest = sorted(by_kernel.items(), key=lambda item: -item[1])[:KERNELS_KEPT]
+    for row in np.argsort(first_call, kind="stable").tolist():
+        name, dims, types, concrete = partial.shaped_signatures[int(distinct[row])]
+        heaviest = sorted(by_signature.get(row, ()), key=lambda item: (-item[2], item[0]))[:KERNELS_KEPT]
         out.append(OperatorShape(rank=rank, name=name, input_dims=dims, input_types=types, concrete=concrete,
-                                 calls=calls, cpu_ns=cpu, gpu_ns=gpu, launches=launches,
-                                 kernels=tuple((names_[k], ns) for k, ns in heaviest)))
+                                 calls=int(calls_of[row]), cpu_ns=cpu_of[row], gpu_ns=gpu_of[row],
+                                 launches=launches_of[row], kernels=tuple((names_[k], ns) for _, k, ns in heaviest)))
     out.sort(key=lambda r: (-r.gpu_ns, r.name))
     return tuple(out)
+
+
+def _sum_by(group: Any, values: Any, count: int) -> list[int]:
+    """Exact integer sums of `values` per group (bincount would sum in floats)."""
+    import numpy as np
+    if not len(group):
+        return [0] * count
+    order = np.argsort(group, kind="stable")
+    grouped = group[order]
+    bounds = np.flatnonzero(np.r_[True, grouped[1:] != grouped[:-1]])
+    sums = [0] * count
+    for g, total in zip(grouped[bounds].tolist(), np.add.reduceat(values[order], bounds).tolist()):
+        sums[g] = total
+    return sums
