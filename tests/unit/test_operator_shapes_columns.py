@@ -34,8 +34,9 @@ def rows_by_loop(rank, partial):
                                                                     timeline.api_thread)) if t == index)
         threads[key] = ([s for s, _, _ in mine], [c for _, _, c in mine])  # by start, then file order
     by_thread = {}
-    for call in partial.shaped:
-        by_thread.setdefault((call[0], call[1]), []).append(call)
+    shaped = partial.shaped
+    for thread, start, end, sig in shaped.columns().tolist():
+        by_thread.setdefault(shaped.threads[thread], []).append((*shaped.threads[thread], start, end, sig))
     kept = []
     for calls in by_thread.values():
         calls.sort(key=lambda c: (c[2], -c[3]))
@@ -60,7 +61,7 @@ def rows_by_loop(rank, partial):
                 row[4][name] = row[4].get(name, 0) + ns
     out = []
     for sig, (calls, cpu, gpu, launches, by_kernel) in sums.items():
-        name, dims, types, concrete = partial.shaped_signatures[sig]
+        name, dims, types, concrete = shaped.signatures[sig]
         heaviest = sorted(by_kernel.items(), key=lambda item: -item[1])[:KERNELS_KEPT]
         out.append(OperatorShape(rank=rank, name=name, input_dims=dims, input_types=types, concrete=concrete,
                                  calls=calls, cpu_ns=cpu, gpu_ns=gpu, launches=launches,
@@ -82,14 +83,15 @@ def random_partial(rng: random.Random) -> ChunkSums:
     partial = ChunkSums()
     timeline = partial.timeline
     timeline.names.extend(f"k{i}" for i in range(rng.randint(1, 6)))
-    partial.shaped_signatures.extend(("aten::mm", ((i,),), ("float",), ()) for i in range(rng.randint(1, 5)))
+    partial.shaped.signatures.extend(("aten::mm", ((i,),), ("float",), ()) for i in range(rng.randint(1, 5)))
     keys = [(1, t) for t in range(rng.randint(1, 4))]
+    partial.shaped.threads.extend(rng.sample(keys, len(keys)))
     timeline.threads.extend(keys[:rng.randint(0, len(keys))])  # some threads launch nothing
     correlation = 0
     for _ in range(rng.randint(0, 60)):
         start = rng.randrange(0, 400, rng.choice((1, 10, 50)))  # coarse grids: equal starts and ends
-        partial.shaped.append((*rng.choice(keys), start, start + rng.randrange(0, 120, rng.choice((1, 20))),
-                               rng.randrange(len(partial.shaped_signatures))))
+        partial.shaped.calls.extend((rng.randrange(len(keys)), start, start + rng.randrange(0, 120, rng.choice((1, 20))),
+                                     rng.randrange(len(partial.shaped.signatures))))
     for _ in range(rng.randint(0, 80)):
         correlation += rng.choice((0, 1, 1, 2))  # repeated ids, and ids without kernels
         if timeline.threads:
@@ -118,8 +120,9 @@ def test_columns_equal_the_loop_on_random_calls():
 
 def test_an_empty_timeline_still_counts_calls_and_cpu_time():
     partial = ChunkSums()
-    partial.shaped_signatures.append(("aten::mm", ((2, 2),), ("float",), ()))
-    partial.shaped.extend([(1, 1, 0, 100, 0), (1, 1, 10, 20, 0), (1, 2, 5, 6, 0)])
+    partial.shaped.signatures.append(("aten::mm", ((2, 2),), ("float",), ()))
+    partial.shaped.threads.extend([(1, 1), (1, 2)])
+    partial.shaped.calls.extend([0, 0, 100, 0, 0, 10, 20, 0, 1, 5, 6, 0])
     row, = torch_shapes.operator_shapes("r", partial)
     assert (row.calls, row.cpu_ns, row.gpu_ns, row.launches, row.kernels) == (2, 101, 0, 0, ())
     assert isinstance(partial.timeline.start, array)

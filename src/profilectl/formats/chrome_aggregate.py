@@ -238,11 +238,7 @@ def merge_partials(parts: Iterable[ChunkSums]) -> ChunkSums:
         out.timeline.extend(part.timeline)
         out.collectives.extend(part.collectives)
         out.memory_events.extend(part.memory_events)
-        if part.shaped:
-            known = {sig: i for i, sig in enumerate(out.shaped_signatures)}
-            remap_sig = [known.setdefault(sig, len(known)) for sig in part.shaped_signatures]
-            out.shaped_signatures[:] = list(known)
-            out.shaped.extend((pid, tid, a, b, remap_sig[k]) for pid, tid, a, b, k in part.shaped)
+        out.shaped.extend(part.shaped)
         out.events += part.events
         out.untimed += part.untimed
         if part.tail is not None:

@@ -76,12 +76,43 @@ class ChunkSums:
     # the args' values in COLLECTIVE_ARGS order), in file order
     collectives: list[tuple[bool, str, int, int, tuple[Any, ...]]] = field(default_factory=list)
     top_level: dict[str, Any] = field(default_factory=dict)  # the document's keys beside traceEvents
-    # Operators recorded with shapes (formats/torch_shapes.py): distinct signatures, and per call
-    # (pid, tid, start ns, end ns, signature index), in file order
-    shaped_signatures: list[tuple[Any, ...]] = field(default_factory=list)
-    shaped: list[tuple[Any, Any, int, int, int]] = field(default_factory=list)
+    shaped: "ShapedCalls" = field(default_factory=lambda: ShapedCalls())
     # profile_memory's [memory]/[OutOfMemory] events of the GPU (formats/torch_memory.py), in file order
     memory_events: list[tuple[int, int, int, int, int, bool]] = field(default_factory=list)
+
+
+@dataclass
+class ShapedCalls:
+    """Operators recorded with shapes (formats/torch_shapes.py): their distinct signatures and
+    threads, and per call, in file order, four integers (CALL_FIELDS) in one flat array: a trace
+    recorded with shapes has a call per operator event, millions of them."""
+    signatures: list[tuple[Any, ...]] = field(default_factory=list)
+    threads: list[tuple[Any, Any]] = field(default_factory=list)  # (pid, tid)
+    calls: array = field(default_factory=lambda: array("q"))
+
+    CALL_FIELDS = ("thread", "start", "end", "signature")  # indices into threads and signatures
+
+    def __len__(self) -> int:
+        return len(self.calls) // len(self.CALL_FIELDS)
+
+    def columns(self) -> Any:
+        """The calls as an (n, 4) int64 numpy array (a view of `calls`)."""
+        import numpy as np
+        return np.frombuffer(self.calls, dtype=np.int64).reshape(-1, len(self.CALL_FIELDS))
+
+    def extend(self, other: "ShapedCalls") -> None:
+        """Append another chunk's calls, its threads and signatures re-indexed into ours."""
+        import numpy as np
+        if not len(other):
+            return
+        remaps = []
+        for mine, theirs in ((self.threads, other.threads), (self.signatures, other.signatures)):
+            known = {value: i for i, value in enumerate(mine)}
+            remaps.append(np.array([known.setdefault(value, len(known)) for value in theirs], dtype=np.int64))
+            mine[:] = list(known)
+        calls = other.columns().copy()
+        calls[:, 0], calls[:, 3] = remaps[0][calls[:, 0]], remaps[1][calls[:, 3]]
+        self.calls.frombytes(calls.tobytes())
 
 
 @dataclass

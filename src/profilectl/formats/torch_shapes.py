@@ -28,8 +28,6 @@ SHAPE_ARGS = (("dims", "Input Dims"), ("types", "Input type"), ("concrete", "Con
 OPERATOR_FLOPS = "operator_flops.yaml"  # the formulas (analysis/operator_roofline.py evaluates them)
 MAX_DEPTH = 4  # "Input Dims" nests a TensorList's shapes one level deeper; nothing deeper is a shape
 
-# One call: (pid, tid, start ns, end ns, signature index into ChunkSums.shaped_signatures)
-Call = tuple[Any, Any, int, int, int]
 # A signature: (operator name, dims, types, concrete), hashable
 Signature = tuple[str, tuple[Any, ...], tuple[str, ...], tuple[str, ...]]
 
@@ -57,34 +55,42 @@ def signature_of(name: str, dims: Any, types: Any, concrete: Any) -> Signature |
 
 
 def add_calls(into: "ChunkSums", found: list[tuple[Any, Any, int, int, str, Any, Any, Any]]) -> None:
-    """Calls (pid, tid, start, end, name, dims, types, concrete) into the partial, signatures interned.
-    dims, types and concrete are decoded values (the per-event loop) or their JSON text as bytes
-    (the columnar path): a chunk's calls share a few signatures, so each distinct text is decoded and made
-    hashable once (per call that cost more than the rest of the chunk's reading)."""
+    """Calls (pid, tid, start, end, name, dims, types, concrete) into the partial, signatures and
+    threads interned. dims, types and concrete are decoded values (the per-event loop) or their JSON
+    text as bytes (the columnar path): a chunk's calls share a few signatures, so each distinct text
+    is decoded and made hashable once (per call that cost more than the rest of the chunk's reading)."""
     if not found:
         return
-    known = {s: i for i, s in enumerate(into.shaped_signatures)}
+    shaped = into.shaped
+    known = {s: i for i, s in enumerate(shaped.signatures)}
+    thread_index = {t: i for i, t in enumerate(shaped.threads)}
     by_text: dict[tuple[str, bytes, bytes, bytes], int | None] = {}
+    calls = []
     for pid, tid, start, end, name, dims, types, concrete in found:
         if isinstance(dims, bytes):
             text_key = (name, dims, types, concrete)
             index = by_text.get(text_key, -1)
             if index == -1:
-                index = by_text[text_key] = _intern(into, known, signature_of(
+                index = by_text[text_key] = _intern(shaped.signatures, known, signature_of(
                     name, _json(dims), _json(types), _json(concrete) if concrete else None))
         else:
-            index = _intern(into, known, signature_of(name, dims, types, concrete))
+            index = _intern(shaped.signatures, known, signature_of(name, dims, types, concrete))
         if index is not None:
-            into.shaped.append((pid, tid, start, end, index))
+            thread = thread_index.get((pid, tid))
+            if thread is None:
+                thread = thread_index[pid, tid] = len(shaped.threads)
+                shaped.threads.append((pid, tid))
+            calls += (thread, start, end, index)
+    shaped.calls.extend(calls)
 
 
-def _intern(into: "ChunkSums", known: dict[Signature, int], sig: Signature | None) -> int | None:
+def _intern(signatures: list[Signature], known: dict[Signature, int], sig: Signature | None) -> int | None:
     if sig is None:
         return None
     index = known.get(sig)
     if index is None:
-        index = known[sig] = len(into.shaped_signatures)
-        into.shaped_signatures.append(sig)
+        index = known[sig] = len(signatures)
+        signatures.append(sig)
     return index
 
 
@@ -150,12 +156,15 @@ def operator_shapes(rank: str, partial: "ChunkSums") -> tuple[OperatorShape, ...
     import numpy as np
     if not partial.shaped:
         return ()
-    pids, tids, starts, ends, sigs = zip(*partial.shaped)
-    keys = list(dict.fromkeys(zip(pids, tids)))
-    code = {key: i for i, key in enumerate(keys)}
-    thread = np.fromiter(map(code.__getitem__, zip(pids, tids)), dtype=np.int64, count=len(pids))
-    start, end = np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64)
-    sig = np.array(sigs, dtype=np.int64)
+    shaped = partial.shaped
+    columns = shaped.columns()
+    # threads coded in order of their first call (the order rows are made in)
+    first_seen = np.unique(columns[:, 0], return_index=True)[1]
+    order = columns[np.sort(first_seen), 0]
+    recode = np.zeros(len(shaped.threads), dtype=np.int64)
+    recode[order] = np.arange(len(order))
+    thread, start, end, sig = recode[columns[:, 0]], columns[:, 1], columns[:, 2], columns[:, 3]
+    code = {shaped.threads[t]: i for i, t in enumerate(order.tolist())}
     kept = _outermost(thread, start, end)
     thread, start, end, sig = thread[kept], start[kept], end[kept], sig[kept]
 
@@ -201,7 +210,7 @@ def operator_shapes(rank: str, partial: "ChunkSums") -> tuple[OperatorShape, ...
     names_ = timeline.names
     out = []
     for row in np.argsort(first_call, kind="stable").tolist():
-        name, dims, types, concrete = partial.shaped_signatures[int(distinct[row])]
+        name, dims, types, concrete = shaped.signatures[int(distinct[row])]
         heaviest = sorted(by_signature.get(row, ()), key=lambda item: (-item[2], item[0]))[:KERNELS_KEPT]
         out.append(OperatorShape(rank=rank, name=name, input_dims=dims, input_types=types, concrete=concrete,
                                  calls=int(calls_of[row]), cpu_ns=cpu_of[row], gpu_ns=gpu_of[row],
