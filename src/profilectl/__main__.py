@@ -1,3 +1,3 @@
-from profilectl.cli import main
+from profilectl.cli import entry
 
-raise SystemExit(main())
+raise SystemExit(entry())

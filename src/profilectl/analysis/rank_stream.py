@@ -49,7 +49,8 @@ class RankStream:
                  api_correlation: "NDArray[np.int64] | None" = None, capacity: int | None = None) -> None:
         import numpy as np
         self.names = names
-        self.collective = np.zeros(0, dtype=bool)
+        self.collective = np.zeros(0, dtype=bool)  # per name id: a collective's kernel
+        self.classified = 0  # name ids `collective` covers
         self.rows = 0
         self.span_start: int | None = None
         self.span_end: int | None = None
@@ -152,8 +153,10 @@ class RankStream:
         self.rows_done += len(s)
         del at, ends
         # compute, communication, copies
-        if len(self.collective) < len(self.names):
-            self.collective = collective_names(self.names)
+        if self.classified < len(self.names):  # names only grow (ids in order of first appearance)
+            fresh = collective_names(self.names[self.classified:])[:len(self.names) - self.classified]
+            self.collective = np.concatenate([self.collective[:self.classified], fresh])
+            self.classified = len(self.names)
         kernels = kind == KERNEL
         comm = kernels & self.collective[name] if len(name) else kernels
         compute = kernels & ~comm

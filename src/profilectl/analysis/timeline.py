@@ -38,6 +38,7 @@ from profilectl.model.timeline import (COPY, HOST_ANNOTATION, HOST_CATEGORY_NAME
                                        HOST_RUNTIME, KERNEL, BusyCurve, Gap, HostActivity, LaunchStats, Marker,
                                        RankTimeline, RanksBusy, StepRow, StreamedFigures, TimelineAnalysis, TimelineRow,
                                        combine, rank_order, rank_timeline)
+from profilectl.model.timeline import sorted_distinct
 
 if TYPE_CHECKING:
     import numpy as np
@@ -210,7 +211,7 @@ def _union_of_ranks(blocks: list[tuple["NDArray[np.int64]", "NDArray[np.int64]"]
     if not parts:
         return union
     step = max(1, chunk_rows // len(parts))
-    bounds = np.unique(np.concatenate([s[::step] for s, _ in parts]))
+    bounds = sorted_distinct(np.concatenate([s[::step] for s, _ in parts]))
     edges = [None, *bounds[1:].tolist(), None]
     for low, high in zip(edges, edges[1:]):
         pieces = [(s[a:b], e[a:b]) for s, e in parts

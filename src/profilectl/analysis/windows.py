@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
 from profilectl.errors import FormatError
+from profilectl.model.timeline import sorted_distinct
 
 if TYPE_CHECKING:
     import numpy as np
@@ -160,7 +161,7 @@ def stats_by_kind(t: "RankTimeline") -> dict[int, StatsByName]:
     for kind in (KERNEL, COPY):
         mask = t.kind == kind
         stats: StatsByName = {}
-        for index in np.unique(t.name[mask]).tolist():
+        for index in sorted_distinct(t.name[mask]).tolist():
             values = durations[mask & (t.name == index)]
             stats[t.names[index]] = KernelStats.from_integer_sums(
                 len(values), int(values.sum()), int((values * values).sum()), int(values.min()), int(values.max()))

@@ -26,6 +26,7 @@ from profilectl.errors import FormatError, UnavailableError
 from profilectl.formats import ranks
 from profilectl.formats.reader import Reader, each_file, first_bytes
 from profilectl.model.tables import PER_DISPATCH, AnnotationRow, KernelStats, StatsByName, Tables, merge_all
+from profilectl.model.timeline import sorted_distinct
 
 if TYPE_CHECKING:
     import numpy as np
@@ -277,7 +278,7 @@ class _Export:
             names[MEMSET_KEY] = MEMSET
         rows = np.concatenate(parts) if parts else np.zeros((0, len(GPU_COLUMNS)), dtype=np.int64)
         rows = _by_start(rows, GPU_COLUMNS.index("start"))  # exports may list rows out of time order (2025.6)
-        keys = np.unique(rows[:, GPU_COLUMNS.index("key")]).tolist()
+        keys = sorted_distinct(rows[:, GPU_COLUMNS.index("key")]).tolist()
         names.update(self.strings(k for k in keys if k >= 0))
         for k in keys:
             names.setdefault(int(k), f"Memcpy kind {-1 - k}" if k < 0 else f"<string {k}>")
@@ -408,7 +409,7 @@ def _annotations(rank: str, ranges: list[tuple[int, int, int, int, str, bool]], 
         hit = (ids[at] == api[:, 3]) & (api[:, 3] >= 0)
         call_gpu[hit] = per_id[at[hit]]
     by_thread: dict[int, tuple[Any, Any]] = {}
-    for tid in np.unique(api[:, 0]).tolist() if len(ranges) else []:
+    for tid in sorted_distinct(api[:, 0]).tolist() if len(ranges) else []:
         mine = api[:, 0] == tid
         order = np.argsort(api[mine, 1], kind="stable")
         by_thread[tid] = (api[mine, 1][order], np.concatenate([[0], np.cumsum(call_gpu[mine][order])]))

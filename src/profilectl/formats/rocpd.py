@@ -29,6 +29,7 @@ from profilectl.errors import FormatError
 from profilectl.formats import ranks, roctx
 from profilectl.formats.reader import Reader, each_file, first_bytes
 from profilectl.model.tables import PER_DISPATCH, AnnotationRow, CounterValue, KernelStats, Tables, merge_all
+from profilectl.model.timeline import sorted_distinct
 
 if TYPE_CHECKING:
     import numpy as np
@@ -444,7 +445,7 @@ def _name_ids(out: _KernelColumns, first: int, guid: Any, symbols: dict[tuple[An
         raise FormatError("kernel ids beyond 32 bits in rocpd_kernel_dispatch")
     low, high = int(kernel.min()), int(kernel.max())
     if high - low > 1 << 22:
-        distinct = np.unique(kernel)
+        distinct = sorted_distinct(kernel)
         lookup_ids = np.array([names.setdefault(symbols.get((guid, k), f"<unknown kernel {k}>"), len(names))
                                for k in distinct.tolist()], dtype=np.int32)
         for at in range(0, len(kernel), 1 << 20):

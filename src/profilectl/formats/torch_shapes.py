@@ -65,7 +65,7 @@ def add_calls(into: "ChunkSums", found: list[tuple[Any, Any, int, int, str, Any,
     known = {s: i for i, s in enumerate(shaped.signatures)}
     thread_index = {t: i for i, t in enumerate(shaped.threads)}
     by_text: dict[tuple[str, bytes, bytes, bytes], int | None] = {}
-    calls = []
+    calls: list[int] = []
     for pid, tid, start, end, name, dims, types, concrete in found:
         if isinstance(dims, bytes):
             text_key = (name, dims, types, concrete)

@@ -37,6 +37,5 @@ def cached(path: Path, files: list[Path], compute: Callable[[], Summary]) -> tup
         except FormatError:
             pass  # an entry from another version or a torn write: recompute
     summary = compute()
-    import json
-    cache_folder.keep("summaries", entry, json.dumps(summary.to_dict(), default=str, ensure_ascii=False))
+    cache_folder.keep("summaries", entry, summary.encode())
     return summary, False

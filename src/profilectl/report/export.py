@@ -9,7 +9,7 @@ each; stdout gets the main table alone). Comparisons are rendered here.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from profilectl.model import units
 from profilectl.report.renderers.machine import CsvTable, csv_text, main_csv_table, to_csv  # noqa: F401
@@ -21,10 +21,11 @@ if TYPE_CHECKING:  # annotations only
 
 
 def json_text(payload: dict[str, Any]) -> str:
-    """Readable and fast: one line per top-level key, one line per table row (each row encoded by
-    the C encoder; json's indent= would force the pure-Python one, ~0.15 s for 3,000 kernels)."""
-    def dump(value: Any) -> str:
-        return json.dumps(value, default=str, ensure_ascii=False)
+    """Readable and fast: one line per top-level key, one line per table row, each row encoded by
+    msgspec's encoder (json's C encoder where msgspec is missing: 3x the time for 10,000 rows; json's
+    indent= would force the pure-Python one, ~0.15 s for 3,000 kernels). A NaN or infinity is null,
+    as JSON has no such numbers."""
+    dump = _dumps()
 
     lines = []
     for key, value in payload.items():
@@ -34,6 +35,25 @@ def json_text(payload: dict[str, Any]) -> str:
         else:
             lines.append(f"  {dump(key)}: {dump(value)}")
     return "{\n" + ",\n".join(lines) + "\n}\n"
+
+
+def _dumps() -> Callable[[Any], str]:
+    try:
+        import msgspec
+    except ImportError:
+        def finite(value: Any) -> Any:
+            return None if isinstance(value, float) and value - value != 0 else value
+        return lambda value: json.dumps(_walk(value, finite), default=str, ensure_ascii=False)
+    encode = msgspec.json.Encoder(enc_hook=str).encode
+    return lambda value: encode(value).decode()
+
+
+def _walk(value: Any, leaf: Callable[[Any], Any]) -> Any:
+    if isinstance(value, dict):
+        return {k: _walk(v, leaf) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_walk(v, leaf) for v in value]
+    return leaf(value)
 
 
 def to_json(summary: "Summary") -> str:
