@@ -26,6 +26,7 @@ class Fallback:
 
 @dataclass(frozen=True)
 class ServiceChoice:
+    """The backend a service would use on this machine (None: none is available), why, and the backends passed over."""
     backend: str | None
     reason: str
     fallbacks: tuple[Fallback, ...] = ()
@@ -33,12 +34,14 @@ class ServiceChoice:
 
 @dataclass(frozen=True)
 class Assessment:
+    """What env-check concludes from the facts: each capability's verdict and the backend each service would choose."""
     capabilities: dict[str, Verdict] = field(default_factory=dict)
     services: dict[str, ServiceChoice] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class EnvReport:
+    """env-check's answer and each run's env.json: the machine's Facts and the Assessment made from them."""
     facts: Facts
     assessment: Assessment
 

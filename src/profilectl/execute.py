@@ -48,6 +48,7 @@ READ_ONLY_ERRNOS = (errno.EROFS, errno.EACCES, errno.EPERM)
 
 @dataclass(frozen=True)
 class Outcome:
+    """How a run ended, as the command reports it: exit code, status, message, run folder, manifest and summary."""
     exit_code: int
     status: str
     message: str
@@ -58,6 +59,8 @@ class Outcome:
 
 @dataclass(frozen=True)
 class PhaseOutcome:
+    """One phase after its steps ran: its backend, the first failing step's exit code, and the tables read from its
+    output (or why they were not)."""
     backend: str
     returncode: int | None  # the first failing step's code, 0 when all passed, None when not run
     tables: Tables

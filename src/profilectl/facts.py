@@ -25,6 +25,7 @@ class Verdict:
 
 @dataclass(frozen=True)
 class Gpu:
+    """One GPU as the probe saw it: its vendor, architecture, name, memory and family, and the tool that listed it."""
     index: int
     vendor: str  # "amd" | "nvidia"
     arch: str | None  # gfx942, gfx1151, sm_90 ...
@@ -39,6 +40,7 @@ class Gpu:
 
 @dataclass(frozen=True)
 class Tool:
+    """A profiler or GPU information tool found on the search path: its path and the version it prints."""
     name: str
     path: str
     version: str | None = None
@@ -46,6 +48,8 @@ class Tool:
 
 @dataclass(frozen=True)
 class DeviceNode:
+    """One device file (/dev/kfd, /dev/dri/renderD*, /dev/nvidia*): whether it exists, whether this user can read and
+    write it, and its group."""
     path: str
     exists: bool
     accessible: bool
@@ -54,6 +58,7 @@ class DeviceNode:
 
 @dataclass(frozen=True)
 class Devices:
+    """The GPU device files profilers need: AMD's /dev/kfd and render nodes, NVIDIA's /dev/nvidia*."""
     kfd: DeviceNode
     render: tuple[DeviceNode, ...] = ()
     nvidia: tuple[DeviceNode, ...] = ()
@@ -61,6 +66,7 @@ class Devices:
 
 @dataclass(frozen=True)
 class Host:
+    """The host the probe ran on: kernel, container, user, capabilities and the settings that gate profiling."""
     hostname: str | None
     kernel: str | None
     in_container: bool
@@ -75,6 +81,7 @@ class Host:
 
 @dataclass(frozen=True)
 class Rocm:
+    """The ROCm installation found: its version, its root folder and what the version was read from."""
     version: str | None
     root: str | None
     source: str | None
@@ -82,6 +89,8 @@ class Rocm:
 
 @dataclass(frozen=True)
 class Torch:
+    """The PyTorch of the workload's interpreter, read without importing it: its version, GPU backend and the HIP or
+    CUDA runtime it was built with."""
     version: str | None
     backend: str | None  # "rocm" | "cuda" | "cpu"
     path: str | None = None
@@ -92,6 +101,7 @@ class Torch:
 
 @dataclass(frozen=True)
 class Facts:
+    """What the probe found on the machine: host, GPUs, ROCm, tools, PyTorch and the counter checks."""
     host: Host
     gpus: tuple[Gpu, ...]
     rocm: Rocm

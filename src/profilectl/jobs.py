@@ -83,6 +83,7 @@ def _job_start(job_id: str, env: Mapping[str, str]) -> str | None:
 
 @dataclass(frozen=True)
 class JobRank:
+    """One rank of a SLURM job in job.json: its host, run folder and how its run ended (`lost`: no final manifest)."""
     rank: int
     host: str
     status: str  # the rank's run status; `lost` when it stopped without a final manifest
@@ -93,6 +94,7 @@ class JobRank:
 
 @dataclass(frozen=True)
 class JobManifest:
+    """job.json: a SLURM job step as its ranks' manifests say it: ids, nodes, every rank and the job's status."""
     schema_version: int
     job_id: str
     step_id: str

@@ -23,6 +23,7 @@ STATUSES = ("running", "ok", "failed", "timeout", "interrupted", "no-output", "d
 
 @dataclass(frozen=True)
 class PhaseRecord:
+    """One phase of a run as manifest.json keeps it: its backend, raw folder, environment and its steps' commands."""
     backend: str
     raw_dir: str
     environment: dict[str, str]
@@ -31,6 +32,7 @@ class PhaseRecord:
 
 @dataclass(frozen=True)
 class StepRecord:
+    """One step of a run as manifest.json keeps it: its label, exit code and seconds."""
     label: str
     exit_code: int | None
     seconds: float
@@ -38,6 +40,7 @@ class StepRecord:
 
 @dataclass(frozen=True)
 class OutputFile:
+    """One file of a run folder as manifest.json lists it: its path in the folder and its size in bytes."""
     path: str
     bytes: int
 
@@ -52,6 +55,7 @@ class Controller:
 
 @dataclass(frozen=True)
 class Manifest:
+    """manifest.json: what a run was (service, backend and why, commands, workload, GPU) and how it ended."""
     schema_version: int
     profilectl_version: str
     service: str

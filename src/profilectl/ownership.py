@@ -94,6 +94,7 @@ def effective_caps() -> set[int]:
 
 @dataclass(frozen=True)
 class Became:
+    """The user profilectl became for a run (become): its uid and gid, and the capabilities it kept for the profiler."""
     uid: int
     gid: int
     caps: tuple[str, ...]  # the capabilities kept (ambient), by name
@@ -214,6 +215,7 @@ def _home_of(uid: int) -> str | None:
 # ------------------------------------------------------------------ handing back
 @dataclass
 class HandBack:
+    """What hand_back did: how many files and folders it gave to the owner, and those it refused, with why."""
     changed: int = 0
     refused: list[str] = field(default_factory=list)  # 'path: why', for the log
 

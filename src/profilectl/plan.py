@@ -44,6 +44,8 @@ ListCounters = Callable[[list[str]], CommandResult]  # runs a tool's counter-lis
 
 @dataclass(frozen=True)
 class Phase:
+    """One phase of a run's plan: a backend's steps, the folder its tool writes to, their environment and input
+    files, and when it runs."""
     backend: str
     raw_dir: str  # where this phase's tool writes, relative to the run directory
     steps: tuple[Step, ...]
@@ -55,6 +57,8 @@ class Phase:
 
 @dataclass(frozen=True)
 class Plan:
+    """What a run will do, decided before it starts: the service, the backend and why, the fallbacks, its phases,
+    workload and run folder."""
     service: str
     backend: str
     reason: str

@@ -57,6 +57,8 @@ def _entropy(text: str) -> float:
 
 @dataclass(frozen=True)
 class Redactor:
+    """profiling/redaction.yaml's rule as read: the option and variable words, token patterns and entropy limits that
+    make a workload's value a secret, and whether it is on."""
     replacement: str
     option_words: frozenset[str]
     option_exceptions: frozenset[str]

@@ -68,6 +68,7 @@ class Attach:
 
 @dataclass(frozen=True)
 class Request:
+    """What the user asked for: the service, the workload and every option that shapes the plan."""
     service: str
     workload: tuple[str, ...]
     workload_source: str = "argument"  # argument | environment | default

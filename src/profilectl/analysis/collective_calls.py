@@ -93,6 +93,8 @@ def compute_overlap(calls: Sequence[CollectiveCall], timeline: "RankTimeline") -
 # ------------------------------------------------------------------ the tables
 @dataclass(frozen=True)
 class CallRow:
+    """One collective call of one rank: its kind, group, size, duration, bandwidths, the part compute hid, and when
+    it arrived against the other ranks."""
     rank: str
     kind: str  # allreduce, allgather, ... (profiling/collectives.yaml), else the name as written
     name: str  # "Collective name" as written
@@ -161,6 +163,7 @@ class LastArrivals:
 
 @dataclass(frozen=True)
 class CollectiveCalls:
+    """The collectives call by call: each rank's calls, totals per kind, calls matched across ranks, last arrivals."""
     calls: tuple[CallRow, ...]
     kinds: tuple[KindRow, ...]
     matched: tuple[MatchedCall, ...]

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Diagnosis:
+    """The diagnosis of a run or job: its findings, most actionable first, and the idle time by cause, straggler and
+    failure order behind them."""
     findings: tuple[Finding, ...]
     scope: str  # what the steady-state verdict covers
     ranks: tuple[RankIdle, ...] = ()

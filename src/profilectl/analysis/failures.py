@@ -28,6 +28,8 @@ class _RankLike(Protocol):
 
 @dataclass(frozen=True)
 class RankFailure:
+    """One rank that did not end well: when (from its status file), how long after the first failure, whether it
+    failed or was stopped, and its error."""
     rank: str
     host: str | None
     at_unix_ns: int | None  # None: the rank's status file has no time (an older hook, or no file)
@@ -38,6 +40,7 @@ class RankFailure:
 
 @dataclass(frozen=True)
 class FailureOrder:
+    """A multi-rank failure in order: the rank that failed first, the later failures, and those the launcher stopped."""
     first: RankFailure
     later: tuple[RankFailure, ...] = ()  # failed afterwards, in order
     stopped: tuple[RankFailure, ...] = ()  # stopped by the launcher (signal)

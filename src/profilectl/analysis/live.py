@@ -59,6 +59,7 @@ class GpuNow:
 
 @dataclass(frozen=True)
 class RankNow:
+    """One rank of a running job: its last steps' times, how late its step ends come, and its GPU's latest row."""
     rank: str
     host: str
     pid: int
@@ -72,6 +73,7 @@ class RankNow:
 
 @dataclass(frozen=True)
 class LiveStraggler:
+    """The rank a running job waits for: how late its step ends come, over which common steps, its own step time."""
     rank: str
     host: str
     lag_ns: int
@@ -89,6 +91,7 @@ class LiveStraggler:
 
 @dataclass(frozen=True)
 class LiveState:
+    """A running job at one moment (a line of live.jsonl): ranks, GPUs, last common step, the straggler or why none."""
     at_unix_ns: int
     ranks: tuple[RankNow, ...]  # in rank order
     gpus: tuple[GpuNow, ...]  # every GPU's latest row, in (host, index) order

@@ -115,6 +115,8 @@ class OperatorRoofline:
 
 @dataclass(frozen=True)
 class OperatorRooflineResult:
+    """The operator roofline of a trace recorded with shapes: each modelled operator under the roofs, heaviest first,
+    and the calls not placed."""
     operators: tuple[OperatorRoofline, ...]  # heaviest GPU time first
     roofs: tuple[roofline.Roof, ...]
     gpu: str | None

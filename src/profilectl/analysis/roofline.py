@@ -53,6 +53,8 @@ class Roof:
 
 @dataclass(frozen=True)
 class KernelRoofline:
+    """One kernel under the roofline: its work, bytes and rates, intensity, share of each roof, and the verdict with
+    the number that carries it."""
     kernel: str
     calls: int
     total_ns: float
@@ -87,6 +89,8 @@ class KernelRoofline:
 
 @dataclass(frozen=True)
 class RooflineResult:
+    """The roofline of a counters run: each kernel's place under it, heaviest first, and the roofs (peaks) used, with
+    where they come from."""
     kernels: tuple[KernelRoofline, ...]  # heaviest share of GPU time first
     roofs: tuple[Roof, ...]
     gpu: str | None = None  # the product the peaks are for, as known

@@ -12,6 +12,7 @@ from typing import Any
 
 @dataclass(frozen=True)
 class CauseRule:
+    """One cause of GPU idle time (profiling/verdicts.yaml): how a gap is matched to it, its verdict and next step."""
     key: str
     title: str
     rule: str  # ends-at-gap, covers, short-gap, operator, rest
@@ -28,6 +29,7 @@ class CauseRule:
 
 @dataclass(frozen=True)
 class Rules:
+    """profiling/verdicts.yaml as read once: the thresholds, the causes of idle time and the ranges that frame steps."""
     thresholds: dict[str, Any]
     causes: tuple[CauseRule, ...]
     frames: "re.Pattern[str]"  # host ranges that frame whole steps or phases: they name no gap

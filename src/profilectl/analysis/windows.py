@@ -34,6 +34,8 @@ Windows = list[tuple[int, int]]
 
 @dataclass(frozen=True)
 class WindowRequest:
+    """The windows a report is restricted to: `--range NAME` or `--steps A:B`, with `--step-mark NAME` where such
+    ranges are the steps."""
     range_name: str | None = None
     steps: tuple[int, int] | None = None  # [first, end)
     step_mark: str | None = None  # the ranges of this name are the steps (their order numbers them)

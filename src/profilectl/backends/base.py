@@ -48,6 +48,8 @@ class Step:
 
 @dataclass(frozen=True)
 class StepResult:
+    """One step after it ran: its label, the command as written down (secrets redacted), exit code, seconds, and
+    whether it timed out or was interrupted."""
     label: str
     argv: tuple[str, ...]
     returncode: int | None

@@ -89,6 +89,7 @@ def stack_text(frames: Sequence[Mapping[str, Any]]) -> str:
 
 @dataclass
 class _Alive:
+    """A live allocation in the memory replay: its size, the stack that made it, and whether it predates the history."""
     size: int
     frames: list[Mapping[str, Any]]
     before: bool  # alive at the history's start (not allocated within it)

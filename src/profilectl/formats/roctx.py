@@ -28,6 +28,7 @@ PROCESS_THREAD = 0  # Thread_Id of a roctxRangeStart/Stop range: the whole proce
 
 @dataclass(frozen=True)
 class Range:
+    """One ROCTx range of a marker_api_trace file: its message, its thread (0: the process) and its start and end."""
     name: str
     thread: int
     start: int

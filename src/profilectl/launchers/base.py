@@ -48,6 +48,7 @@ class Launch:
 
 @dataclass(frozen=True)
 class ExitedRank:
+    """A rank the launcher's output reports as failed: its rank, and its exit code and host where given."""
     rank: str
     exit_code: int | None
     host: str | None = None

@@ -29,6 +29,7 @@ Show = Literal["always", "wide", "machine", "human"]
 
 @dataclass(frozen=True)
 class Column:
+    """One column of a report table: machine name, human title, unit, how it aggregates, which formats show it."""
     name: str  # machine name, unit in it where there is one: "total_ns", "percent", "calls"
     title: str  # human heading: "Total", "% GPU", "Calls"
     unit: Unit | None = None
@@ -38,6 +39,7 @@ class Column:
 
 @dataclass(frozen=True)
 class TableBlock:
+    """A report table: its stable key (the file and SQL table name), columns and rows, and how many rows people see."""
     key: str  # stable name for files and SQL: "kernels" -> kernels.csv, kernels.parquet, table kernels
     columns: tuple[Column, ...]
     rows: tuple[tuple[Any, ...], ...]
@@ -59,6 +61,7 @@ class Finding:
 
 @dataclass(frozen=True)
 class Chart:
+    """A chart of one table of the same section: its kind, the columns it plots and chart-specific data."""
     kind: Literal["bar", "share", "busy_timeline", "steps", "line", "loglog_scatter"]
     title: str
     table: str  # the TableBlock.key it plots, in the same section
@@ -71,6 +74,7 @@ class Chart:
 
 @dataclass(frozen=True)
 class Section:
+    """One part of the report (kernels, timeline, diagnosis, ...): its tables, findings, notes and charts."""
     key: str  # stable: "kernels", "timeline", "diagnosis", "roofline"
     title: str
     tables: tuple[TableBlock, ...] = ()
@@ -81,6 +85,7 @@ class Section:
 
 @dataclass(frozen=True)
 class Document:
+    """The whole report every renderer takes: a title, the metadata, the one-line headline and the sections in order."""
     title: str
     metadata: tuple[tuple[str, str], ...]  # (label, value): date, host, GPU, versions, command
     sections: tuple[Section, ...]

@@ -46,6 +46,8 @@ class MemoryFailure:
 
 @dataclass(frozen=True)
 class MemoryReport:
+    """One rank's device memory, replayed from torch's memory history: the peak, what held it, a downsampled series
+    and any out-of-memory failure."""
     rank: str
     device: int
     source: str  # the snapshot file's name

@@ -28,6 +28,7 @@ class IdleCause:
 
 @dataclass(frozen=True)
 class StepIdle:
+    """One step's idle time on one rank: its phase, wall time and idle time by cause."""
     step: int
     phase: str  # warmup, steady, last
     wall_ns: int
@@ -37,6 +38,7 @@ class StepIdle:
 
 @dataclass(frozen=True)
 class RankIdle:
+    """One rank's GPU idle time by cause: in its steady state (the verdict's basis), the run, each phase and step."""
     rank: str
     host: str | None
     span_ns: int
@@ -69,6 +71,7 @@ class RankIdle:
 
 @dataclass(frozen=True)
 class RankStep:
+    """One rank's steady step for the straggler analysis: its wall time, its time in collectives and its own work."""
     rank: str
     step: int
     wall_ns: int
@@ -79,6 +82,8 @@ class RankStep:
 
 @dataclass(frozen=True)
 class Straggler:
+    """The rank the others wait for: its median lead per steady step, in how many steps it led, and its extra own
+    time over the fastest rank's."""
     rank: str  # the rank the others wait for
     host: str | None
     lead_ns: float  # median per steady step: the others' wait less its own
@@ -91,6 +96,8 @@ class Straggler:
 
 @dataclass(frozen=True)
 class StragglerAnalysis:
+    """The straggler analysis of a job: every rank's steady steps, the straggler where one stands out (else why
+    none), and the noise threshold."""
     steps: tuple[RankStep, ...]  # steady steps, every rank
     basis: str
     straggler: Straggler | None

@@ -264,6 +264,8 @@ class Source:
 
 @dataclass(frozen=True)
 class Tables:
+    """Everything a reader took from a tool's files (name statistics, counters, timelines, ranks, collectives, memory
+    history), in a form that merges with another's."""
     kernels: StatsByName = field(default_factory=dict)
     kernel_detail: int = 0  # PER_DISPATCH, DURATION_METRIC, PRE_AGGREGATED; 0: no kernels
     api: StatsByName = field(default_factory=dict)

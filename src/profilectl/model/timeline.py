@@ -22,6 +22,8 @@ STEP_NAME = re.compile(r"^(?:ProfilerStep#|step[ #_:-]?)(\d+)$", re.IGNORECASE)
 
 @dataclass(frozen=True)
 class Marker:
+    """A step range on a rank's timeline (ProfilerStep#N, a step annotation): its name, start and end (ns), and
+    whether the GPU side recorded it."""
     name: str
     start: int
     end: int
@@ -223,6 +225,7 @@ class HtaStreamIdle:
 
 @dataclass(frozen=True)
 class Gap:
+    """An idle stretch of one rank's GPU: when it started, how long it lasted, and the activities either side of it."""
     start_ns: int  # from the rank's first GPU activity
     duration_ns: int
     after: str  # the activity that ended before the gap
@@ -270,6 +273,7 @@ class TimelineRow:
 
 @dataclass(frozen=True)
 class StepRow:
+    """One timeline step (merged: the slowest rank's): its wall time, GPU busy time, top kernel, communication share."""
     step: int
     name: str
     wall_ns: int  # the step's range
@@ -311,6 +315,8 @@ class RanksBusy:
 
 @dataclass(frozen=True)
 class TimelineAnalysis:
+    """What the timeline analysis returns: the busy and idle row of the run (and of each rank), its largest gaps, its
+    steps and busy curves."""
     merged: TimelineRow  # one rank's row; for a job, the union over its ranks ("any GPU busy")
     ranks: tuple[TimelineRow, ...] = ()  # per rank when there are several
     ranks_busy: RanksBusy | None = None  # a job's per-rank mean and range

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class ToolFailure:
+    """A recognised cause of a profiler's failure: its machine-readable name, the reason in words and the fix."""
     cause: str
     reason: str
     fix: str

@@ -43,6 +43,7 @@ def in_background(work: Callable[..., T], *args: Any) -> Callable[[], T]:
 
 @dataclass
 class CommandResult:
+    """One command the probe ran: its argv, exit code and output, and whether it timed out or could not start."""
     argv: list[str]
     returncode: int | None
     stdout: str = ""
@@ -61,6 +62,8 @@ class CommandResult:
 
 @dataclass
 class Machine:
+    """The machine the probe looks at: its root folder, PATH and environment, the commands' timeout, and whether
+    answers may come from the cache."""
     root: Path = Path("/")
     path: str = field(default_factory=lambda: os.environ.get("PATH", os.defpath))
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))

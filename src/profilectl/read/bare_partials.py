@@ -48,6 +48,8 @@ HOST_THEN_RANK = ("rocprofv3-csv",)
 
 @dataclasses.dataclass(frozen=True)
 class RankKey:
+    """Which rank a file of a bare output belongs to (its rank and host, or REST for files that name none); it names
+    the rank's partial."""
     rank: str  # "0", "pid 4242", or REST
     host: str | None
 
@@ -75,6 +77,7 @@ def _key_of(path: Path) -> RankKey:
 
 @dataclasses.dataclass(frozen=True)
 class RankGroup:
+    """One rank's files in a bare output folder, by reader, and where the raw read would merge them."""
     key: RankKey
     groups: list[tuple[Reader, list[Path]]]
     order: tuple[int, str]  # where the raw read merges it: (reader, then the reader's own order)

@@ -16,6 +16,7 @@ from profilectl.read.rank_traces import Collective, RankScan, step_markers
 # ---------------------------------------------------------------- clocks
 @dataclass(frozen=True)
 class HostOffset:
+    """One host's clock offset for merge-trace: what is added to its timestamps, how it was estimated, and how well."""
     host: str
     offset_ns: int  # added to the host's timestamps to put them on the output's clock
     basis: str  # how it was estimated, in words

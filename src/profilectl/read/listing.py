@@ -20,6 +20,8 @@ from profilectl.runstate import ABANDONED, controller_gone, run_state, what_it_l
 
 @dataclass(frozen=True)
 class ListedRun:
+    """One entry of `profilectl ls`: a run or SLURM job as its manifests say it (service, backend, status, wall time,
+    workload), and any problem."""
     run: str
     path: str
     started_at: str

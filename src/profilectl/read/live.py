@@ -160,6 +160,7 @@ class TelemetryFile:
 
 @dataclass
 class _Run:
+    """One run folder `watch` follows: its path, its host and its telemetry.csv as read so far."""
     path: Path
     host: str | None
     telemetry: TelemetryFile

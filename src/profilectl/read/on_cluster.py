@@ -137,6 +137,8 @@ class SpooledPartials(Sequence["Partial"]):
 
 @dataclass(frozen=True, eq=False)
 class NodeAnswer:
+    """What one node's `--reduce-here` step gave back: its ranks' partials, the job as it saw it, how long it took,
+    or why it gave nothing."""
     node: str  # as asked (srun --nodelist)
     host: str | None  # as it named itself
     partials: SpooledPartials

@@ -72,6 +72,7 @@ def _finite(value: float) -> float | None:
 
 @dataclass(frozen=True)
 class FileIdentity:
+    """One raw file a partial was made from, as it was then: path, size, mtime, content hash, device, inode, ctime."""
     path: str  # relative to the folder reduced
     size: int
     mtime_ns: int
@@ -142,6 +143,7 @@ class CounterColumns:
 
 @dataclass(frozen=True)
 class PieceColumns:
+    """A RankPiece as a partial stores it: its busy blocks as base64 of little-endian int64."""
     row: TimelineRow
     gaps: tuple[Gap, ...]
     block_start: str  # base64 of little-endian int64
@@ -152,6 +154,7 @@ class PieceColumns:
 
 @dataclass(frozen=True)
 class ReductionColumns:
+    """A RankReduction as a partial stores it (its piece as PieceColumns)."""
     piece: PieceColumns
     idle: RankIdle
     waits: RankWaits | None
@@ -180,6 +183,7 @@ class BareRank:
 
 @dataclass(frozen=True)
 class Partial:
+    """One rank's partial: its tables as columns, its timeline reduced, and who made it, when, from which files."""
     schema_version: int
     producer: str  # profilectl's version
     made_on: str  # host name

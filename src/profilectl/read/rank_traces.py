@@ -35,6 +35,7 @@ EVENT_OVERHEAD = 96  # bytes of keys, ids and numbers around an event's name, ca
 # ---------------------------------------------------------------- inputs
 @dataclass(frozen=True)
 class RankInput:
+    """One rank of a job for merge-trace: its number, its host and the files that hold its events."""
     rank: int
     host: str
     files: tuple[Path, ...]  # torch.profiler Chrome traces, streamed
@@ -45,6 +46,7 @@ class RankInput:
 
 @dataclass(frozen=True)
 class LeftOut:
+    """A rank that merge-trace leaves out (no trace found, no run left in the folder), and why."""
     rank: str
     host: str | None
     reason: str
@@ -169,6 +171,7 @@ def event_ns(path: Path, event: RawEvent, value: Any, what: str) -> int:
 # ---------------------------------------------------------------- pass 1: one rank's scan
 @dataclass
 class Collective:
+    """One collective of a rank as merge-trace's pass 1 keeps it: name, start and end (ns), on the GPU or the host."""
     name: str
     start: int
     end: int

@@ -89,6 +89,7 @@ class Hotspot:
 
 @dataclass(frozen=True)
 class StallReason:
+    """One PC-sampling stall reason: its samples and their percent of all stall samples."""
     reason: str
     samples: int
     percent: float
@@ -96,6 +97,7 @@ class StallReason:
 
 @dataclass(frozen=True)
 class TimingStats:
+    """The timed runs' wall times (timing backend): their count, mean, median, p95, min, max and spread, in seconds."""
     runs: int
     mean_s: float
     median_s: float
@@ -127,6 +129,7 @@ class StepTime:
 
 @dataclass(frozen=True)
 class SourceInfo:
+    """What a summary was made from: the kind of data (a run, a job, the readers' kinds), its path and files read."""
     kind: str
     path: str
     files: tuple[str, ...] = ()
@@ -221,6 +224,7 @@ def machine_fallbacks(run: "RunStory") -> tuple[tuple[Fallback, ...], tuple[str,
 
 @dataclass(frozen=True)
 class Summary:
+    """What a report shows of a run, job or folder of files, computed once from its Tables; stored as summary.json."""
     source: SourceInfo
     totals: Totals = field(default_factory=Totals)
     kernels: tuple[KernelRow, ...] = ()

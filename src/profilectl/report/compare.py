@@ -43,6 +43,7 @@ def base_name(name: str) -> str:
 
 @dataclass(frozen=True)
 class Matched:
+    """A kernel (or copy) in both runs: its calls and total time in A and B, B's change, and the speedup A / B."""
     name: str
     calls_a: int
     calls_b: int
@@ -71,6 +72,8 @@ class MatchedOperator:
 
 @dataclass(frozen=True)
 class OnlyIn:
+    """A kernel (or copy) of one run, by its match key: its calls and total time (those one run has and the other
+    lacks are listed as these)."""
     name: str
     calls: int
     total_ns: float
@@ -112,6 +115,8 @@ class Gate:
 
 @dataclass(frozen=True)
 class Comparison:
+    """Two summaries compared: kernels matched and found in one only, GPU time and speedup, ranks, timing statistics,
+    operators and the CI gate."""
     a: str
     b: str
     match: str

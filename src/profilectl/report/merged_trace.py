@@ -151,6 +151,8 @@ def _duration(ns: float) -> str:
 # ---------------------------------------------------------------- pass 2: writing
 @dataclass(frozen=True)
 class RankWritten:
+    """One rank as merge-trace wrote it: its steps in the window, the clock offset applied, and its events in the
+    window and written."""
     rank: int
     host: str
     steps: tuple[int, ...]

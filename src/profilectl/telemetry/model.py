@@ -63,6 +63,8 @@ class StepPower:
 
 @dataclass(frozen=True)
 class GpuPower:
+    """One GPU's power, energy, memory, temperature, clock and utilisation over the run, from telemetry.csv, with its
+    power over time."""
     gpu: int
     samples: int
     avg_power_w: float | None
