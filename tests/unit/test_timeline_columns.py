@@ -42,6 +42,21 @@ def test_concurrency_equals_the_joint_sort(seed):
     assert (row.concurrent_ns, row.max_concurrency) == reference_depth(start, end)
 
 
+@pytest.mark.parametrize("chunk_rows", [5, 1 << 18])
+def test_the_deepest_moment_with_runs_of_equal_starts(chunk_rows):
+    """Starts on a coarse grid (runs of equal starts, ends on the same grid): the deepest moment is
+    counted after the last start of a run, chunk boundaries anywhere."""
+    rng = np.random.default_rng(11)
+    for _ in range(300):
+        n = int(rng.integers(2, 40))
+        start = np.sort(rng.integers(0, 8, size=n)) * 100
+        end = start + rng.integers(0, 4, size=n) * 100
+        timeline = rank_timeline("0", None, start=start, end=end, stream=np.zeros(n, np.int32),
+                                 kind=np.zeros(n, np.int8), name=np.zeros(n, np.int32), names=["k"], streams=["a"])
+        row, _, _ = analyse_rank(timeline, chunk_rows=chunk_rows)
+        assert (row.concurrent_ns, row.max_concurrency) == reference_depth(start, end), (start, end)
+
+
 def write_trace(path, rng, n):
     with open(path, "w", newline="") as fh:
         out = csv.writer(fh, quoting=csv.QUOTE_NONNUMERIC)

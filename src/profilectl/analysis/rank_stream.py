@@ -136,8 +136,12 @@ class RankStream:
         # Where an interval ends before it starts, at every start as before.
         ends = np.sort(np.concatenate([self.open_ends, e]))
         if bool((e >= s).all()):
-            run_last = np.flatnonzero(np.append(s[1:] != s[:-1], True))
-            at = run_last[np.searchsorted(run_last, np.flatnonzero(keep))]  # repeats are harmless to a max
+            last_of_run = np.append(s[1:] != s[:-1], True)
+            if bool(last_of_run.all()):  # starts all distinct: each row is the last of its run
+                at = np.flatnonzero(keep)
+            else:  # each kept row's run (the last rows before it), then that run's last row
+                run = (np.cumsum(last_of_run) - last_of_run)[keep]
+                at = np.flatnonzero(last_of_run)[run]  # repeats are harmless to a max
             if bool((e > s).any()):
                 self.deepest = max(self.deepest, 1)
         else:
