@@ -112,8 +112,8 @@ def analyse_rank(t: RankTimeline, busy: "Intervals | None" = None) -> RankIdle:
         piece_length = pieces.high - pieces.low
         steady_mask = pieces.phase == code["steady"]
         steady = _causes(piece_cause, piece_length, steady_mask, keys, titles, tops)
-        steady_idle = int(piece_length.sum(where=steady_mask))
-        phases = tuple((p, int(piece_length.sum(where=pieces.phase == code[p]))) for p in STEP_PHASES
+        steady_idle = int(np.dot(piece_length, steady_mask))
+        phases = tuple((p, int(np.dot(piece_length, pieces.phase == code[p]))) for p in STEP_PHASES
                        if (pieces.phase == code[p]).any())
     else:  # no steps: the whole run is the steady state, each hole one piece (no copies of the holes' columns)
         steady, steady_idle = whole, int(length.sum())
@@ -338,11 +338,11 @@ def _causes(cause: "NDArray[Any]", length: "NDArray[np.int64]", mask: "NDArray[n
             titles: list[str], tops: dict[int, tuple[str | None, int]]) -> tuple[IdleCause, ...]:
     import numpy as np
     every = bool(mask.all())  # no copies of the columns when the scope is every gap
-    total = int(length.sum() if every else length.sum(where=mask))  # sums in place: no copies per scope
+    total = int(length.sum() if every else np.dot(length, mask))  # no copies per scope (dot: exact, and SIMD)
     rows = []
     for index in sorted_distinct(cause if every else cause[mask]):
         chosen = (cause == index) if every else mask & (cause == index)
-        idle = int(length.sum(where=chosen))
+        idle = int(np.dot(length, chosen))
         activity, activity_ns = tops.get(int(index), (None, 0))
         rows.append(IdleCause(cause=keys[int(index)], title=titles[int(index)], idle_ns=idle, gaps=int(chosen.sum()),
                               share=idle / total if total else 0.0, activity=activity, activity_ns=activity_ns))

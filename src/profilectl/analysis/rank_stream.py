@@ -93,8 +93,11 @@ class RankStream:
             correlation = np.broadcast_to(np.int64(-1), (len(start),))
         columns: tuple[Any, ...] = (start, end, stream, kind, name, correlation, index)
         if self.pending is not None:
-            columns = tuple(np.concatenate([a, b]) for a, b in zip(self.pending, columns))
-            self.pending = None
+            held, self.pending = self.pending, None
+            if int(held[0][-1]) < int(start[0]):  # the held run ended before this batch: alone, no copy of the batch
+                self._chunk(*held)
+            else:
+                columns = tuple(np.concatenate([a, b]) for a, b in zip(held, columns))
         self.rows += len(start)
         cut = int(np.searchsorted(columns[0], columns[0][-1], side="left"))
         if cut == 0:  # one run of equal starts so far: wait for a different one
