@@ -1,3 +1,3 @@
-from profilectl.cli import entry
+from profilectl.cli import main
 
-raise SystemExit(entry())
+raise SystemExit(main())

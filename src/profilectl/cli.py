@@ -449,17 +449,6 @@ def run_options(args: argparse.Namespace) -> "RunOptions":
                       as_root=args.as_root, redact=not args.no_redact, **extra)
 
 
-def entry() -> int:
-    """The process's entry point (the console script, `python -m profilectl`, tools/profilectl): main,
-    then the objects left are frozen for the garbage collector, so that the interpreter's last
-    collection at exit does not walk them all again (0.05-0.07 s of a one-second report: most of its
-    exit). Nothing is lost by it: files are closed by the commands, and the process is ending."""
-    code = main()
-    import gc
-    gc.freeze()
-    return code
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
     if args.command is None:
