@@ -38,6 +38,7 @@ import json
 import math
 import os
 import socket
+import threading
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -377,6 +378,22 @@ def encode(partial: Partial) -> bytes:
     return msgspec.json.encode(partial)
 
 
+_DECODERS: list[Any] = []
+_DECODERS_MADE = threading.Lock()
+
+
+def _decoders() -> tuple[Any, Any]:
+    """msgspec's decoders of the head and the whole partial, made once, under a lock: msgspec builds
+    a dataclass's type information at its first use, and two threads doing that at once crash the
+    process (SIGSEGV in msgspec's extension: `report --on-cluster` reads each node's partials in a
+    thread of its own). A decoder once made is safe to share between threads."""
+    import msgspec
+    with _DECODERS_MADE:
+        if not _DECODERS:
+            _DECODERS.extend((msgspec.json.Decoder(_Head).decode, msgspec.json.Decoder(Partial).decode))
+    return _DECODERS[0], _DECODERS[1]
+
+
 def decode(data: bytes, where: str = "partial") -> Partial:
     """The partial, or PartialError saying in one line why not (another schema, a torn or foreign
     file, nesting too deep to decode, too large for this machine's memory)."""
@@ -384,8 +401,9 @@ def decode(data: bytes, where: str = "partial") -> Partial:
         import msgspec
     except ImportError:
         return _decode_stdlib(data, where)
+    head, whole = _decoders()
     try:
-        version = msgspec.json.decode(data, type=_Head).schema_version
+        version = head(data).schema_version
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         raise PartialError(f"{where}: not a profilectl partial (unreadable or torn)") from None
     except MemoryError:
@@ -393,7 +411,7 @@ def decode(data: bytes, where: str = "partial") -> Partial:
     if version != SCHEMA:
         raise PartialError(f"{where}: schema version {version}, this profilectl reads {SCHEMA}")
     try:
-        return msgspec.json.decode(data, type=Partial)
+        return whole(data)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise PartialError(f"{where}: damaged partial ({str(exc).splitlines()[0][:200]})") from None
     except RecursionError:
