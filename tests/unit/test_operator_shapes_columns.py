@@ -17,7 +17,8 @@ from profilectl.model.operators import KERNELS_KEPT, OperatorShape
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 SHAPED = [FIXTURES / "real/tracelens/h100/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
           FIXTURES / "real/kineto/torch1.9_resnet50_num_workers_4_worker0.1623212756351.pt.trace.json.gz",
-          *sorted(p for p in (FIXTURES / "nvidia-h200-knows").rglob("*.pt.trace.json*") if b"Input Dims" in p.read_bytes())]
+          *sorted(p for p in (FIXTURES / "nvidia-h200-knows").rglob("*.pt.trace.json*")
+                  if b"Input Dims" in p.read_bytes())]
 
 
 def rows_by_loop(rank, partial):
@@ -90,8 +91,8 @@ def random_partial(rng: random.Random) -> ChunkSums:
     correlation = 0
     for _ in range(rng.randint(0, 60)):
         start = rng.randrange(0, 400, rng.choice((1, 10, 50)))  # coarse grids: equal starts and ends
-        partial.shaped.calls.extend((rng.randrange(len(keys)), start, start + rng.randrange(0, 120, rng.choice((1, 20))),
-                                     rng.randrange(len(partial.shaped.signatures))))
+        end = start + rng.randrange(0, 120, rng.choice((1, 20)))
+        partial.shaped.calls.extend((rng.randrange(len(keys)), start, end, rng.randrange(len(partial.shaped.signatures))))
     for _ in range(rng.randint(0, 80)):
         correlation += rng.choice((0, 1, 1, 2))  # repeated ids, and ids without kernels
         if timeline.threads:

@@ -107,7 +107,8 @@ def _shaped_calls(picked: list[Any], rows: list[int], keys: list[Any], key_code:
     """The operator calls among `rows` that carry "Input Dims", as add_calls takes them: the shape
     args as their JSON text (a null or absent one: no shapes)."""
     found = []
-    starts, ends, threads, called = start[rows].tolist(), end[rows].tolist(), key_code[rows].tolist(), name_code[rows].tolist()
+    starts, ends = start[rows].tolist(), end[rows].tolist()
+    threads, called = key_code[rows].tolist(), name_code[rows].tolist()
     for k, row in enumerate(rows):
         args = picked[row].args
         dims = bytes(args.dims)
