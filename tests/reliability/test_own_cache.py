@@ -15,19 +15,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from attacker import as_user, new_user, reachable_folder, users_folder
+from attacker import as_user, reachable_folder, users_folder
 from support import REPO
 
 STRAGGLER = REPO / "tests/fixtures/diagnosis/straggler"
 PLANTED = "PLANTED: the user's text, printed by root\n"
-
-
-@pytest.fixture(scope="module")
-def user():
-    if os.geteuid() != 0:
-        pytest.skip("root running with another user's environment needs root (and useradd)")
-    with new_user() as made:
-        yield made
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from attacker import (as_user, keep_planting, new_user, next_pids, plant_links, reachable_folder, root_secret,
+from attacker import (as_user, keep_planting, next_pids, plant_links, reachable_folder, root_secret,
                       stop, untouched, users_folder)
 from reliability_support import needs_tmpfs, one_line
 from support import REPO
@@ -25,14 +25,6 @@ import merged_trace as job_writer  # noqa: E402  (the benchmark's job writer)
 STRAGGLER = REPO / "tests/fixtures/diagnosis/straggler"
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="root writing into another user's folder needs root "
                                                          "(and useradd)")
-
-
-@pytest.fixture(scope="module")
-def user():
-    if os.geteuid() != 0:
-        pytest.skip("needs root")
-    with new_user() as made:
-        yield made
 
 
 @pytest.fixture

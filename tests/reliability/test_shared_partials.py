@@ -25,20 +25,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from attacker import as_user, new_user, reachable_folder, users_folder
+from attacker import as_user, reachable_folder, users_folder
 from support import REPO
 
 FIXTURES = REPO / "tests/fixtures"
 STRAGGLER = FIXTURES / "diagnosis/straggler"
 JOB = "20261125T100000Z-trace-job42.0"
-
-
-@pytest.fixture(scope="module")
-def user():
-    if os.geteuid() != 0:
-        pytest.skip("root reading a user's shared folder needs root (and useradd)")
-    with new_user() as made:
-        yield made
 
 
 @pytest.fixture
