@@ -187,7 +187,8 @@ def aggregate_columns(events: list[Any], into: ChunkSums | None = None,
     if carrying and text is not None:
         out.collectives.extend(collectives_of(text))
     # recorded with shapes: the calls of the operators the data knows, at the times the timeline has
-    known_shapes = np.array([name in shaped_names() for name in names] or [False], dtype=bool)
+    wanted = shaped_names()
+    known_shapes = np.array([name in wanted for name in names] or [False], dtype=bool)
     operators = np.flatnonzero(timed & ((roles & 4) != 0) & known_shapes[name_code])
     if len(operators):
         add_calls(out, _shaped_calls(picked, operators.tolist(), keys, key_code, names, name_code, start, end))

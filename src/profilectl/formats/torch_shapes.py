@@ -118,9 +118,7 @@ def _outermost(thread: Any, start: Any, end: Any) -> Any:
         reach[a] = np.iinfo(np.int64).min  # the first call of a thread is outermost
         if b - a > 1:
             reach[a + 1:b] = np.maximum.accumulate(e[a:b - 1])
-    first = np.zeros(len(t), dtype=bool)
-    first[bounds[:-1]] = True
-    inside = ~first & (s < reach) & (e <= reach)
+    inside = (s < reach) & (e <= reach)
     return order[~inside]
 
 
