@@ -370,3 +370,19 @@ def test_a_real_cpu_profile_with_shapes(tmp_path):
     assert work_of(rows["aten::softmax"])[0] == 3 * 32 * 64 and work_of(rows["aten::relu"])[0] == 32 * 64
     result = operator_roofline.analyse(tuple(rows.values()), None)
     assert not result.operators and result.no_gpu == 5
+
+
+def test_a_tensorlists_shapes_read_back_from_json_stay_hashable():
+    """A cached summary or a partial gives "Input Dims" back as JSON lists: a TensorList argument
+    (aten::cat's) must still key the roofline's groups, as the reader's nested tuples do (a cache hit
+    of such a trace used to end `report` in a TypeError)."""
+    import msgspec
+
+    from profilectl.files import load_typed
+    from profilectl.model.operators import OperatorShape
+    row = OperatorShape(rank="0", name="aten::cat", input_dims=(((8, 16), (8, 16)), ()), input_types=("TensorList", "Scalar"),
+                        concrete=("", "0"), calls=1, cpu_ns=5, gpu_ns=3, launches=1)
+    data = msgspec.json.encode(row)
+    for back in (msgspec.json.decode(data, type=OperatorShape), load_typed(OperatorShape, json.loads(data), "x")):
+        assert back == row and hash(back.input_dims) == hash(row.input_dims)
+        assert operator_roofline.analyse([back], H100) is not None

@@ -27,5 +27,14 @@ class OperatorShape:
     launches: int  # those kernels, counted
     kernels: tuple[tuple[str, int], ...] = ()  # (kernel name, GPU ns), heaviest first, at most KERNELS_KEPT
 
+    def __post_init__(self) -> None:
+        # read back from JSON (a cached summary, a partial) a TensorList's shapes are lists: the
+        # signature must stay hashable, as the reader made it
+        object.__setattr__(self, "input_dims", _tuples(self.input_dims))
+
+
+def _tuples(value: Any) -> Any:
+    return tuple(_tuples(v) for v in value) if isinstance(value, (list, tuple)) else value
+
 
 KERNELS_KEPT = 3
