@@ -81,7 +81,7 @@ def diagnosis_section(summary: "Summary") -> Section | None:
                     for rank in diagnosis.ranks for h in rank.hta]
         if hta_rows:
             tables.append(TableBlock(
-                key="hta_idle", title="HTA's idle-time breakdown per stream (host wait, kernel wait, other)",
+                key="hta_idle", title="HTA's idle-time breakdown per stream",
                 columns=(Column("rank", "Rank"), Column("stream", "Stream"),
                          Column("host_wait_ns", "Host wait", "ns", "sum"),
                          Column("kernel_wait_ns", "Kernel wait", "ns", "sum"), Column("other_ns", "Other", "ns", "sum")),
