@@ -13,7 +13,7 @@ import re
 import sys
 from typing import TYPE_CHECKING, Any, Callable, NoReturn
 
-from profilectl import __version__, commands, errors
+from profilectl import __version__, commands, errors, settings
 
 if TYPE_CHECKING:
     from profilectl.measuring import RunOptions
@@ -455,6 +455,7 @@ def main(argv: list[str] | None = None) -> int:
         build_parser().print_help()
         return errors.USAGE
     try:
+        settings.check_environment()
         if args.command == "env-check":
             return commands.env_check(args.json, args.deep, args.require, args.root, args.path)
         if args.command in ("profile", "counters", "trace"):

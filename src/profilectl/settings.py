@@ -241,6 +241,16 @@ def get(name: str, env: Mapping[str, str] | None = None) -> object:
     return _parse(s, text)
 
 
+def check_environment(env: Mapping[str, str] | None = None) -> None:
+    """Every listed setting that is set parses, else SettingError naming the first that does not: a
+    mistyped value ends the command at its start, not only where a path that happens to read it runs
+    (PROFILECTL_NO_PARALLEL=maybe passed unseen by every report too small to read in parallel)."""
+    for s in SETTINGS:
+        text = raw(s.name, env)
+        if text is not None:
+            _parse(s, text)
+
+
 def _typed(name: str, kind: tuple[str, ...]) -> None:
     if setting(name).kind not in kind:
         raise TypeError(f"{name} is a {setting(name).kind} setting, not {'/'.join(kind)}")

@@ -144,3 +144,24 @@ def test_a_bad_value_on_the_command_line_is_one_line_and_exit_2(tmp_path):
     assert done.returncode == errors.USAGE, (done.stdout, done.stderr)
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert "PROFILECTL_CACHE_MAX_MB='lots'" in done.stderr
+
+
+def test_a_bad_value_no_path_reads_still_ends_the_command(tmp_path):
+    """A small report never reads PROFILECTL_NO_PARALLEL (nothing to read in parallel): its typo is
+    still one line and exit 2, at the start, where before the command passed it unseen."""
+    env = dict(os.environ, PROFILECTL_NO_PARALLEL="maybe", PROFILECTL_CACHE_DIR=str(tmp_path / "cache"))
+    argv = [sys.executable, str(REPO / "tools/profilectl"), "report", str(REPO / "tests/fixtures/rocprofv3-docs")]
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == errors.USAGE, (done.stdout, done.stderr)
+    assert done.stderr.strip() == ("profilectl: $PROFILECTL_NO_PARALLEL='maybe': not 1/true/yes/on or 0/false/no/off "
+                                   "(read large traces and many files in one process)")
+    assert not done.stdout and not (tmp_path / "cache").exists()
+    env["PROFILECTL_NO_PARALLEL"] = "yes"
+    assert subprocess.run(argv, capture_output=True, env=env, timeout=300).returncode == errors.OK
+
+
+def test_check_environment_parses_every_listed_setting_that_is_set():
+    settings.check_environment({"PROFILECTL_NO_JOB": "on", "PROFILECTL_JOB_WAIT_S": "2.5", "PROFILECTL_UNLISTED": "x"})
+    for name, value, _ in [("PROFILECTL_JOB_WAIT_S", "soon", ""), ("PROFILECTL_STEP_ACTION", "gdb", "")]:
+        with pytest.raises(SettingError, match=name):
+            settings.check_environment({"PROFILECTL_NO_JOB": "on", name: value})
