@@ -149,6 +149,8 @@ def small_distinct(ids: "NDArray[Any]") -> list[int]:
     if ids.strides == (0,):
         return [int(ids[0])]
     low, high = int(ids.min()), int(ids.max())
+    if high - low < 16:  # a few values (stream ids, rule indices): one comparison each, no wide copy
+        return [v for v in range(low, high + 1) if v in (low, high) or bool((ids == v).any())]
     if low >= 0 and high < 1 << 16:  # ids of a small table, whatever their type
         return np.flatnonzero(np.bincount(ids, minlength=high + 1)).tolist()
     return sorted_distinct(ids).tolist()
