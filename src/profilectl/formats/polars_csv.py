@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
@@ -97,6 +98,13 @@ def child_environment(env: dict[str, str]) -> dict[str, str]:
     return env
 
 
+def malformed(path: Path, exc: BaseException) -> FormatError:
+    """polars' (or the system's) refusal of a CSV file as one line: the first line of its message."""
+    text = str(exc).strip()
+    first = text.splitlines()[0] if text else type(exc).__name__
+    return FormatError(f"{path}: truncated or malformed CSV ({first[:200]})")
+
+
 def fast_engine_available() -> bool:
     try:
         _polars()
@@ -133,8 +141,7 @@ def grouped_durations_csv(path: Path, name_col: str, start_col: str, end_col: st
                      .select("row").head(1).collect()["row"][0])
             raise FormatError(f"{path}:{index + 2}: truncated or malformed row")
     except (pl.exceptions.PolarsError, OSError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise FormatError(f"{path}: truncated or malformed CSV ({first[:200]})") from None
+        raise malformed(path, exc) from None
     return {name: KernelStats.from_sums(int(n), float(total), float(sq), float(lo), float(hi))
             for name, n, _missing, total, sq, lo, hi in frame.iter_rows()}
 
@@ -159,37 +166,53 @@ class TraceColumns:
     streams: list[str] = field(default_factory=list)
     correlation: "NDArray[np.signedinteger[Any]] | None" = None  # int32 where every id fits
 
+    known_stats: dict[str, KernelStats] | None = None  # stats() made by the reader beside the columns
+
     def stats(self) -> dict[str, KernelStats]:
-        """Per-name duration statistics, exact integer sums (as the streaming group-by gives), in
-        blocks so that the temporaries stay a few MB whatever the trace's length."""
-        import numpy as np
-        count = len(self.names)
-        if not len(self.start):
-            return {}
-        calls = np.zeros(count, dtype=np.int64)
-        total = np.zeros(count, dtype=np.int64)
-        square = np.zeros(count, dtype=np.float64)
-        low = np.full(count, np.iinfo(np.int64).max, dtype=np.int64)
-        high = np.full(count, np.iinfo(np.int64).min, dtype=np.int64)
-        for at in range(0, len(self.start), STATS_BLOCK):
-            name = self.name[at:at + STATS_BLOCK]
-            # each name's durations side by side (a stable sort of ids of 16 bits or less is a radix
-            # sort: wider ids are narrowed first), then one reduction per name: np.minimum.at per
-            # row cost 4x as much
-            order = np.argsort(name if name.dtype.itemsize <= 2 or count > 1 << 15 else name.astype(np.int16),
-                               kind="stable")
-            duration = self.end[at:at + STATS_BLOCK][order] - self.start[at:at + STATS_BLOCK][order]
-            block_calls = np.bincount(name, minlength=count)
-            present = np.flatnonzero(block_calls)
-            first = (np.cumsum(block_calls) - block_calls)[present]
-            calls += block_calls
-            total[present] += np.add.reduceat(duration, first)
-            square[present] += np.add.reduceat(duration.astype(np.float64) ** 2, first)
-            low[present] = np.minimum(low[present], np.minimum.reduceat(duration, first))
-            high[present] = np.maximum(high[present], np.maximum.reduceat(duration, first))
-        return {name: KernelStats.from_sums(int(calls[i]), float(total[i]), float(square[i]), float(low[i]),
-                                            float(high[i]))
-                for i, name in enumerate(self.names) if calls[i]}
+        """Per-name duration statistics, exact integer sums (as the streaming group-by gives)."""
+        if self.known_stats is not None:
+            return self.known_stats
+        return name_stats(self.name, self.names, self.start, self.end)
+
+
+def name_stats(name: "NDArray[Any]", names: list[str], start: "NDArray[np.int64] | None" = None,
+               end: "NDArray[np.int64] | None" = None, duration: "NDArray[Any] | None" = None
+               ) -> dict[str, KernelStats]:
+    """Per-name duration statistics (of `duration`, else end - start), exact integer sums, in blocks
+    so that the temporaries stay a few MB whatever the trace's length."""
+    import numpy as np
+    count = len(names)
+    rows = len(name)
+    if not rows:
+        return {}
+    calls = np.zeros(count, dtype=np.int64)
+    total = np.zeros(count, dtype=np.int64)
+    square = np.zeros(count, dtype=np.float64)
+    low = np.full(count, np.iinfo(np.int64).max, dtype=np.int64)
+    high = np.full(count, np.iinfo(np.int64).min, dtype=np.int64)
+    for at in range(0, rows, STATS_BLOCK):
+        block = name[at:at + STATS_BLOCK]
+        # each name's durations side by side (a stable sort of ids of 16 bits or less is a radix
+        # sort: wider ids are narrowed first), then one reduction per name: np.minimum.at per
+        # row cost 4x as much
+        order = np.argsort(block if block.dtype.itemsize <= 2 or count > 1 << 15 else block.astype(np.int16),
+                           kind="stable")
+        if duration is not None:  # one gather (of 32-bit durations, most often) instead of two of int64
+            took = duration[at:at + STATS_BLOCK][order].astype(np.int64, copy=False)
+        else:
+            assert start is not None and end is not None
+            took = end[at:at + STATS_BLOCK][order] - start[at:at + STATS_BLOCK][order]
+        block_calls = np.bincount(block, minlength=count)
+        present = np.flatnonzero(block_calls)
+        first = (np.cumsum(block_calls) - block_calls)[present]
+        calls += block_calls
+        total[present] += np.add.reduceat(took, first)
+        square[present] += np.add.reduceat(took.astype(np.float64) ** 2, first)
+        low[present] = np.minimum(low[present], np.minimum.reduceat(took, first))
+        high[present] = np.maximum(high[present], np.maximum.reduceat(took, first))
+    return {text: KernelStats.from_sums(int(calls[i]), float(total[i]), float(square[i]), float(low[i]),
+                                        float(high[i]))
+            for i, text in enumerate(names) if calls[i]}
 
 
 class _FirstSeen:
@@ -280,6 +303,74 @@ class _Dictionary:
         return codes
 
 
+class _HashedKeys:
+    """Stream keys as ids in order of first appearance, from polars' 64-bit hash of each row's key: a
+    row's hash finds its id in a direct-mapped table (as _Dictionary), and the first row of each key
+    is noted. Their texts are read at the end (`texts`) by a second pass over the key's own columns
+    that stops after the last such row: a few rows where every queue is used from the start, as
+    training and serving runs use them."""
+
+    SLOT_BITS = 12
+
+    def __init__(self) -> None:
+        import numpy as np
+        self.by_hash: dict[int, int] = {}
+        self.hashes: list[int] = []  # id -> hash
+        self.first_rows: list[int] = []  # id -> its first row (0: the first after the header)
+        self.slot_hash = np.zeros(1 << self.SLOT_BITS, dtype=np.uint64)
+        self.slot_id = np.full(1 << self.SLOT_BITS, -1, dtype=np.int32)
+
+    def ids(self, hashes: "NDArray[np.uint64]", offset: int) -> "NDArray[np.int32]":
+        """The batch's ids; `offset`: the batch's first row in the file."""
+        import numpy as np
+        if len(hashes) and int(hashes[0]) in self.by_hash and bool((hashes == hashes[0]).all()):
+            return np.full(len(hashes), self.by_hash[int(hashes[0])], dtype=np.int32)  # one key (most batches)
+        mask = np.uint64((1 << self.SLOT_BITS) - 1)
+        slots = (hashes & mask).astype(np.intp)
+        codes = self.slot_id[slots]
+        missed = np.flatnonzero((self.slot_hash[slots] != hashes) | (codes < 0))
+        if len(missed):
+            distinct, first, inverse = np.unique(hashes[missed], return_index=True, return_inverse=True)
+            ids = np.empty(len(distinct), dtype=np.int32)
+            for i in np.argsort(first, kind="stable").tolist():  # new keys numbered in order of their first row
+                value = int(distinct[i])
+                known = self.by_hash.get(value)
+                if known is None:
+                    known = self.by_hash[value] = len(self.hashes)
+                    self.hashes.append(value)
+                    self.first_rows.append(offset + int(missed[first[i]]))
+                    slot = value & int(mask)
+                    if self.slot_id[slot] < 0:  # first come keeps the slot; later ones take the slow path
+                        self.slot_id[slot], self.slot_hash[slot] = known, value
+                ids[i] = known
+            codes[missed] = ids[inverse.reshape(-1)]
+        return codes
+
+    def texts(self, path: Path, scan: "pl.LazyFrame", key: "pl.Expr") -> list[str]:
+        """Each id's text, read from its first row; the row's hash is checked against the one the
+        parse gave (a file rewritten in between is an error, not a wrong name)."""
+        if not self.first_rows:
+            return []
+        pl = _polars()
+        try:
+            with _reader_settings():
+                found = (scan.head(max(self.first_rows) + 1).with_row_index("row")
+                         .filter(pl.col("row").is_in(self.first_rows))
+                         .select("row", key.alias("key"), key.hash(HASH_SEED).alias("hash"))
+                         .collect(engine="streaming"))
+        except (pl.exceptions.PolarsError, OSError) as exc:
+            raise malformed(path, exc) from None
+        by_row = {int(r): (text, int(h)) for r, text, h in found.iter_rows()}
+        out = []
+        for row, value in zip(self.first_rows, self.hashes):
+            text, hashed = by_row.get(row, (None, -1))
+            if text is None or hashed != value:
+                raise FormatError(f"{path}: the file changed while it was read (row {row + 2} is not what the "
+                                  "first pass read there)")
+            out.append(text)
+        return out
+
+
 def _index_type(count: int) -> Any:
     """The narrowest type of ids below `count`: int8 (streams), int16 (kernel names nearly always)."""
     import numpy as np
@@ -332,12 +423,14 @@ def trace_columns(path: Path, name_col: str, start_col: str, end_col: str, strea
     base = pl.scan_csv(path, infer_schema=False, low_memory=False, schema_overrides={c: pl.Int64 for c in numbers})
     categorical = hasattr(pl, "Categories")
     names: "_FirstSeen | _Dictionary"
-    keys: "_FirstSeen | _Dictionary"
+    keys: "_HashedKeys | _Dictionary"
     if categorical:
-        name_categories, stream_categories = pl.Categories.random(), pl.Categories.random()
-        names, keys = _FirstSeen(name_categories), _FirstSeen(stream_categories)
+        name_categories = pl.Categories.random()
+        names, keys = _FirstSeen(name_categories), _HashedKeys()
+        # stream keys as their hash (a categorical of the joined key cost 0.9 s of CPU at 10 M rows):
+        # their few texts are read afterwards (_HashedKeys.texts)
         scan = base.select(*numbers, name.cast(pl.Categorical(name_categories)).to_physical().alias("name"),
-                           stream.cast(pl.Categorical(stream_categories)).to_physical().alias("stream"))
+                           *([stream.hash(HASH_SEED).alias("stream_hash")] if streams else []))
     else:
         names, keys = _Dictionary(), _Dictionary()
         scan = base.select(*numbers, name.alias("name"), name.hash(HASH_SEED).alias("name_hash"),
@@ -354,8 +447,8 @@ def trace_columns(path: Path, name_col: str, start_col: str, end_col: str, strea
         for batch in _batches(scan):
             if not len(batch):
                 continue
-            bad = batch[start_col].is_null() | batch[end_col].is_null()
-            if bad.any():
+            if batch[start_col].null_count() or batch[end_col].null_count():  # counts polars keeps: no pass
+                bad = batch[start_col].is_null() | batch[end_col].is_null()
                 raise FormatError(f"{path}:{rows + int(bad.arg_true()[0]) + 2}: truncated or malformed row")
             start_values = batch[start_col].to_numpy()
             end_values = batch[end_col].to_numpy()
@@ -366,11 +459,11 @@ def trace_columns(path: Path, name_col: str, start_col: str, end_col: str, strea
             durations.add(duration)
             del duration
             batch_streams: "NDArray[Any] | None" = None
-            if isinstance(names, _FirstSeen) and isinstance(keys, _FirstSeen):
+            if isinstance(names, _FirstSeen) and isinstance(keys, _HashedKeys):
                 batch_names = _narrow(names.ids(batch["name"].to_numpy()), len(names.codes))
                 if streams:
-                    batch_streams = _narrow(keys.ids(batch["stream"].to_numpy()), len(keys.codes))
-                    if stream_ids.size or len(keys.codes) > 1:
+                    batch_streams = _narrow(keys.ids(batch["stream_hash"].to_numpy(), rows), len(keys.first_rows))
+                    if stream_ids.size or len(keys.first_rows) > 1:
                         if not stream_ids.size and rows:  # the rows before held the one key so far
                             stream_ids.add(np.zeros(rows, dtype=np.int8))
                         stream_ids.add(batch_streams)
@@ -392,22 +485,27 @@ def trace_columns(path: Path, name_col: str, start_col: str, end_col: str, strea
             del start_values, end_values, values
             rows += len(batch)
     except (pl.exceptions.PolarsError, OSError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise FormatError(f"{path}: truncated or malformed CSV ({first[:200]})") from None
-    start_column = starts.values()
-    del starts
-    end_column = np.empty(len(start_column), dtype=np.int64)
-    duration_column = durations.column()
-    for at in range(0, len(start_column), 1 << 20):
-        np.add(start_column[at:at + (1 << 20)], duration_column[at:at + (1 << 20)], out=end_column[at:at + (1 << 20)])
+        raise malformed(path, exc) from None
+    # the kernel table from the durations (a 32-bit column, most often) on a second core while this
+    # one makes the start and end columns: after the parse only this thread would work
+    name_column, name_texts, duration_column = name_ids.column(), names.values, durations.column()
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        stats = pool.submit(name_stats, name_column, name_texts, duration=duration_column)
+        start_column = starts.values()
+        del starts
+        end_column = np.empty(len(start_column), dtype=np.int64)
+        for at in range(0, len(start_column), 1 << 20):
+            np.add(start_column[at:at + (1 << 20)], duration_column[at:at + (1 << 20)],
+                   out=end_column[at:at + (1 << 20)])
+        known_stats = stats.result()
     del duration_column
     del durations
-    return TraceColumns(start=start_column, end=end_column, name=name_ids.column(),
-                        names=names.values,
+    return TraceColumns(start=start_column, end=end_column, name=name_column, names=name_texts,
                         # one stream key throughout: one shared value, not a column
                         stream=(stream_ids.column() if stream_ids.size else
                                 np.broadcast_to(np.int32(0), (rows,))) if streams else None,
-                        streams=keys.values,
+                        streams=keys.texts(path, base, stream) if isinstance(keys, _HashedKeys) else keys.values,
+                        known_stats=known_stats,
                         correlation=corr_ids.column() if correlation else None)
 
 
@@ -514,8 +612,7 @@ def named_columns(path: Path, text: tuple[str, ...], numbers: tuple[str, ...],
             frame = pl.read_csv(path, columns=list(text + numbers), infer_schema=False,
                                 schema_overrides={c: pl.Int64 for c in numbers})
         except (pl.exceptions.PolarsError, OSError) as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise FormatError(f"{path}: truncated or malformed CSV ({first[:200]})") from None
+            raise malformed(path, exc) from None
         for c in numbers:
             if c not in optional and frame[c].null_count():
                 raise FormatError(f"{path}: {frame[c].null_count()} row(s) with no {c}")

@@ -1,0 +1,68 @@
+"""Stream keys of the polars CSV pass read as their hash, their texts from each key's first row in a
+second, short pass (formats/polars_csv._HashedKeys): every row keeps the key the file gives it, ids in
+order of first appearance as the csv module numbers them, also where keys share a slot of the table,
+a key first appears in the last batch, or a cell is empty; a file rewritten between the two passes is
+a one-line error, never a wrong stream name."""
+
+import csv
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from profilectl.errors import FormatError
+from profilectl.formats import polars_csv
+
+HEADER = ["Kind", "Agent_Id", "Queue_Id", "Kernel_Name", "Start_Timestamp", "End_Timestamp"]
+
+
+def _write(path: Path, agents: list[str], queues: list[str]) -> None:
+    with open(path, "w", newline="") as handle:
+        out = csv.writer(handle)
+        out.writerow(HEADER)
+        for i, (agent, queue) in enumerate(zip(agents, queues)):
+            out.writerow(["KERNEL_DISPATCH", agent, queue, f"k{i % 5}", 1_000 + 10 * i, 1_005 + 10 * i])
+
+
+def _read(path: Path) -> polars_csv.TraceColumns:
+    return polars_csv.trace_columns(path, "Kernel_Name", "Start_Timestamp", "End_Timestamp", ("Agent_Id", "Queue_Id"))
+
+
+@pytest.mark.parametrize("slot_bits", [polars_csv._HashedKeys.SLOT_BITS, 1])  # 1: every key fights for 2 slots
+def test_each_row_keeps_its_key_in_order_of_first_appearance(tmp_path, monkeypatch, slot_bits):
+    monkeypatch.setattr(polars_csv, "BATCH_ROWS", 1_000)
+    monkeypatch.setattr(polars_csv._HashedKeys, "SLOT_BITS", slot_bits)
+    rng = np.random.default_rng(5)
+    count = 9_500
+    agents = [f"Agent {a}" for a in rng.integers(2, 5, count)]
+    queues = [str(q) for q in rng.integers(1, 4, count)]
+    agents[17] = ""  # an empty cell reads as "" (the csv module's reading)
+    agents[-1], queues[-1] = "Agent 9", "7"  # a key first seen in the last batch, on the last row
+    path = tmp_path / "11_kernel_trace.csv"
+    _write(path, agents, queues)
+    cols = _read(path)
+    keys = [f"{a}:{q}" for a, q in zip(agents, queues)]
+    assert cols.stream is not None and [cols.streams[i] for i in cols.stream.tolist()] == keys
+    assert cols.streams == list(dict.fromkeys(keys))  # ids in order of first appearance
+
+
+def test_one_key_throughout_is_one_shared_value(tmp_path, monkeypatch):
+    monkeypatch.setattr(polars_csv, "BATCH_ROWS", 1_000)
+    path = tmp_path / "11_kernel_trace.csv"
+    _write(path, ["Agent 4"] * 5_000, ["1"] * 5_000)
+    cols = _read(path)
+    assert cols.streams == ["Agent 4:1"] and cols.stream is not None and cols.stream.strides == (0,)
+
+
+def test_a_file_rewritten_between_the_passes_is_a_one_line_error(tmp_path, monkeypatch):
+    path = tmp_path / "11_kernel_trace.csv"
+    _write(path, ["Agent 4"] * 3_000 + ["Agent 5"] * 10, ["1"] * 3_010)
+    texts = polars_csv._HashedKeys.texts
+
+    def rewritten(self, *args):  # another writer replaces the file once the first pass has ended
+        _write(path, ["Agent 6"] * 3_010, ["2"] * 3_010)
+        return texts(self, *args)
+    monkeypatch.setattr(polars_csv._HashedKeys, "texts", rewritten)
+    with pytest.raises(FormatError) as caught:
+        _read(path)
+    assert "changed while it was read" in str(caught.value) and "\n" not in str(caught.value)
