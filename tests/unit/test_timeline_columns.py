@@ -190,3 +190,38 @@ def test_union_of_ranks_window_by_window_equals_the_whole():
         joined = _union_of_ranks(blocks, chunk_rows=chunk)
         assert (joined.open[1] - joined.first, joined.length, joined.gaps, joined.gap_total,
                 joined.largest_hole) == expected
+
+
+def _union_length(start, end):
+    low, high = union(start, end)
+    return int((high - low).sum())
+
+
+@pytest.mark.parametrize("first_other", [None, 0, 1_234, 2_999])  # None: kernels only, no collective
+@pytest.mark.parametrize("chunk_rows", [1, 64, 3_000])
+def test_compute_communication_and_copies_are_their_own_unions(first_other, chunk_rows):
+    """compute_ns, communication_ns and memory_ns against the union of each kind's intervals, made
+    apart: where every activity is a compute kernel the busy union stands for the compute one, and
+    from the first collective or copy the compute union goes on alone from where the busy one stood."""
+    rng = np.random.default_rng(17)
+    n = 3_000
+    start = np.cumsum(rng.integers(0, 20_000, size=n)) + 10**12
+    end = start + rng.integers(0, 30_000, size=n)
+    names = ["gemm", "relu", "ncclAllReduce", "copy"]
+    name = rng.integers(0, 2, size=n).astype(np.int32)
+    kind = np.zeros(n, dtype=np.int8)
+    if first_other is not None:
+        later = np.arange(n) >= first_other
+        name[later & (rng.random(n) < 0.2)] = 2
+        copies = later & (rng.random(n) < 0.1)
+        name[copies], kind[copies] = 3, 1
+        name[first_other], kind[first_other] = 2, 0  # the first other activity: a collective
+    timeline = rank_timeline("0", None, start=start, end=end, stream=np.zeros(n, dtype=np.int32), kind=kind,
+                             name=name, correlation=None, names=names, streams=["a"])
+    row = analyse_rank(timeline, chunk_rows=chunk_rows)[0]
+    compute = (kind == 0) & (name != 2)
+    communication = (kind == 0) & (name == 2)
+    assert row.compute_ns == _union_length(start[compute], end[compute]) > 0
+    assert row.communication_ns == _union_length(start[communication], end[communication])
+    assert row.memory_ns == _union_length(start[kind == 1], end[kind == 1])
+    assert (row.communication_ns > 0) == (first_other is not None)

@@ -190,6 +190,14 @@ class UnionStream:
     def length(self) -> int:
         return self.closed_ns + (self.open[1] - self.open[0] if self.open is not None else 0)
 
+    def state(self) -> tuple[Any, ...]:
+        """What it has added up so far (its kept blocks aside): for `resume`."""
+        return self.open, self.closed_ns, self.first, self.gaps, self.gap_total, self.largest_hole
+
+    def resume(self, state: tuple[Any, ...]) -> None:
+        """Go on from another union's `state`, as if it had been given the same intervals."""
+        self.open, self.closed_ns, self.first, self.gaps, self.gap_total, self.largest_hole = state
+
     def blocks(self) -> tuple["NDArray[np.int64]", "NDArray[np.int64]"]:
         import numpy as np
         if self.store is None:

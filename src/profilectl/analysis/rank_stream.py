@@ -58,6 +58,9 @@ class RankStream:
         self.pieces = UnionStream(keep=False)  # where two or more run at once
         self.comm = UnionStream(keep=True)
         self.compute = UnionStream(keep=False)  # its blocks kept from the first collective on
+        # while every activity so far is a compute kernel (a kernel trace without collectives), the
+        # compute union is the busy one: it is not made twice, and goes on alone from the first other
+        self.compute_is_busy = True
         self.memory = UnionStream(keep=False)
         self.reach: int | None = None  # the furthest end so far
         self.open_ends = np.zeros(0, dtype=np.int64)  # ends of intervals open past the last start seen
@@ -116,6 +119,7 @@ class RankStream:
         top_end = int(e.max())
         self.span_end = top_end if self.span_end is None else max(self.span_end, top_end)
         self.streams.update(small_distinct(stream))
+        busy_before = self.busy.state() if self.compute_is_busy else None
         self._gaps(s, e, name, index)
         # concurrency: each interval overlaps what came before it from its start to min(its end, the
         # furthest end before it); the union of those pieces is the time with two or more open
@@ -172,9 +176,14 @@ class RankStream:
             # compute blocks matter only where communication may overlap them: a block closed before
             # the first collective started ends before every collective (they come in start order)
             self.compute.store = BlockStore()
-        if every_compute:
+        if every_compute and self.compute_is_busy:
+            pass  # the busy union (made above) is this one
+        elif every_compute:
             self.compute.add(s, e)
         else:
+            if self.compute_is_busy:  # the first other activity: the compute union as the busy one stood
+                self.compute.resume(busy_before)  # type: ignore[arg-type]  # taken while compute_is_busy
+                self.compute_is_busy = False
             self.compute.add(s[compute], e[compute])
             self.comm.add(s[comm], e[comm])
             self.memory.add(s[~kernels], e[~kernels])
@@ -285,7 +294,7 @@ class RankStream:
             rank=rank, host=host, span_ns=span, busy_ns=busy, idle_ns=span - busy, busy_percent=busy_percent,
             gaps=self.gap_count, gap_total_ns=self.gap_total, largest_gap_ns=self.largest_gap,
             concurrent_ns=self.pieces.length, max_concurrency=self.deepest, streams=len(self.streams),
-            compute_ns=self.compute.length, communication_ns=comm_ns, hidden_communication_ns=hidden,
+            compute_ns=(self.busy if self.compute_is_busy else self.compute).length, communication_ns=comm_ns, hidden_communication_ns=hidden,
             hidden_communication_percent=100.0 * hidden / comm_ns if comm_ns else None,
             memory_ns=self.memory.length, launch=launch,
             launch_bound=(verdict := launch_verdict(busy_percent, launch, busy))[0], verdict=verdict[1])
