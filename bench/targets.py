@@ -13,7 +13,9 @@ Every target is a ratio of two processes' figures on this machine, never an abso
 
 Inputs are made once with bench/gen_trace.py into --workdir (a temp folder, kept between runs).
 Each side runs in its own process, one after the other within a round, rounds interleaved; wall
-seconds are the median of --repeat rounds, peak RSS the largest of them (the child's own rusage,
+seconds are the median of --repeat rounds, a ratio the median of the rounds' own ratios (the two
+sides of a round run back to back: a shared machine that slows for a while moves both), peak RSS
+the largest of them (the child's own rusage,
 from wait4: resource.struct_rusage of that child alone). Every `report` gets an empty cache folder,
 so it reads the file. The answers are checked: each kernel's calls and total, and the busy/idle
 union, from profilectl equal the polars query's (CSV), and the kernel sums equal the msgspec
@@ -249,7 +251,10 @@ def run(args: argparse.Namespace) -> dict:
 
     def ratio_row(target: str, size: str, ours: str, theirs: str, alternative: str, bound: float) -> None:
         (a, _), (b, _) = bench.median(ours), bench.median(theirs)
-        ratio = a / b if b > 0 else math.inf
+        # the median of each round's own ratio: both sides of a round ran minutes apart at most, so a
+        # machine that slows for a while (a shared host) moves both, where medians taken apart drift
+        ratio = statistics.median(x / y if y > 0 else math.inf
+                                  for (x, _), (y, _) in zip(bench.rounds[ours], bench.rounds[theirs]))
         limit = bound * args.loose
         rows.append({"target": target, "size": size, "profilectl": a, "alternative": b, "alternative_name": alternative,
                      "unit": "s", "ratio": ratio, "bound": limit, "pass": ratio <= limit})
