@@ -66,3 +66,28 @@ def test_a_file_rewritten_between_the_passes_is_a_one_line_error(tmp_path, monke
     with pytest.raises(FormatError) as caught:
         _read(path)
     assert "changed while it was read" in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_polars_without_per_query_categories_gives_the_same_columns(tmp_path, monkeypatch):
+    """The reading for polars < 1.32 (names and keys hashed, texts from each batch as a value first
+    appears: _Dictionary) gives the columns the categorical reading gives, ids in the same order."""
+    monkeypatch.setattr(polars_csv, "BATCH_ROWS", 1_000)
+    monkeypatch.setattr(polars_csv._Dictionary, "SLOT_BITS", 2)  # values share slots: the slow path too
+    rng = np.random.default_rng(9)
+    count = 6_500
+    agents = [f"Agent {a}" for a in rng.integers(2, 6, count)]
+    queues = [str(q) for q in rng.integers(1, 3, count)]
+    agents[-1], queues[-1] = "Agent 99", "7"
+    path = tmp_path / "11_kernel_trace.csv"
+    _write(path, agents, queues)
+    with open(path, "a", newline="") as handle:  # names first seen late, and an empty name
+        csv.writer(handle).writerows([["KERNEL_DISPATCH", "Agent 2", "1", name, 10**9 + i, 10**9 + i + 3]
+                                      for i, name in enumerate(["late kernel", "", "k1", "another late one"])])
+    categorical = _read(path)
+    monkeypatch.setattr(polars_csv, "per_query_categories", lambda pl: False)
+    hashed = _read(path)
+    assert hashed.names == categorical.names and "late kernel" in hashed.names and "" in hashed.names
+    assert hashed.streams == categorical.streams and "Agent 99:7" in hashed.streams
+    assert np.array_equal(hashed.name, categorical.name) and np.array_equal(hashed.stream, categorical.stream)
+    assert np.array_equal(hashed.start, categorical.start) and np.array_equal(hashed.end, categorical.end)
+    assert hashed.stats() == categorical.stats()

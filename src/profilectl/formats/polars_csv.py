@@ -256,59 +256,14 @@ class _FirstSeen:
         return self._texts
 
 
-class _Dictionary:
-    """Text values as small integer ids, for columns with few distinct values among many rows
-    (kernel names, stream keys). polars hashes the column inside its engine; here a row's hash finds
-    its id in a direct-mapped table (its low bits are the slot, O(1) per row in numpy, no sort), and
-    only the rows whose slot holds another hash (a new value, or two values sharing a slot) take the
-    slow path, where a value never seen before passes through Python once."""
-
-    SLOT_BITS = 18
-
-    def __init__(self) -> None:
-        import numpy as np
-        self.values: list[str] = []
-        self.ids: dict[int, int] = {}
-        self.slot_hash = np.zeros(1 << self.SLOT_BITS, dtype=np.uint64)
-        self.slot_id = np.full(1 << self.SLOT_BITS, -1, dtype=np.int32)
-
-    def texts_so_far(self) -> list[str]:
-        return self.values
-
-    def codes(self, hashes: "NDArray[np.uint64]", text: "pl.Series") -> "NDArray[np.int32]":
-        import numpy as np
-        if len(hashes) and int(hashes[0]) in self.ids and (hashes == hashes[0]).all():
-            return np.full(len(hashes), self.ids[int(hashes[0])], dtype=np.int32)  # one value (a stream)
-        slots = (hashes & np.uint64((1 << self.SLOT_BITS) - 1)).astype(np.intp)
-        codes = self.slot_id[slots]
-        missed = np.flatnonzero((self.slot_hash[slots] != hashes) | (codes < 0))
-        if len(missed):
-            distinct, first, inverse = np.unique(hashes[missed], return_index=True, return_inverse=True)
-            ids = np.empty(len(distinct), dtype=np.int32)
-            new = []
-            for i, value in enumerate(distinct.tolist()):
-                known = self.ids.get(value)
-                if known is None:
-                    new.append(i)
-                else:
-                    ids[i] = known
-            if new:
-                for i, value in zip(new, text.gather(missed[first[new]]).to_list()):
-                    ids[i] = self.ids[int(distinct[i])] = len(self.values)
-                    self.values.append("" if value is None else value)
-                    slot = int(distinct[i]) & ((1 << self.SLOT_BITS) - 1)
-                    if self.slot_id[slot] < 0:  # first come keeps the slot; later ones take the slow path
-                        self.slot_id[slot], self.slot_hash[slot] = ids[i], distinct[i]
-            codes[missed] = ids[inverse.reshape(-1)]
-        return codes
-
-
 class _HashedKeys:
-    """Stream keys as ids in order of first appearance, from polars' 64-bit hash of each row's key: a
-    row's hash finds its id in a direct-mapped table (as _Dictionary), and the first row of each key
-    is noted. Their texts are read at the end (`texts`) by a second pass over the key's own columns
-    that stops after the last such row: a few rows where every queue is used from the start, as
-    training and serving runs use them."""
+    """Text values as small ids in order of first appearance, from polars' 64-bit hash of each row's
+    value (hashed inside its engine): a row's hash finds its id in a direct-mapped table (its low
+    bits are the slot, O(1) per row in numpy, no sort), and only the rows whose slot holds another
+    hash (a new value, or two values sharing a slot) take the slow path, where a value never seen
+    before passes through Python once and its first row is noted. Stream keys: their texts are read
+    at the end (`texts`) by a second pass over the key's own columns that stops after the last such
+    row (a few rows where every queue is used from the start, as training and serving runs use them)."""
 
     SLOT_BITS = 12
 
@@ -371,6 +326,35 @@ class _HashedKeys:
         return out
 
 
+class _Dictionary(_HashedKeys):
+    """_HashedKeys whose texts come from the batch's own text column as each value first appears:
+    the kernel names and stream keys where polars has no per-query categories (< 1.32)."""
+
+    SLOT_BITS = 18  # kernel names: thousands of distinct values
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.values: list[str] = []
+
+    def texts_so_far(self) -> list[str]:
+        return self.values
+
+    def codes(self, hashes: "NDArray[np.uint64]", text: "pl.Series", offset: int) -> "NDArray[np.int32]":
+        """The batch's ids; `text`: the batch's values; `offset`: its first row in the file."""
+        known = len(self.values)
+        codes = self.ids(hashes, offset)
+        if len(self.hashes) > known:
+            rows = [row - offset for row in self.first_rows[known:]]
+            self.values += ["" if value is None else value for value in text.gather(rows).to_list()]
+        return codes
+
+
+def per_query_categories(pl: Any) -> bool:
+    """polars >= 1.32: categories of one query's own (names as codes inside its engine); older
+    releases hash the texts instead (_Dictionary)."""
+    return hasattr(pl, "Categories")
+
+
 def _index_type(count: int) -> Any:
     """The narrowest type of ids below `count`: int8 (streams), int16 (kernel names nearly always)."""
     import numpy as np
@@ -421,7 +405,7 @@ def trace_columns(path: Path, name_col: str, start_col: str, end_col: str, strea
     name = pl.col(name_col).fill_null("")
     stream = pl.concat_str([pl.col(c).fill_null("") for c in streams], separator=":") if streams else pl.lit("")
     base = pl.scan_csv(path, infer_schema=False, low_memory=False, schema_overrides={c: pl.Int64 for c in numbers})
-    categorical = hasattr(pl, "Categories")
+    categorical = per_query_categories(pl)
     names: "_FirstSeen | _Dictionary"
     keys: "_HashedKeys | _Dictionary"
     if categorical:
@@ -468,9 +452,10 @@ def trace_columns(path: Path, name_col: str, start_col: str, end_col: str, strea
                             stream_ids.add(np.zeros(rows, dtype=np.int8))
                         stream_ids.add(batch_streams)
             elif isinstance(names, _Dictionary) and isinstance(keys, _Dictionary):
-                batch_names = _narrow(names.codes(batch["name_hash"].to_numpy(), batch["name"]), len(names.values))
+                batch_names = _narrow(names.codes(batch["name_hash"].to_numpy(), batch["name"], rows),
+                                      len(names.values))
                 if streams:
-                    batch_streams = _narrow(keys.codes(batch["stream_hash"].to_numpy(), batch["stream"]),
+                    batch_streams = _narrow(keys.codes(batch["stream_hash"].to_numpy(), batch["stream"], rows),
                                             len(keys.values))
                     stream_ids.add(batch_streams)
             name_ids.add(batch_names)
@@ -511,7 +496,7 @@ def trace_columns(path: Path, name_col: str, start_col: str, end_col: str, strea
                         # one stream key throughout: one shared value, not a column
                         stream=(stream_ids.column() if stream_ids.size else
                                 np.broadcast_to(np.int32(0), (rows,))) if streams else None,
-                        streams=keys.texts(path, base, stream) if isinstance(keys, _HashedKeys) else keys.values,
+                        streams=keys.values if isinstance(keys, _Dictionary) else keys.texts(path, base, stream),
                         known_stats=known_stats,
                         correlation=corr_ids.column() if correlation else None)
 
