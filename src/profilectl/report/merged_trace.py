@@ -150,6 +150,23 @@ def _duration(ns: float) -> str:
 
 # ---------------------------------------------------------------- pass 2: writing
 @dataclass(frozen=True)
+class MergePlan:
+    """What pass 1 and the offsets decided, the same for every attempt at the size cap: the ranks to
+    write, each host's clock offset, the output's time origin, and the figures the trace's metadata
+    reports."""
+    scans: Sequence[RankScan]
+    offsets: dict[str, HostOffset]
+    origin: int | None  # the window's earliest event on the output's clock: its timestamps count from it
+    steps: tuple[int, int] | None
+    left: Sequence[LeftOut]
+    straggler: MergedStraggler | None
+    clock_host: str  # whose clock the output is on
+    cap: int  # bytes
+    histogram: Any  # events and bytes per (tier, duration bin), for the cut
+    workers: int
+
+
+@dataclass(frozen=True)
 class RankWritten:
     """One rank as merge-trace wrote it: its steps in the window, the clock offset applied, and its events in the
     window and written."""
@@ -256,10 +273,11 @@ def merge(path: Path, output: Path, steps: tuple[int, int] | None = None, max_mb
     fixed = sum(s.kept_bytes for s in scans) + 400 * sum(len(s.tracks) + 2 for s in scans) + 16384
     cap = int(max_mb * 1_000_000)
     budget = int(cap * SIZE_MARGIN)
+    plan = MergePlan(scans=scans, offsets=offsets, origin=origin, steps=steps, left=left, straggler=straggler,
+                     clock_host=clock_host, cap=cap, histogram=histogram, workers=workers)
     for _ in range(RETRIES + 1):
         cut = plan_cut(histogram, fixed, budget)
-        result = _write(scans, output, offsets, origin, cut, steps, left, straggler, clock_host, cap, histogram,
-                        workers)
+        result = _write(plan, cut, output)
         if result.bytes_written <= cap or cut.tier == KEPT:
             return result
         budget = int(budget * cap / result.bytes_written * SIZE_MARGIN)  # the estimate was low: plan tighter
@@ -330,17 +348,14 @@ class OutputError(Exception):
         self.cause = cause
 
 
-def _write(scans: Sequence[RankScan], output: Path, offsets: dict[str, HostOffset], origin: int | None, cut: Cut,
-           steps: tuple[int, int] | None, left: list[LeftOut], straggler: MergedStraggler | None, clock_host: str,
-           cap: int, histogram: Any, workers: int) -> MergedTrace:
+def _write(plan: MergePlan, cut: Cut, output: Path) -> MergedTrace:
     """The merged trace as `output`, whole or not at all (files.write_into: a temporary with an
     unpredictable name in the output's folder, renamed over it once complete; removed on a failure)."""
     from profilectl.files import write_into
     done: list[tuple[MergedTrace, int, int]] = []
 
     def write(fh: Any) -> None:
-        result, json_bytes = _write_to(fh, output.name.endswith(".gz"), scans, output, offsets, origin, cut, steps,
-                                       left, straggler, clock_host, cap, histogram, workers)
+        result, json_bytes = _write_to(fh, output.name.endswith(".gz"), plan, cut, output)
         fh.flush()
         done.append((result, json_bytes, fh.tell()))
     try:
@@ -351,12 +366,10 @@ def _write(scans: Sequence[RankScan], output: Path, offsets: dict[str, HostOffse
     return _with_sizes(result, json_bytes, file_bytes)
 
 
-def _write_to(target: Any, gz: bool, scans: Sequence[RankScan], output: Path, offsets: dict[str, HostOffset],
-              origin: int | None, cut: Cut, steps: tuple[int, int] | None, left: list[LeftOut],
-              straggler: MergedStraggler | None, clock_host: str, cap: int, histogram: Any,
-              workers: int) -> tuple[MergedTrace, int]:
+def _write_to(target: Any, gz: bool, plan: MergePlan, cut: Cut, output: Path) -> tuple[MergedTrace, int]:
     """The trace's bytes into the open binary file `target` (gzip'd when `gz`; the file stays open)."""
     import contextlib
+    scans, offsets, origin, histogram = plan.scans, plan.offsets, plan.origin, plan.histogram
     encode = msgspec.json.Encoder().encode
     written: list[RankWritten] = []
     total_in = total_out = 0
@@ -369,7 +382,7 @@ def _write_to(target: Any, gz: bool, scans: Sequence[RankScan], output: Path, of
             offset = offsets[s.rank.host].offset_ns
             label = f"clock {'+' if offset >= 0 else ''}{offset / 1e6:.3f} ms" if offset else "reference clock"
             jobs.append((s, offset - (origin or 0), s.rank.rank + 1, cut, label))  # pid 0: Perfetto's idle task
-        for s, (blob, kept) in zip(scans, _in_order(_rank_bytes, jobs, workers)):
+        for s, (blob, kept) in zip(scans, _in_order(_rank_bytes, jobs, plan.workers)):
             out.write((b",\n" if out.written > len(HEAD) else b"") + blob)
             written.append(RankWritten(s.rank.rank, s.rank.host, s.window_steps, offsets[s.rank.host].offset_ns,
                                        s.in_window, kept))
@@ -379,11 +392,12 @@ def _write_to(target: Any, gz: bool, scans: Sequence[RankScan], output: Path, of
                    for t in (FLOW, CPU, GPU)}
         dropped = {k: v for k, v in dropped.items() if v}
         body_bytes = out.written
-        result = MergedTrace(output=str(output), ranks=tuple(written), left_out=tuple(left), steps=steps,
-                             offsets=tuple(offsets.values()), clock=f"{clock_host} (the straggler's host)" if straggler
-                             else f"{clock_host} (the first rank's host)", straggler=straggler,
+        clock = f"{plan.clock_host} (the straggler's host)" if plan.straggler else \
+            f"{plan.clock_host} (the first rank's host)"
+        result = MergedTrace(output=str(output), ranks=tuple(written), left_out=tuple(plan.left), steps=plan.steps,
+                             offsets=tuple(offsets.values()), clock=clock, straggler=plan.straggler,
                              events_in_window=total_in, events_written=total_out, dropped=dropped,
-                             cut=cut.describe(), bytes_written=0, file_bytes=0, cap_bytes=cap)
+                             cut=cut.describe(), bytes_written=0, file_bytes=0, cap_bytes=plan.cap)
         other = {"profilectl": "merged trace", "timestamps": "µs since the window's earliest event, on the clock of "
                  + result.clock, **{k: v for k, v in result.to_dict().items()
                                     if k not in ("bytes_written", "file_bytes", "output")}}
