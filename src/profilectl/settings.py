@@ -142,9 +142,9 @@ SETTINGS: tuple[Setting, ...] = (
     _s("PROFILECTL_REPEAT_BUDGET_S", "float", 10.0, "the time budget of the timing backend's sized repeats, in seconds (0 or less: the default)",
        "backends/timing.py"),
     _s("PROFILECTL_FOLDER_WAIT_S", "float", 30.0, "seconds without progress before the traces folder counts as stalled "
-       "(not a positive number: the default)", "runner.py"),
+       "(0 or less: the default)", "runner.py"),
     _s("PROFILECTL_OUTPUT_WAIT_S", "float", 10.0, "seconds a finished run's output waits for a reader that stopped "
-       "reading (not a number: the default)", "console.py"),
+       "reading", "console.py"),
     _s("PROFILECTL_STEP", "str", None, "a token in every step process's environment (set by the runner)", "runner.py"),
     # Reading files
     _s("PROFILECTL_MAX_SNAPSHOT_BYTES", "int", 2 << 30, "the largest torch memory snapshot read (0: no bound)",
@@ -294,7 +294,8 @@ def get_limit(name: str, env: Mapping[str, str] | None = None) -> int:
 
 def get_float_or_default(name: str, env: Mapping[str, str] | None = None) -> float:
     """A float setting read where no error can be said (a run's teardown, the last output of a
-    finished run): a value that does not fit gives the default."""
+    finished run): a value that does not fit gives the default. The command's start has already
+    refused such a value (check_environment); this is for an environment changed since."""
     try:
         value = get_float(name, env)
     except SettingError:

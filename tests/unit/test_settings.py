@@ -160,6 +160,18 @@ def test_a_bad_value_no_path_reads_still_ends_the_command(tmp_path):
     assert subprocess.run(argv, capture_output=True, env=env, timeout=300).returncode == errors.OK
 
 
+def test_a_value_read_leniently_later_is_refused_at_the_start(tmp_path):
+    """PROFILECTL_OUTPUT_WAIT_S is read as a finished run's last output goes out, where no error can
+    be said (the default there): the command's start says it instead, and its meaning no longer
+    promises the default."""
+    env = dict(os.environ, PROFILECTL_OUTPUT_WAIT_S="later", PROFILECTL_TRACES_DIR=str(tmp_path))
+    done = subprocess.run([sys.executable, str(REPO / "tools/profilectl"), "ls"], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert done.returncode == errors.USAGE and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "PROFILECTL_OUTPUT_WAIT_S='later': not a number" in done.stderr and "the default" not in done.stderr
+    assert settings.get_float_or_default("PROFILECTL_OUTPUT_WAIT_S", {"PROFILECTL_OUTPUT_WAIT_S": "later"}) == 10.0
+
+
 def test_check_environment_parses_every_listed_setting_that_is_set():
     settings.check_environment({"PROFILECTL_NO_JOB": "on", "PROFILECTL_JOB_WAIT_S": "2.5", "PROFILECTL_UNLISTED": "x"})
     for name, value, _ in [("PROFILECTL_JOB_WAIT_S", "soon", ""), ("PROFILECTL_STEP_ACTION", "gdb", "")]:
