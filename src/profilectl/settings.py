@@ -246,9 +246,7 @@ def check_environment(env: Mapping[str, str] | None = None) -> None:
     mistyped value ends the command at its start, not only where a path that happens to read it runs
     (PROFILECTL_NO_PARALLEL=maybe passed unseen by every report too small to read in parallel)."""
     for s in SETTINGS:
-        text = raw(s.name, env)
-        if text is not None:
-            _parse(s, text)
+        get(s.name, env)
 
 
 def _typed(name: str, kind: tuple[str, ...]) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
@@ -475,6 +474,7 @@ def trace_columns(path: Path, name_col: str, start_col: str, end_col: str, strea
     # the durations (a 32-bit column, most often): after the parse only this thread would work. The
     # worker allocates nothing (every column is made here): a thread's own malloc arena kept its
     # temporaries' pages (55 MB more peak with the kernel table there, 8 x 1 M ranks).
+    from concurrent.futures import ThreadPoolExecutor  # here: only large files take this path
     name_column, name_texts, duration_column = name_ids.column(), names.values, durations.column()
     start_column = starts.column.column() if starts.wide else np.empty(starts.column.size, dtype=np.int64)
     end_column = np.empty(len(start_column), dtype=np.int64)
@@ -554,13 +554,11 @@ class _Offsets:
         return out
 
     def fill(self, out: "NDArray[np.int64]") -> None:
-        """The int64 values written into `out` (allocates nothing: run on a worker thread, whose own
-        malloc arena would keep what it allocated)."""
+        """The offsets as int64 values written into `out` (allocates nothing: run on a worker thread,
+        whose own malloc arena would keep what it allocated); wide values need none (`values`)."""
         import numpy as np
+        assert not self.wide
         held = self.column.column()
-        if self.wide:
-            out[:] = held
-            return
         for i, (row, base) in enumerate(self.bases):
             stop = self.bases[i + 1][0] if i + 1 < len(self.bases) else len(held)
             np.add(held[row:stop], np.int64(base), out=out[row:stop])
