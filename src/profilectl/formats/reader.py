@@ -122,11 +122,27 @@ def recognised(path: Path, readers: Sequence[Reader]) -> Groups:
     return groups
 
 
+def numpy_without_huge_page_hints() -> None:
+    """numpy asks the kernel for huge pages (madvise) for every array of 4 MB or more. A reader's
+    columns are written once and let go, and faulting them in as huge pages cost 0.9 s of CPU of
+    a 10 M-dispatch report's 9.8 (5.58 s against 5.14 s, docs/validation.md). Off in this process
+    (children never see it: it is no environment variable), unless the user set numpy's own switch,
+    NUMPY_MADVISE_HUGEPAGE; a numpy without the switch keeps its own way."""
+    if "NUMPY_MADVISE_HUGEPAGE" in os.environ:
+        return
+    import numpy as np
+    core = getattr(np, "_core", None) or getattr(np, "core", None)
+    switch = getattr(getattr(core, "multiarray", None), "_set_madvise_hugepage", None)
+    if switch is not None:
+        switch(False)
+
+
 def read_groups(groups: Groups, reduce_ranks: bool = False) -> Tables:
     """Each group read, merged in the groups' order. `reduce_ranks`: where exactly one group's reader
     `reduces_ranks` and no other group gives timelines (a torch trace of the same ranks would be
     combined with their raw events), that group is read last with read_reducing: its ranks'
     timelines come reduced (Tables.reductions, for summary.build), never all held at once."""
+    numpy_without_huge_page_hints()
     reducing = [i for i, (reader, _) in enumerate(groups) if reader.reduces_ranks] if reduce_ranks else []
     order = [i for i in range(len(groups)) if i not in reducing] + reducing if len(reducing) == 1 else \
         list(range(len(groups)))
