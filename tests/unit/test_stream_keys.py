@@ -54,6 +54,19 @@ def test_one_key_throughout_is_one_shared_value(tmp_path, monkeypatch):
     assert cols.streams == ["Agent 4:1"] and cols.stream is not None and cols.stream.strides == (0,)
 
 
+def test_keys_that_swap_or_move_values_between_columns_stay_apart(tmp_path, monkeypatch):
+    """A key's hash combines one hash per column: keys made of the same values in other columns, or
+    with an empty cell on the other side, are other streams."""
+    monkeypatch.setattr(polars_csv, "BATCH_ROWS", 1_000)
+    pairs = [("7", "9"), ("9", "7"), ("7", ""), ("", "7"), ("7", "7"), ("", ""), ("9", "9")]
+    agents, queues = zip(*(pairs * 400))
+    path = tmp_path / "11_kernel_trace.csv"
+    _write(path, list(agents), list(queues))
+    cols = _read(path)
+    assert cols.streams == [f"{a}:{q}" for a, q in pairs]
+    assert cols.stream is not None and cols.stream.tolist() == list(range(len(pairs))) * 400
+
+
 def test_a_file_rewritten_between_the_passes_is_a_one_line_error(tmp_path, monkeypatch):
     path = tmp_path / "11_kernel_trace.csv"
     _write(path, ["Agent 4"] * 3_000 + ["Agent 5"] * 10, ["1"] * 3_010)
