@@ -225,3 +225,18 @@ def test_compute_communication_and_copies_are_their_own_unions(first_other, chun
     assert row.communication_ns == _union_length(start[communication], end[communication])
     assert row.memory_ns == _union_length(start[kind == 1], end[kind == 1])
     assert (row.communication_ns > 0) == (first_other is not None)
+
+
+@pytest.mark.parametrize("chunk_rows", [1, 3, 1 << 18])
+def test_a_hole_of_exactly_the_gap_minimum_is_a_gap(chunk_rows):
+    """profiling/verdicts.yaml's gap_min_ns is the shortest gap: a hole of exactly that length is
+    counted and listed, one a nanosecond shorter is neither (whatever the chunking)."""
+    from profilectl.analysis.intervals import gap_min_ns
+    least = gap_min_ns()
+    start = np.array([0, 100 + least, 200 + 2 * least - 1], dtype=np.int64)  # holes: least, least - 1
+    end = np.array([100, 200 + least, 300 + 2 * least - 1], dtype=np.int64)
+    timeline = rank_timeline("0", None, start=start, end=end, stream=np.zeros(3, np.int64), kind=np.zeros(3, np.int8),
+                             name=np.array([0, 1, 2], dtype=np.int32), names=["a", "b", "c"], streams=["s"])
+    row, gaps, _ = analyse_rank(timeline, chunk_rows=chunk_rows)
+    assert (row.gaps, row.gap_total_ns, row.largest_gap_ns) == (1, least, least)
+    assert [(g.duration_ns, g.after, g.before) for g in gaps] == [(least, "a", "b")]

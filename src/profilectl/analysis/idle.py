@@ -426,34 +426,45 @@ class HtaStream:
     def add(self, start: "NDArray[np.int64]", end: "NDArray[np.int64]", stream: "NDArray[Any]",
             correlation: "NDArray[Any]") -> None:
         import numpy as np
-        launch_start = np.full(len(start), -1, dtype=np.int64)
+        launch_start: "NDArray[np.int64] | None" = None  # none without launch calls: no host wait
         api = self.api
         if api is not None:
+            launch_start = np.full(len(start), -1, dtype=np.int64)
             where = np.minimum(np.searchsorted(api[0], correlation), len(api[0]) - 1)
             linked = (correlation >= 0) & (api[0][where] == correlation)
             launch_start[linked] = api[1][where[linked]]
-        keys = small_distinct(stream)  # one stream throughout: no search per stream below
+        keys = small_distinct(stream)
         for key in keys:
-            mine = np.arange(len(stream)) if len(keys) == 1 else np.flatnonzero(stream == key)
-            carried = self.last_end.get(key)
-            self.last_end[key] = int(end[mine[-1]])
-            self.sums.setdefault(key, [0, 0, 0])
-            if carried is None:
-                prev_end, nxt, launch = end[mine[:-1]], start[mine[1:]], launch_start[mine[1:]]
+            if len(keys) == 1:  # one stream throughout (most chunks): the columns themselves, no gather
+                mine_start, mine_end, mine_launch = start, end, launch_start
             else:
-                prev_end = np.concatenate([[carried], end[mine[:-1]]])
-                nxt, launch = start[mine], launch_start[mine]
+                mine = np.flatnonzero(stream == key)
+                mine_start, mine_end = start[mine], end[mine]
+                mine_launch = launch_start[mine] if launch_start is not None else None
+            carried = self.last_end.get(key)
+            self.last_end[key] = int(mine_end[-1])
+            total = self.sums.setdefault(key, [0, 0, 0])
+            if carried is None:
+                prev_end, nxt = mine_end[:-1], mine_start[1:]
+                launch = mine_launch[1:] if mine_launch is not None else None
+            else:
+                prev_end = np.concatenate([[carried], mine_end[:-1]])
+                nxt, launch = mine_start, mine_launch
             if not len(nxt):
                 continue
             interval = nxt - prev_end
-            host_wait = (launch >= 0) & (launch > prev_end)
-            kernel_wait = ~host_wait & (interval < self.delay)
-            other = ~host_wait & ~kernel_wait
-            total = self.sums[key]
-            # exact integer sums by a product with the mask (sum(where=) takes no SIMD path: 10x slower)
-            total[0] += int(np.dot(interval, host_wait))
-            total[1] += int(np.dot(interval, kernel_wait))
-            total[2] += int(np.dot(interval, other))
+            kernel_wait = interval < self.delay
+            host = 0
+            # exact integer sums by a product with the mask (sum(where=) takes no SIMD path: 10x slower);
+            # the three kinds part every interval, so "other" is what the first two leave
+            if launch is not None:
+                host_wait = (launch >= 0) & (launch > prev_end)
+                kernel_wait &= ~host_wait
+                host = int(np.dot(interval, host_wait))
+            kernel = int(np.dot(interval, kernel_wait))
+            total[0] += host
+            total[1] += kernel
+            total[2] += int(interval.sum()) - host - kernel
 
     def result(self, streams: Sequence[str]) -> tuple[HtaStreamIdle, ...]:
         return tuple(HtaStreamIdle(stream=streams[key], host_wait_ns=host, kernel_wait_ns=kernel, other_ns=other_ns)

@@ -62,13 +62,11 @@ class RankStream:
         # compute union is the busy one: it is not made twice, and goes on alone from the first other
         self.compute_is_busy = True
         self.memory = UnionStream(keep=False)
-        self.reach: int | None = None  # the furthest end so far
         self.open_ends = np.zeros(0, dtype=np.int64)  # ends of intervals open past the last start seen
         self.ended = 0  # intervals whose end is at or before every start still to come
         self.rows_done = 0  # intervals analysed (the rest of `rows` is pending)
         self.deepest = 0
         self.streams: set[int] = set()
-        self.gap_count = self.gap_total = self.largest_gap = 0
         self.gap_min = gap_min_ns()  # profiling/verdicts.yaml
         self.holes = 0  # holes between busy blocks so far (the gaps' order, for ties)
         self.top: list[tuple[int, int, int, int, int]] = []  # (-length, order, gap start, after, before)
@@ -120,16 +118,9 @@ class RankStream:
         self.span_end = top_end if self.span_end is None else max(self.span_end, top_end)
         self.streams.update(small_distinct(stream))
         busy_before = self.busy.state() if self.compute_is_busy else None
-        self._gaps(s, e, name, index)
         # concurrency: each interval overlaps what came before it from its start to min(its end, the
         # furthest end before it); the union of those pieces is the time with two or more open
-        reach = np.maximum.accumulate(e)
-        before = np.empty(len(s), dtype=np.int64)
-        before[0] = self.reach if self.reach is not None else np.iinfo(np.int64).min
-        before[1:] = reach[:-1]
-        if self.reach is not None:
-            np.maximum(before, self.reach, out=before)
-        self.reach = int(reach[-1]) if self.reach is None else max(self.reach, int(reach[-1]))
+        before = self._gaps(s, e, name, index)
         np.minimum(e, before, out=before)
         keep = s < before
         if first:
@@ -155,7 +146,7 @@ class RankStream:
                 self.deepest = max(self.deepest, 1)
         else:
             at = np.arange(len(s))
-        del before, keep, reach
+        del before, keep
         if len(at):
             depth = (self.rows_done + 1 - self.ended) + at - np.searchsorted(ends, s[at], side="right")
             self.deepest = max(self.deepest, int(depth.max()))
@@ -193,12 +184,14 @@ class RankStream:
             self._launches(s, e, correlation)
 
     def _gaps(self, s: "NDArray[np.int64]", e: "NDArray[np.int64]", name: "NDArray[Any]",
-              index: "NDArray[Any]") -> None:
+              index: "NDArray[Any]") -> "NDArray[np.int64]":
         """The busy union's blocks of this chunk (the carried open block as its first interval), and
-        the holes between them."""
+        the largest holes between them (the union counts them). Returns each row's `before`: the
+        furthest end of every row before it (the lowest int64 for the trace's first row), a
+        writable array the caller may change."""
         import numpy as np
         carried = self.busy.open
-        if carried is not None:
+        if carried is not None:  # its reach is the furthest end so far
             s = np.concatenate([[carried[0]], s])
             e = np.concatenate([[carried[1]], e])
             name = np.concatenate([[self.best[1]], name])
@@ -206,6 +199,12 @@ class RankStream:
         first, last, reach = blocks_of(s, e)
         starts, ends = s[first], reach[last]
         self.busy.closed(starts, ends)
+        if carried is not None:
+            before = reach[:-1]
+        else:
+            before = np.empty(len(s), dtype=np.int64)
+            before[0] = np.iinfo(np.int64).min
+            before[1:] = reach[:-1]
 
         def ending(block: int) -> tuple[int, int]:
             """(index, name) of the block's activity that ends at its reach, last in the trace's order."""
@@ -217,11 +216,9 @@ class RankStream:
             return int(index[at]), int(name[at])
         gap_len = starts[1:] - ends[:-1]
         if len(gap_len):
-            counted = gap_len >= self.gap_min
-            self.gap_count += int(counted.sum())
-            self.gap_total += int(gap_len[counted].sum())
-            self.largest_gap = max(self.largest_gap, int(gap_len.max()))
-            if counted.any():
+            # no hole of this chunk enters the top unless its widest is as long as the top's last
+            floor = max(self.gap_min, -self.top[-1][0] if len(self.top) == TOP_GAPS else 0)
+            if int(gap_len.max()) >= floor:
                 for i in largest(gap_len, TOP_GAPS).tolist():
                     if gap_len[i] < self.gap_min:
                         break
@@ -233,6 +230,7 @@ class RankStream:
                     del self.top[TOP_GAPS:]
             self.holes += len(gap_len)
         self.best = ending(len(starts) - 1)
+        return before
 
     def _launches(self, k_start: "NDArray[np.int64]", k_end: "NDArray[np.int64]",
                   k_corr: "NDArray[np.int64]") -> None:
@@ -294,7 +292,7 @@ class RankStream:
         busy_percent = 100.0 * busy / span if span else 0.0
         row = TimelineRow(
             rank=rank, host=host, span_ns=span, busy_ns=busy, idle_ns=span - busy, busy_percent=busy_percent,
-            gaps=self.gap_count, gap_total_ns=self.gap_total, largest_gap_ns=self.largest_gap,
+            gaps=self.busy.gaps, gap_total_ns=self.busy.gap_total, largest_gap_ns=self.busy.largest_hole,
             concurrent_ns=self.pieces.length, max_concurrency=self.deepest, streams=len(self.streams),
             compute_ns=(self.busy if self.compute_is_busy else self.compute).length, communication_ns=comm_ns, hidden_communication_ns=hidden,
             hidden_communication_percent=100.0 * hidden / comm_ns if comm_ns else None,
