@@ -150,15 +150,17 @@ class BlockStore:
 class UnionStream:
     """The union of intervals that arrive in start order, chunk by chunk: the block still open at the
     end of a chunk is carried (its start and reach) and enters the next chunk as one interval before
-    it, so the blocks are exactly those of the whole. Closed blocks are kept (`keep`) or only added up."""
+    it, so the blocks are exactly those of the whole. Closed blocks are kept (`keep`) or only added up;
+    the holes between them are counted only where asked (`counts_gaps`: a timeline's busy union, not
+    its concurrency, compute or copy unions, whose holes no one reads)."""
 
-    def __init__(self, keep: bool, capacity: int | None = None) -> None:
+    def __init__(self, keep: bool, capacity: int | None = None, counts_gaps: bool = False) -> None:
         self.open: tuple[int, int] | None = None  # (start, reach) of the block still open
         self.closed_ns = 0
         self.store = BlockStore(capacity) if keep else None
         self.first: int | None = None  # the first block's start
         self.gaps = self.gap_total = self.largest_hole = 0  # holes of gap_min_ns() or more; the largest hole
-        self.gap_min = gap_min_ns()
+        self.gap_min = gap_min_ns() if counts_gaps else None
 
     def add(self, s: "NDArray[np.int64]", e: "NDArray[np.int64]") -> None:
         import numpy as np
@@ -175,8 +177,8 @@ class UnionStream:
         import numpy as np
         if self.first is None:
             self.first = int(starts[0])
-        holes = starts[1:] - ends[:-1]  # between this chunk's blocks, the carried one first
-        if len(holes):
+        if self.gap_min is not None and len(starts) > 1:
+            holes = starts[1:] - ends[:-1]  # between this chunk's blocks, the carried one first
             counted = holes >= self.gap_min
             self.gaps += int(counted.sum())
             self.gap_total += int(np.dot(holes, counted))  # exact: sum(where=) takes no SIMD path

@@ -54,7 +54,8 @@ class RankStream:
         self.rows = 0
         self.span_start: int | None = None
         self.span_end: int | None = None
-        self.busy = UnionStream(keep=True, capacity=capacity)  # capacity: the most blocks there can be
+        # capacity: the most blocks there can be; its holes are the rank's gaps
+        self.busy = UnionStream(keep=True, capacity=capacity, counts_gaps=True)
         self.pieces = UnionStream(keep=False)  # where two or more run at once
         self.comm = UnionStream(keep=True)
         self.compute = UnionStream(keep=False)  # its blocks kept from the first collective on

@@ -207,7 +207,7 @@ def _union_of_ranks(blocks: list[tuple["NDArray[np.int64]", "NDArray[np.int64]"]
     most `chunk_rows` blocks whatever the ranks' lengths."""
     import numpy as np
     parts = [(s, e) for s, e in blocks if len(s)]
-    union = UnionStream(keep=False)
+    union = UnionStream(keep=False, counts_gaps=True)
     if not parts:
         return union
     step = max(1, chunk_rows // len(parts))
