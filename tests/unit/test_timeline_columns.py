@@ -240,3 +240,22 @@ def test_a_hole_of_exactly_the_gap_minimum_is_a_gap(chunk_rows):
     row, gaps, _ = analyse_rank(timeline, chunk_rows=chunk_rows)
     assert (row.gaps, row.gap_total_ns, row.largest_gap_ns) == (1, least, least)
     assert [(g.duration_ns, g.after, g.before) for g in gaps] == [(least, "a", "b")]
+
+
+def test_chunk_boundaries_inside_runs_of_equal_starts_change_nothing():
+    """Small traces dense with equal starts, zero-length activity and overlaps, cut into chunks of
+    1, 2 and 3 rows (every run of equal starts split): the figures of the whole at once."""
+    for seed in range(300):
+        rng = np.random.default_rng(seed)
+        n = int(rng.integers(2, 40))
+        start = np.sort(rng.integers(0, 30, size=n)).astype(np.int64)
+        end = start + rng.integers(0, 12, size=n) * (rng.random(n) > 0.3)
+        timeline = rank_timeline("0", None, start=start, end=end, stream=rng.integers(0, 3, size=n),
+                                 kind=(rng.random(n) < 0.2).astype(np.int8),
+                                 name=rng.integers(0, 3, size=n).astype(np.int32),
+                                 names=["gemm", "ncclAllReduce", "relu"], streams=["x", "y", "z"])
+        whole = analyse_rank(timeline, chunk_rows=n)
+        assert (whole[0].concurrent_ns, whole[0].max_concurrency) == reference_depth(start, end), seed
+        for chunk in (1, 2, 3):
+            part = analyse_rank(timeline, chunk_rows=chunk)
+            assert (part[0], part[1]) == (whole[0], whole[1]), (seed, chunk)
