@@ -449,10 +449,10 @@ def trace_columns(path: Path, name_col: str, start_col: str, end_col: str, strea
             start_values = batch[start_col].to_numpy()
             end_values = batch[end_col].to_numpy()
             duration = end_values - start_values
-            # int32 where every duration of the batch fits (the column widens to int64 otherwise)
-            duration = duration.astype(np.int32) if _fits_int32(duration) else duration
+            # int32 where every duration of the batch fits (the column widens to int64 otherwise),
+            # written into the column as it is (no narrowed copy first)
             starts.add(start_values)
-            durations.add(duration)
+            durations.add(duration, narrows=_fits_int32(duration))
             del duration
             batch_streams: "NDArray[Any] | None" = None
             if isinstance(names, _FirstSeen) and isinstance(keys, _HashedKeys):
@@ -551,7 +551,7 @@ class _Offsets:
             base = int(values.min())
             if int(values.max()) - base < 1 << 31:
                 self.bases.append((self.column.size, base))
-                self.column.add((values - np.int64(base)).astype(np.int32))
+                self.column.add_offsets(values, base)
                 return
             whole = self.values()  # the offsets so far as int64, then every value as it is
             self.column = _Growing(max(len(self.column.data), len(whole)), np.int64)
@@ -593,16 +593,27 @@ class _Growing:
         if np.dtype(dtype).itemsize > self.data.dtype.itemsize:
             self.data = self.data.astype(dtype)
 
-    def add(self, values: "NDArray[Any]") -> None:
+    def add(self, values: "NDArray[Any]", narrows: bool = False) -> None:
+        """`narrows`: every value fits the column as it is (written narrowed, not widening it)."""
+        if not narrows:
+            self.widen(values.dtype)
+        self._room(len(values))[:] = values
+        self.size += len(values)
+
+    def add_offsets(self, values: "NDArray[np.int64]", base: int) -> None:
+        """values - base, each of which fits the column, written into it without a temporary."""
         import numpy as np
-        self.widen(values.dtype)
-        count = len(values)
+        np.subtract(values, np.int64(base), out=self._room(len(values)), casting="unsafe")
+        self.size += len(values)
+
+    def _room(self, count: int) -> "NDArray[Any]":
+        """The next `count` unwritten slots."""
+        import numpy as np
         if self.size + count > len(self.data):  # more rows than estimated: grow (a copy, rare)
             grown = np.empty(max(self.size + count, len(self.data) * 3 // 2), dtype=self.data.dtype)
             grown[:self.size] = self.data[:self.size]
             self.data = grown
-        self.data[self.size:self.size + count] = values
-        self.size += count
+        return self.data[self.size:self.size + count]
 
     def column(self) -> "NDArray[Any]":
         return self.data[:self.size]
