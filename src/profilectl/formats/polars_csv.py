@@ -28,12 +28,14 @@ if TYPE_CHECKING:
 FAST_PATH_MIN_BYTES = 8 * 2**20  # below this the csv module is as fast and starts quicker
 
 
-# polars' allocator (jemalloc) hands freed pages back after 100 ms instead of its 10 s: the CSV
-# reader's buffers are gone before the columns are analysed. 10 M rows (report, one process each,
-# CSV_CHUNK_BYTES reads): 10 s decay 3.68 s / 533 MiB, 1 s 3.83 s / 427 MiB, 100 ms 3.93 s /
-# 407 MiB (one run each: within the machine's noise in time). On an earlier day, with polars' own
-# chunks, 0 (at once) cost 14 s of system CPU: every freed page returned and faulted in again.
-JEMALLOC_CONF = "dirty_decay_ms:100,muzzy_decay_ms:0"
+# polars' allocator (jemalloc) hands freed pages back after 500 ms instead of its 10 s: the CSV
+# reader's buffers are gone soon after the columns are read. At 100 ms the reader's 4 MB read
+# buffers were handed back and faulted in again all through the parse (2026-11-28, 2 cores, one
+# process each, 2-3 rounds): 10 M rows 422-495 k page faults, 2.0-2.8 s of system CPU, 430 MiB, against
+# 242-272 k, 1.7 s and 457-472 MiB at 500 ms (1 s: 205-215 k, 468-504 MiB, too near 512); 8 x 1 M
+# ranks 6.3-6.8 s against 5.1-5.6 s at the same 272-290 MiB. Earlier: 10 s decay 533 MiB at 10 M;
+# 0 (at once) cost 14 s of system CPU.
+JEMALLOC_CONF = "dirty_decay_ms:500,muzzy_decay_ms:0"
 
 
 def _polars() -> Any:
@@ -483,26 +485,34 @@ def trace_columns(path: Path, name_col: str, start_col: str, end_col: str, strea
             rows += len(batch)
     except (pl.exceptions.PolarsError, OSError) as exc:
         raise malformed(path, exc) from None
-    # The start and end columns written on a second core while this one makes the kernel table from
-    # the durations (a 32-bit column, most often): after the parse only this thread would work. The
+    # The start column written on a second core while this one makes the kernel table from the
+    # durations (a 32-bit column, most often): after the parse only this thread would work. The
     # worker allocates nothing (every column is made here): a thread's own malloc arena kept its
-    # temporaries' pages (55 MB more peak with the kernel table there, 8 x 1 M ranks).
+    # temporaries' pages (55 MB more peak with the kernel table there, 8 x 1 M ranks). The end column
+    # is made once the offsets are let go: never both int64 columns beside both 32-bit ones (40 MB
+    # less peak at 10 M rows).
     from concurrent.futures import ThreadPoolExecutor  # here: only large files take this path
     name_column, name_texts, duration_column = name_ids.column(), names.values, durations.column()
     start_column = starts.column.column() if starts.wide else np.empty(starts.column.size, dtype=np.int64)
-    end_column = np.empty(len(start_column), dtype=np.int64)
+    halves = (slice(0, len(start_column) // 2), slice(len(start_column) // 2, None))
 
-    def columns() -> None:
+    def fill_starts() -> None:
         if not starts.wide:
             starts.fill(start_column)
-        for at in range(0, len(start_column), 1 << 20):
-            np.add(start_column[at:at + (1 << 20)], duration_column[at:at + (1 << 20)],
-                   out=end_column[at:at + (1 << 20)])
+
+    def fill_ends(part: slice) -> None:
+        for at in range(part.start or 0, part.stop if part.stop is not None else len(start_column), 1 << 20):
+            stop = min(at + (1 << 20), part.stop if part.stop is not None else len(start_column))
+            np.add(start_column[at:stop], duration_column[at:stop], out=end_column[at:stop])
     with ThreadPoolExecutor(max_workers=1) as pool:
-        made = pool.submit(columns)
+        made = pool.submit(fill_starts)
         known_stats = name_stats(name_column, name_texts, duration=duration_column)
         made.result()
-    del starts
+        del starts
+        end_column = np.empty(len(start_column), dtype=np.int64)
+        made = pool.submit(fill_ends, halves[1])
+        fill_ends(halves[0])
+        made.result()
     del duration_column
     del durations
     return TraceColumns(start=start_column, end=end_column, name=name_column, names=name_texts,
