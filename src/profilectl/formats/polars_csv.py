@@ -320,8 +320,8 @@ class _HashedKeys:
         by_row = {int(r): (text, int(h)) for r, text, h in found.iter_rows()}
         out = []
         for row, value in zip(self.first_rows, self.hashes):
-            text, hashed = by_row.get(row, (None, -1))
-            if text is None or hashed != value:
+            text, found_hash = by_row.get(row, (None, -1))
+            if text is None or found_hash != value:
                 raise FormatError(f"{path}: the file changed while it was read (row {row + 2} is not what the "
                                   "first pass read there)")
             out.append(text)
@@ -353,7 +353,9 @@ class _Dictionary(_HashedKeys):
 
 def key_hash(columns: tuple[str, ...]) -> "pl.Expr":
     """A stream key's 64-bit hash: each column's own hash (a seed per column, so the keys (a, b) and
-    (b, a) differ), combined by xor inside polars' engine. Hashing the joined text instead cost
+    (b, a) differ), combined by xor inside polars' engine. A stream is its columns' values, as the
+    csv module's reading keys it (rocprofv3._intervals); its text joins them with ":" (two keys whose
+    values hold a ":" may read alike, and stay two streams). Hashing the joined text instead cost
     0.35 s more CPU at 10 M rows (concat_str makes a string per row). An empty cell hashes as ""."""
     import functools
     import operator
