@@ -67,6 +67,27 @@ def test_keys_that_swap_or_move_values_between_columns_stay_apart(tmp_path, monk
     assert cols.stream is not None and cols.stream.tolist() == list(range(len(pairs))) * 400
 
 
+@pytest.mark.parametrize("categories", [True, False])
+def test_the_polars_and_the_csv_readings_key_streams_alike(tmp_path, monkeypatch, categories):
+    """A stream is its columns' values in both readings (a large file's polars pass, a small one's
+    csv module): values holding the ":" that joins a key's text stay apart alike."""
+    from profilectl.formats import rocprofv3
+    monkeypatch.setattr(polars_csv, "BATCH_ROWS", 1_000)
+    pairs = [("a:b", "c"), ("a", "b:c"), (":", ""), ("", ":"), ("Agent 4", "1")]
+    agents, queues = zip(*(pairs * 300))
+    path = tmp_path / "11_kernel_trace.csv"
+    _write(path, list(agents), list(queues))
+    readings = []
+    for fast in (True, False):
+        monkeypatch.setattr(polars_csv, "fast_enough", lambda path, fast=fast: fast)
+        monkeypatch.setattr(polars_csv, "per_query_categories", lambda pl: categories)
+        cols = rocprofv3._intervals(path, "Kernel_Name", ("Agent_Id", "Queue_Id"), False)
+        readings.append((cols.streams, np.asarray(cols.stream).tolist()))
+    assert readings[0] == readings[1]
+    assert readings[0][0] == ["a:b:c", "a:b:c", "::", "::", "Agent 4:1"]
+    assert readings[0][1] == list(range(len(pairs))) * 300
+
+
 def test_a_file_rewritten_between_the_passes_is_a_one_line_error(tmp_path, monkeypatch):
     path = tmp_path / "11_kernel_trace.csv"
     _write(path, ["Agent 4"] * 3_000 + ["Agent 5"] * 10, ["1"] * 3_010)

@@ -128,13 +128,14 @@ def _intervals(path: Path, name_col: str, stream_cols: tuple[str, ...], correlat
     present = tuple(c for c in stream_cols if c in header)
     cols = polars_csv.named_columns(path, (name_col, *present), ("Start_Timestamp", "End_Timestamp", "Correlation_Id"))
     names: dict[str, int] = {}
-    keys: dict[str, int] = {}
-    stream = [keys.setdefault(":".join(parts), len(keys)) for parts in zip(*(cols[c] for c in present))] \
-        if present else [keys.setdefault("", 0)] * len(cols[name_col])
+    # a stream is its columns' values (polars_csv.key_hash keys it so too); its text joins them
+    keys: dict[tuple[str, ...], int] = {}
+    stream = [keys.setdefault(parts, len(keys)) for parts in zip(*(cols[c] for c in present))] \
+        if present else [keys.setdefault((), 0)] * len(cols[name_col])
     return polars_csv.TraceColumns(
         start=np.asarray(cols["Start_Timestamp"], dtype=np.int64), end=np.asarray(cols["End_Timestamp"], dtype=np.int64),
         name=np.asarray([names.setdefault(n, len(names)) for n in cols[name_col]], dtype=np.int32), names=list(names),
-        stream=np.asarray(stream, dtype=np.int32), streams=list(keys),
+        stream=np.asarray(stream, dtype=np.int32), streams=[":".join(parts) for parts in keys],
         correlation=np.asarray(cols["Correlation_Id"], dtype=np.int64) if correlation else None)
 
 
