@@ -6,10 +6,11 @@ registered reader about every file) and turns a group of them into Tables.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Sequence, TypeVar
+from typing import Any, Callable, ClassVar, Iterator, Sequence, TypeVar
 
 from profilectl import settings
 from profilectl.errors import FormatError
@@ -122,19 +123,27 @@ def recognised(path: Path, readers: Sequence[Reader]) -> Groups:
     return groups
 
 
-def numpy_without_huge_page_hints() -> None:
+@contextlib.contextmanager
+def numpy_without_huge_page_hints() -> Iterator[None]:
     """numpy asks the kernel for huge pages (madvise) for every array of 4 MB or more. A reader's
     columns are written once and let go, and faulting them in as huge pages cost 0.9 s of CPU of
-    a 10 M-dispatch report's 9.8 (5.58 s against 5.14 s, docs/validation.md). Off in this process
-    (children never see it: it is no environment variable), unless the user set numpy's own switch,
+    a 10 M-dispatch report's 9.8 (5.58 s against 5.14 s, docs/validation.md). Off while reading, put
+    back after (a notebook's numpy keeps its own setting; no environment variable is set, so no
+    program started meanwhile sees it), unless the user set numpy's own switch,
     NUMPY_MADVISE_HUGEPAGE; a numpy without the switch keeps its own way."""
-    if "NUMPY_MADVISE_HUGEPAGE" in os.environ:
+    switch = None
+    if "NUMPY_MADVISE_HUGEPAGE" not in os.environ:
+        import numpy as np
+        core = getattr(np, "_core", None) or getattr(np, "core", None)
+        switch = getattr(getattr(core, "multiarray", None), "_set_madvise_hugepage", None)
+    if switch is None:
+        yield
         return
-    import numpy as np
-    core = getattr(np, "_core", None) or getattr(np, "core", None)
-    switch = getattr(getattr(core, "multiarray", None), "_set_madvise_hugepage", None)
-    if switch is not None:
-        switch(False)
+    previous = switch(False)
+    try:
+        yield
+    finally:
+        switch(previous)
 
 
 def read_groups(groups: Groups, reduce_ranks: bool = False) -> Tables:
@@ -142,7 +151,11 @@ def read_groups(groups: Groups, reduce_ranks: bool = False) -> Tables:
     `reduces_ranks` and no other group gives timelines (a torch trace of the same ranks would be
     combined with their raw events), that group is read last with read_reducing: its ranks'
     timelines come reduced (Tables.reductions, for summary.build), never all held at once."""
-    numpy_without_huge_page_hints()
+    with numpy_without_huge_page_hints():
+        return _read_groups(groups, reduce_ranks)
+
+
+def _read_groups(groups: Groups, reduce_ranks: bool) -> Tables:
     reducing = [i for i, (reader, _) in enumerate(groups) if reader.reduces_ranks] if reduce_ranks else []
     order = [i for i in range(len(groups)) if i not in reducing] + reducing if len(reducing) == 1 else \
         list(range(len(groups)))

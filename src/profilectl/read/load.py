@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from profilectl.errors import FormatError, ProfilectlError
-from profilectl.formats.reader import read_groups, read_path, recognised
+from profilectl.formats.reader import numpy_without_huge_page_hints, read_groups, read_path, recognised
 from profilectl.manifest import Manifest
 from profilectl.read import cache
 from profilectl.runstate import run_state
@@ -169,6 +169,10 @@ def load(path: Path, raw: bool = False) -> Summary:
     files = [f for _, group in groups for f in group]
 
     def summarise() -> Summary:
+        with numpy_without_huge_page_hints():  # the analysis' columns too, not only the reading's
+            return _summarise()
+
+    def _summarise() -> Summary:
         # ranks reduced as they are read (one rank's events held at a time): the same numbers
         tables = read_groups(groups, reduce_ranks=True)
         source = SourceInfo(kind="+".join(s.kind for s in tables.sources), path=str(path),
