@@ -159,7 +159,9 @@ class UnionStream:
         self.closed_ns = 0
         self.store = BlockStore(capacity) if keep else None
         self.first: int | None = None  # the first block's start
-        self.gaps = self.gap_total = self.largest_hole = 0  # holes of gap_min_ns() or more; the largest hole
+        # holes of gap_min_ns() or more and the largest hole: counted only where counts_gaps (a union
+        # resumed from another's state keeps that state's counts, read by no one)
+        self.gaps = self.gap_total = self.largest_hole = 0
         self.gap_min = gap_min_ns() if counts_gaps else None
 
     def add(self, s: "NDArray[np.int64]", e: "NDArray[np.int64]") -> None:
