@@ -247,6 +247,15 @@ def check_environment(env: Mapping[str, str] | None = None) -> None:
     (PROFILECTL_NO_PARALLEL=maybe passed unseen by every report too small to read in parallel)."""
     for s in SETTINGS:
         get(s.name, env)
+    # numpy's own switch, which reading leaves alone where set (formats/reader.py): numpy parses it
+    # when it is imported, and a value that is not a whole number stops that import with a traceback
+    hint = (os.environ if env is None else env).get("NUMPY_MADVISE_HUGEPAGE")
+    if hint is not None:
+        try:
+            int(hint)
+        except ValueError:
+            raise SettingError(f"$NUMPY_MADVISE_HUGEPAGE={hint!r}: not a whole number (numpy's huge-page hint: "
+                               "0 off, 1 on; unset: numpy's default)") from None
 
 
 def _typed(name: str, kind: tuple[str, ...]) -> None:

@@ -177,3 +177,17 @@ def test_check_environment_parses_every_listed_setting_that_is_set():
     for name, value, _ in [("PROFILECTL_JOB_WAIT_S", "soon", ""), ("PROFILECTL_STEP_ACTION", "gdb", "")]:
         with pytest.raises(SettingError, match=name):
             settings.check_environment({"PROFILECTL_NO_JOB": "on", name: value})
+
+
+def test_a_numpy_switch_numpy_cannot_read_is_one_line(tmp_path):
+    """NUMPY_MADVISE_HUGEPAGE is numpy's, read as it is imported: a value that is not a whole number
+    stopped that import with a traceback; now the command's start says so in one line, exit 2."""
+    env = dict(os.environ, NUMPY_MADVISE_HUGEPAGE="abc", PROFILECTL_CACHE_DIR=str(tmp_path / "cache"))
+    argv = [sys.executable, str(REPO / "tools/profilectl"), "report", str(REPO / "tests/fixtures/rocprofv3-docs")]
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == errors.USAGE, (done.stdout, done.stderr)
+    assert done.stderr.strip() == ("profilectl: $NUMPY_MADVISE_HUGEPAGE='abc': not a whole number (numpy's "
+                                   "huge-page hint: 0 off, 1 on; unset: numpy's default)")
+    env["NUMPY_MADVISE_HUGEPAGE"] = "0"
+    assert subprocess.run(argv, capture_output=True, env=env, timeout=300).returncode == errors.OK
+
