@@ -146,18 +146,22 @@ def test_a_bad_value_on_the_command_line_is_one_line_and_exit_2(tmp_path):
     assert "PROFILECTL_CACHE_MAX_MB='lots'" in done.stderr
 
 
+def _report_with(tmp_path, name: str, value: str) -> subprocess.CompletedProcess:
+    """`report` of a small fixture with one variable set (its cache under tmp_path)."""
+    env = dict(os.environ, PROFILECTL_CACHE_DIR=str(tmp_path / "cache"), **{name: value})
+    argv = [sys.executable, str(REPO / "tools/profilectl"), "report", str(REPO / "tests/fixtures/rocprofv3-docs")]
+    return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300)
+
+
 def test_a_bad_value_no_path_reads_still_ends_the_command(tmp_path):
     """A small report never reads PROFILECTL_NO_PARALLEL (nothing to read in parallel): its typo is
     still one line and exit 2, at the start, where before the command passed it unseen."""
-    env = dict(os.environ, PROFILECTL_NO_PARALLEL="maybe", PROFILECTL_CACHE_DIR=str(tmp_path / "cache"))
-    argv = [sys.executable, str(REPO / "tools/profilectl"), "report", str(REPO / "tests/fixtures/rocprofv3-docs")]
-    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300)
+    done = _report_with(tmp_path, "PROFILECTL_NO_PARALLEL", "maybe")
     assert done.returncode == errors.USAGE, (done.stdout, done.stderr)
     assert done.stderr.strip() == ("profilectl: $PROFILECTL_NO_PARALLEL='maybe': not 1/true/yes/on or 0/false/no/off "
                                    "(read large traces and many files in one process)")
     assert not done.stdout and not (tmp_path / "cache").exists()
-    env["PROFILECTL_NO_PARALLEL"] = "yes"
-    assert subprocess.run(argv, capture_output=True, env=env, timeout=300).returncode == errors.OK
+    assert _report_with(tmp_path, "PROFILECTL_NO_PARALLEL", "yes").returncode == errors.OK
 
 
 def test_a_value_read_leniently_later_is_refused_at_the_start(tmp_path):
@@ -182,12 +186,9 @@ def test_check_environment_parses_every_listed_setting_that_is_set():
 def test_a_numpy_switch_numpy_cannot_read_is_one_line(tmp_path):
     """NUMPY_MADVISE_HUGEPAGE is numpy's, read as it is imported: a value that is not a whole number
     stopped that import with a traceback; now the command's start says so in one line, exit 2."""
-    env = dict(os.environ, NUMPY_MADVISE_HUGEPAGE="abc", PROFILECTL_CACHE_DIR=str(tmp_path / "cache"))
-    argv = [sys.executable, str(REPO / "tools/profilectl"), "report", str(REPO / "tests/fixtures/rocprofv3-docs")]
-    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300)
+    done = _report_with(tmp_path, "NUMPY_MADVISE_HUGEPAGE", "abc")
     assert done.returncode == errors.USAGE, (done.stdout, done.stderr)
     assert done.stderr.strip() == ("profilectl: $NUMPY_MADVISE_HUGEPAGE='abc': not a whole number (numpy's "
                                    "huge-page hint: 0 off, 1 on; unset: numpy's default)")
-    env["NUMPY_MADVISE_HUGEPAGE"] = "0"
-    assert subprocess.run(argv, capture_output=True, env=env, timeout=300).returncode == errors.OK
+    assert _report_with(tmp_path, "NUMPY_MADVISE_HUGEPAGE", "0").returncode == errors.OK
 

@@ -65,7 +65,6 @@ class RankStream:
         self.memory = UnionStream(keep=False)
         self.open_ends = np.zeros(0, dtype=np.int64)  # ends of intervals open past the last start seen
         self.ended = 0  # intervals whose end is at or before every start still to come
-        self.rows_done = 0  # intervals analysed
         self.deepest = 0
         self.streams: set[int] = set()
         self.gap_min = gap_min_ns()  # profiling/verdicts.yaml
@@ -137,13 +136,13 @@ class RankStream:
             at = np.arange(len(s))
         del before, keep
         if len(at):
-            depth = (self.rows_done + 1 - self.ended) + at - np.searchsorted(ends, s[at], side="right")
+            # rows before this chunk: `add` has counted this one's already
+            depth = (self.rows - len(s) + 1 - self.ended) + at - np.searchsorted(ends, s[at], side="right")
             self.deepest = max(self.deepest, int(depth.max()))
             del depth
         closed = int(np.searchsorted(ends, s[-1], side="right"))
         self.ended += closed
         self.open_ends = ends[closed:]
-        self.rows_done += len(s)
         del at, ends
         # compute, communication, copies
         if self.classified < len(self.names):  # names only grow (ids in order of first appearance)

@@ -496,15 +496,14 @@ def trace_columns(path: Path, name_col: str, start_col: str, end_col: str, strea
     from concurrent.futures import ThreadPoolExecutor  # here: only large files take this path
     name_column, name_texts, duration_column = name_ids.column(), names.values, durations.column()
     start_column = starts.column.column() if starts.wide else np.empty(starts.column.size, dtype=np.int64)
-    halves = (slice(0, len(start_column) // 2), slice(len(start_column) // 2, None))
 
     def fill_starts() -> None:
         if not starts.wide:
             starts.fill(start_column)
 
-    def fill_ends(part: slice) -> None:
-        for at in range(part.start or 0, part.stop if part.stop is not None else len(start_column), 1 << 20):
-            stop = min(at + (1 << 20), part.stop if part.stop is not None else len(start_column))
+    def fill_ends(low: int, high: int) -> None:
+        for at in range(low, high, 1 << 20):
+            stop = min(at + (1 << 20), high)
             np.add(start_column[at:stop], duration_column[at:stop], out=end_column[at:stop])
     with ThreadPoolExecutor(max_workers=1) as pool:
         made = pool.submit(fill_starts)
@@ -512,8 +511,9 @@ def trace_columns(path: Path, name_col: str, start_col: str, end_col: str, strea
         made.result()
         del starts
         end_column = np.empty(len(start_column), dtype=np.int64)
-        made = pool.submit(fill_ends, halves[1])
-        fill_ends(halves[0])
+        middle = len(start_column) // 2  # each thread one half
+        made = pool.submit(fill_ends, middle, len(start_column))
+        fill_ends(0, middle)
         made.result()
     del duration_column
     del durations
