@@ -24,7 +24,6 @@ from typing import Any, Mapping
 
 from profilectl.errors import FormatError
 from profilectl.files import read_typed, write_json_atomic
-from profilectl.manifest import Manifest
 from profilectl.runs import rank_of
 from profilectl.runstate import run_state
 
@@ -126,6 +125,7 @@ def is_job_dir(path: Path) -> bool:
 
 def compose(job_dir: Path, task: SlurmTask | None = None) -> JobManifest:
     """The job as its ranks' manifests say now (a rank whose profilectl is gone: `lost`)."""
+    from profilectl.manifest import Manifest  # here: `report` of a plain folder asks is_job_dir, nothing more
     previous = _previous(job_dir)
     ranks: list[JobRank] = []
     service = task_service = previous.service if previous else ""

@@ -22,11 +22,13 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from profilectl import settings
 from profilectl.errors import DiskFullError, UsageError
-from profilectl.manifest import OutputFile
+
+if TYPE_CHECKING:
+    from profilectl.manifest import OutputFile
 
 TRACES_ENV = "PROFILECTL_TRACES_DIR"
 LOCK_NAME = ".lock"
@@ -139,6 +141,7 @@ def enclosing_run(path: Path) -> Path | None:
 
 
 def output_files(run_dir: Path) -> tuple[OutputFile, ...]:
+    from profilectl.manifest import OutputFile  # here: commands that only find a run do not import the manifest
     files = []
     for path in sorted(run_dir.rglob("*")):
         if path.is_file() and not path.name.startswith("."):

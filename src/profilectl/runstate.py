@@ -7,9 +7,12 @@ import os
 import socket
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from profilectl import runs
-from profilectl.manifest import Manifest
+
+if TYPE_CHECKING:
+    from profilectl.manifest import Manifest
 
 ABANDONED = "abandoned"
 

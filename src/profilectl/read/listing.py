@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from profilectl import jobs
 from profilectl.errors import FormatError, UsageError
-from profilectl.manifest import Manifest
 from profilectl.runstate import ABANDONED, controller_gone, run_state, what_it_left  # noqa: F401  (their home)
+
+if TYPE_CHECKING:
+    from profilectl.manifest import Manifest
 
 
 @dataclass(frozen=True)
@@ -41,7 +43,7 @@ def list_job(job_dir: Path) -> ListedRun:
     job = jobs.compose(job_dir)
     first = next((job_dir / r.run for r in job.ranks), None)
     try:
-        manifest = Manifest.read(first) if first else None
+        manifest = _manifest(first) if first else None
     except FormatError:
         manifest = None
     walls = [m.wall_seconds for m in _manifests(job_dir, job) if m.wall_seconds is not None]
@@ -56,10 +58,15 @@ def _manifests(job_dir: Path, job: Any) -> list[Manifest]:
     found = []
     for rank in job.ranks:
         try:
-            found.append(Manifest.read(job_dir / rank.run))
+            found.append(_manifest(job_dir / rank.run))
         except FormatError:
             continue
     return found
+
+
+def _manifest(run_dir: Path) -> "Manifest":
+    from profilectl.manifest import Manifest  # here: `report PATH` asks find_run, which lists nothing
+    return Manifest.read(run_dir)
 
 
 def list_runs(traces_root: Path) -> list[ListedRun]:
@@ -67,7 +74,7 @@ def list_runs(traces_root: Path) -> list[ListedRun]:
     for manifest_path in traces_root.glob("*/manifest.json"):
         run_dir = manifest_path.parent
         try:
-            manifest = Manifest.read(run_dir)
+            manifest = _manifest(run_dir)
         except FormatError as exc:
             listed.append(ListedRun(run=run_dir.name, path=str(run_dir), started_at="", service="?", backend="?",
                                     status="unreadable", wall_seconds=None, workload="", problem=str(exc)))

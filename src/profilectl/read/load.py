@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 
 from profilectl.errors import FormatError, ProfilectlError
 from profilectl.formats.reader import numpy_without_huge_page_hints, read_groups, read_path, recognised
-from profilectl.manifest import Manifest
 from profilectl.read import cache
 from profilectl.runstate import run_state
 from profilectl.read.summary import SUMMARY_SCHEMA, RunMetadata, RunStory, SourceInfo, Summary, build
@@ -23,6 +22,7 @@ from profilectl.read.summary import SUMMARY_SCHEMA, RunMetadata, RunStory, Sourc
 if TYPE_CHECKING:
     from profilectl.analysis.windows import WindowRequest
     from profilectl.jobs import JobManifest
+    from profilectl.manifest import Manifest
     from collections.abc import Iterable, Iterator
 
     from profilectl.read.partials import Partial, RankResult
@@ -122,6 +122,7 @@ def load(path: Path, raw: bool = False) -> Summary:
     if jobs.is_job_dir(path):
         return load_job(path, raw=raw)
     if is_run_dir(path):
+        from profilectl.manifest import Manifest
         manifest = Manifest.read(path)
         stored = path / "summary.json"
         result = Summary.read(stored) if stored.is_file() else None
@@ -177,8 +178,10 @@ def load(path: Path, raw: bool = False) -> Summary:
         tables = read_groups(groups, reduce_ranks=True)
         source = SourceInfo(kind="+".join(s.kind for s in tables.sources), path=str(path),
                             files=tuple(f for s in tables.sources for f in s.files))
-        from profilectl.countersets import derived_for_files
-        derived = derived_for_files({c.counter for c in tables.counters})
+        derived = None
+        if tables.counters:  # (countersets imported only where there are counters to derive from)
+            from profilectl.countersets import derived_for_files
+            derived = derived_for_files({c.counter for c in tables.counters})
         return build(tables, source, derived or None,
                      perfetto_trace=tables.trace_files[0] if tables.trace_files else None, reduced=tables.reductions)
 
@@ -270,6 +273,7 @@ def run_metadata(run_dir: Path, manifest: Manifest) -> tuple[RunMetadata, str | 
 
 def job_metadata(job_dir: Path, job: "JobManifest") -> RunMetadata | None:
     """A SLURM job's metadata: its first rank's run, with every node of the job."""
+    from profilectl.manifest import Manifest
     for rank in job.ranks:
         try:
             manifest = Manifest.read(job_dir / rank.run)

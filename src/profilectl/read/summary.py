@@ -14,25 +14,41 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 from profilectl.analysis.diagnosis import Diagnosis
-from profilectl.analysis.roofline import RooflineResult, workload_placement
 from profilectl.model.timeline import TimelineAnalysis
-from profilectl.countersets import aggregation, evaluate
-from profilectl.envreport import Fallback
 from profilectl.errors import FormatError
 from profilectl.files import load_typed, read_json, write_json_atomic
 from profilectl.model.summary import RankSummary  # noqa: F401 (re-exported)
 from profilectl.model.tables import AnnotationRow, CounterValue, RankRow, StatsByName, Tables
-from profilectl.analysis.collective_calls import CollectiveCalls
 from profilectl.model.collectives import InspectorRecord
 from profilectl.model.memory import MemoryReport
 from profilectl.model.operators import OperatorShape
-from profilectl.jobs import JobManifest
-from profilectl.manifest import Manifest
-from profilectl.telemetry.model import PowerSummary
 
 if TYPE_CHECKING:
+    from profilectl.analysis.collective_calls import CollectiveCalls
     from profilectl.analysis.reduce import RankReduction
+    from profilectl.analysis.roofline import RooflineResult
     from profilectl.analysis.steps import ProfilerCost
+    from profilectl.envreport import Fallback
+    from profilectl.jobs import JobManifest
+    from profilectl.manifest import Manifest
+    from profilectl.telemetry.model import PowerSummary
+
+
+def _import_field_types() -> None:
+    """The field types a summary computed from profiler files may never build (a run's fallbacks, a
+    SLURM job, power, counters' roofline, collectives), with the modules behind them (the job and
+    manifest chain, the telemetry, the roofline's): imported when a stored summary is decoded, not
+    when `report` of a CSV starts (issue 38's cold start). msgspec and dacite find a field's type by
+    its name in this module's namespace, so they are put there once, before the first decode."""
+    if "JobManifest" in globals():
+        return
+    from profilectl.analysis.collective_calls import CollectiveCalls
+    from profilectl.analysis.roofline import RooflineResult
+    from profilectl.envreport import Fallback
+    from profilectl.jobs import JobManifest
+    from profilectl.telemetry.model import PowerSummary
+    globals().update(CollectiveCalls=CollectiveCalls, RooflineResult=RooflineResult, Fallback=Fallback,
+                     JobManifest=JobManifest, PowerSummary=PowerSummary)
 
 # 2: totals.gpu_time_ns counts copies and memsets (kernel_time_ns and copy_time_ns apart); `imbalance`
 # is `kernel_time_spread` (most/least, not slowest/fastest); steps are host-side windows (docs/definitions.md)
@@ -281,6 +297,7 @@ class Summary:
 
     @classmethod
     def from_dict(cls, data: Any, source: str | Path) -> "Summary":
+        _import_field_types()
         return load_typed(cls, data, source, "profilectl summary")
 
     @classmethod
@@ -292,6 +309,7 @@ class Summary:
             import msgspec
         except ImportError:
             return cls.from_dict(read_json(path), path)
+        _import_field_types()
         try:
             return msgspec.json.decode(path.read_bytes(), type=cls)
         except (msgspec.ValidationError, msgspec.DecodeError, OSError):
@@ -302,6 +320,7 @@ class Summary:
         """A summary from its JSON bytes (a cache entry's); FormatError naming `source` when it does not fit."""
         try:
             import msgspec
+            _import_field_types()
             return msgspec.json.decode(data, type=cls)
         except ImportError:
             pass
@@ -570,6 +589,9 @@ def counters_by_kernel(values: tuple[CounterValue, ...], derived: dict[str, str]
                        kernel_order: list[str]) -> tuple[tuple[dict[str, Any], ...], dict[str, str]]:
     """Wide table, one row per kernel (heaviest GPU time first), one column per counter, then the
     derived metrics; and how each column was aggregated over dispatches (the legend)."""
+    if not values:  # no counters: nothing to aggregate (and countersets' module unimported)
+        return (), {}
+    from profilectl.countersets import aggregation, evaluate
     merged: dict[tuple[str, str], CounterValue] = {}
     for value in values:
         key = (value.kernel, value.counter)
@@ -622,11 +644,16 @@ def build(tables: Tables, source: SourceInfo, derived: dict[str, str] | None = N
         timeline=timeline, notes=tables.notes + (_timeline_notes(tables) if reduced is None else ()),
         roofline=roofline_of(by_kernel, kernels), operator_shapes=tables.operator_shapes, memory=tables.memory,
         collective_calls=collective_calls_of(tables), inspector=tables.inspector)
+    if not by_kernel:
+        return summary
+    from profilectl.analysis.roofline import workload_placement
     placed = workload_placement(by_kernel)  # a whole-workload speed-of-light (rocprof-compute analyze)
     return dataclasses.replace(summary, notes=summary.notes + (placed,)) if placed else summary
 
 
 def collective_calls_of(tables: Tables) -> CollectiveCalls | None:
+    if not tables.collectives:  # the usual single-GPU trace: no module to import
+        return None
     from profilectl.analysis.collective_calls import analyse
     return analyse(tables.collectives, tables.clocks)
 
@@ -642,6 +669,8 @@ def totals_of(kernels: Sequence[KernelRow], copies: Sequence[KernelRow]) -> Tota
 def roofline_of(rows: tuple[dict[str, Any], ...], kernels: tuple[KernelRow, ...]) -> RooflineResult | None:
     """The roofline when the counters hold its columns (peaks measured by the tool only: the GPU's
     datasheet peaks are added where the report knows the GPU, analysis.roofline.analyse)."""
+    if not rows:  # no counters, no roofline (and no module to import)
+        return None
     from profilectl.analysis.roofline import analyse_rows, speed_of_light_rows
     times = {k.name: (k.calls, k.total_ns) for k in kernels}
     return analyse_rows(rows, times) or speed_of_light_rows(rows, times)
