@@ -452,9 +452,10 @@ def run_options(args: argparse.Namespace) -> "RunOptions":
 
 # CPython collects the youngest objects every 700 new ones. A command imports its modules as it goes
 # (polars, numpy, the analysis: ~100k objects that live as long as the process, no garbage among
-# them), which made ~180 passes and one over the whole heap: ~35 ms of a 0.5 s `report`. Passes every
-# 20,000 still collect every cycle, and take ~15 ms in all (bench/targets.py's cold start).
-YOUNG_OBJECTS_PER_COLLECTION = 20_000
+# them), which made ~180 passes and one over the whole heap: ~35 ms of a 0.5 s `report` (12-19 ms
+# still at 20,000: each pass walks what the imports made since the last). At 100,000 a cold report
+# of 400 k dispatches makes none; a long command still collects its cycles (bench/targets.py's cold start).
+YOUNG_OBJECTS_PER_COLLECTION = 100_000
 
 
 def main(argv: list[str] | None = None) -> int:
