@@ -241,6 +241,11 @@ def get(name: str, env: Mapping[str, str] | None = None) -> object:
     return _parse(s, text)
 
 
+# numpy's own variable, checked like a setting but not one of profilectl's (not in SETTINGS or its doc)
+NUMPY_HUGE_PAGES = Setting("NUMPY_MADVISE_HUGEPAGE", "int", None, "numpy's huge-page hint: 0 off, 1 on; unset: "
+                           "numpy's default", "formats/reader.py")
+
+
 def check_environment(env: Mapping[str, str] | None = None) -> None:
     """Every listed setting that is set parses, else SettingError naming the first that does not: a
     mistyped value ends the command at its start, not only where a path that happens to read it runs
@@ -249,13 +254,9 @@ def check_environment(env: Mapping[str, str] | None = None) -> None:
         get(s.name, env)
     # numpy's own switch, which reading leaves alone where set (formats/reader.py): numpy parses it
     # when it is imported, and a value that is not a whole number stops that import with a traceback
-    hint = (os.environ if env is None else env).get("NUMPY_MADVISE_HUGEPAGE")
+    hint = (os.environ if env is None else env).get(NUMPY_HUGE_PAGES.name)
     if hint is not None:
-        try:
-            int(hint)
-        except ValueError:
-            raise SettingError(f"$NUMPY_MADVISE_HUGEPAGE={hint!r}: not a whole number (numpy's huge-page hint: "
-                               "0 off, 1 on; unset: numpy's default)") from None
+        _parse(NUMPY_HUGE_PAGES, hint)
 
 
 def _typed(name: str, kind: tuple[str, ...]) -> None:

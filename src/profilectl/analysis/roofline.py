@@ -510,6 +510,8 @@ def workload_placement(rows: Sequence[Mapping[str, Any]]) -> str | None:
     """rocprof-compute's speed-of-light of the whole workload (its counters row), placed by the
     roofline's one rule (verdict_of) on its roofs (profiling/tools/rocprof-compute.yaml
     `speed_of_light`: the busiest compute pipe, HBM read + write, L2), as a sentence."""
+    if not rows:  # no counters (a trace's report): rocprof-compute's facts are not even imported
+        return None
     from profilectl.formats.rocprof_compute import WORKLOAD_ROW, tool_facts
     row = next((r for r in rows if r.get("kernel") == WORKLOAD_ROW), None)
     if row is None:

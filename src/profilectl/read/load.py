@@ -171,19 +171,16 @@ def load(path: Path, raw: bool = False) -> Summary:
 
     def summarise() -> Summary:
         with numpy_without_huge_page_hints():  # the analysis' columns too, not only the reading's
-            return _summarise()
-
-    def _summarise() -> Summary:
-        # ranks reduced as they are read (one rank's events held at a time): the same numbers
-        tables = read_groups(groups, reduce_ranks=True)
-        source = SourceInfo(kind="+".join(s.kind for s in tables.sources), path=str(path),
-                            files=tuple(f for s in tables.sources for f in s.files))
-        derived = None
-        if tables.counters:  # (countersets imported only where there are counters to derive from)
-            from profilectl.countersets import derived_for_files
-            derived = derived_for_files({c.counter for c in tables.counters})
-        return build(tables, source, derived or None,
-                     perfetto_trace=tables.trace_files[0] if tables.trace_files else None, reduced=tables.reductions)
+            # ranks reduced as they are read (one rank's events held at a time): the same numbers
+            tables = read_groups(groups, reduce_ranks=True)
+            source = SourceInfo(kind="+".join(s.kind for s in tables.sources), path=str(path),
+                                files=tuple(f for s in tables.sources for f in s.files))
+            derived = None
+            if tables.counters:  # (countersets imported only where there are counters to derive from)
+                from profilectl.countersets import derived_for_files
+                derived = derived_for_files({c.counter for c in tables.counters})
+            return build(tables, source, derived or None, reduced=tables.reductions,
+                         perfetto_trace=tables.trace_files[0] if tables.trace_files else None)
 
     result, hit = cache.cached(path, files, summarise)
     if not has_records(result):

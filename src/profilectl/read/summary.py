@@ -36,10 +36,10 @@ if TYPE_CHECKING:
 
 def _import_field_types() -> None:
     """The field types a summary computed from profiler files may never build (a run's fallbacks, a
-    SLURM job, power, counters' roofline, collectives), with the modules behind them (the job and
-    manifest chain, the telemetry, the roofline's): imported when a stored summary is decoded, not
-    when `report` of a CSV starts (issue 38's cold start). msgspec and dacite find a field's type by
-    its name in this module's namespace, so they are put there once, before the first decode."""
+    SLURM job, power, counters' roofline, collectives): imported when a stored summary is decoded, so
+    that `report` of a CSV does not import the modules behind the first three (the manifest chain,
+    the telemetry; issue 38's cold start). msgspec and dacite find a field's type by its name in this
+    module's namespace, so they are put there once, before the first decode."""
     if "JobManifest" in globals():
         return
     from profilectl.analysis.collective_calls import CollectiveCalls
@@ -644,16 +644,12 @@ def build(tables: Tables, source: SourceInfo, derived: dict[str, str] | None = N
         timeline=timeline, notes=tables.notes + (_timeline_notes(tables) if reduced is None else ()),
         roofline=roofline_of(by_kernel, kernels), operator_shapes=tables.operator_shapes, memory=tables.memory,
         collective_calls=collective_calls_of(tables), inspector=tables.inspector)
-    if not by_kernel:
-        return summary
     from profilectl.analysis.roofline import workload_placement
     placed = workload_placement(by_kernel)  # a whole-workload speed-of-light (rocprof-compute analyze)
     return dataclasses.replace(summary, notes=summary.notes + (placed,)) if placed else summary
 
 
 def collective_calls_of(tables: Tables) -> CollectiveCalls | None:
-    if not tables.collectives:  # the usual single-GPU trace: no module to import
-        return None
     from profilectl.analysis.collective_calls import analyse
     return analyse(tables.collectives, tables.clocks)
 
@@ -669,8 +665,6 @@ def totals_of(kernels: Sequence[KernelRow], copies: Sequence[KernelRow]) -> Tota
 def roofline_of(rows: tuple[dict[str, Any], ...], kernels: tuple[KernelRow, ...]) -> RooflineResult | None:
     """The roofline when the counters hold its columns (peaks measured by the tool only: the GPU's
     datasheet peaks are added where the report knows the GPU, analysis.roofline.analyse)."""
-    if not rows:  # no counters, no roofline (and no module to import)
-        return None
     from profilectl.analysis.roofline import analyse_rows, speed_of_light_rows
     times = {k.name: (k.calls, k.total_ns) for k in kernels}
     return analyse_rows(rows, times) or speed_of_light_rows(rows, times)

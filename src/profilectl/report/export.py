@@ -30,7 +30,10 @@ def json_text(payload: dict[str, Any]) -> str:
     for key, value in payload.items():
         parts += [",\n  " if len(parts) > 1 else "  ", dump(key)]
         if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
-            parts += [": [\n    ", ",\n    ".join(dump(v) for v in value), "\n  ]"]
+            parts.append(": [\n    ")
+            for i, row in enumerate(value):
+                parts += [",\n    " if i else "", dump(row)]
+            parts.append("\n  ]")
         else:
             parts += [": ", dump(value)]
     parts.append("\n}\n")
